@@ -1,0 +1,190 @@
+//! The `tessera` command line: `serve` and the `admin` commands of CONTRACT §3. Admin
+//! commands print one JSON object on stdout and exit 0, or a message on stderr and exit 1.
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use crate::auth::password::{PasswordHasher, PasswordPolicy};
+use crate::config::{Config, ServeArgs, StorageArgs};
+use crate::server::{Application, shutdown_signal};
+use crate::storage::Database;
+use crate::tenancy::{NewUser, Role, TenancyService, UserType};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "The Tessera workspace platform host"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve /auth, /core and every engine on one listener.
+    Serve(ServeArgs),
+    /// Administer tenants, users and workspaces (works while a server runs).
+    Admin(AdminArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a tenant with its default workspace and families, provisioned on every engine.
+    CreateTenant {
+        #[arg(long)]
+        slug: String,
+        #[arg(long)]
+        name: String,
+    },
+    /// Create a user as a member of a tenant.
+    CreateUser {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password: String,
+        #[arg(long, value_enum, default_value = "editor")]
+        role: Role,
+        #[arg(long = "type", value_enum, default_value = "user")]
+        user_type: UserType,
+        #[arg(long, default_value = "")]
+        first_name: String,
+        #[arg(long, default_value = "")]
+        last_name: String,
+    },
+    /// Make an existing user a member of another tenant.
+    AddMember {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long, value_enum, default_value = "editor")]
+        role: Role,
+    },
+    /// Add a workspace to a tenant.
+    CreateWorkspace {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Command::Serve(args) => {
+            crate::telemetry::init("info");
+            match runtime.block_on(serve(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    tracing::error!(
+                        error = format!("{error:#}"),
+                        "tessera stopped with an error"
+                    );
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Admin(args) => {
+            crate::telemetry::init("warn");
+            match runtime.block_on(admin(args)) {
+                Ok(output) => {
+                    println!("{output}");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = Config::from_serve_args(args)?;
+    let application = Application::build(config).await?;
+    application.run_until(shutdown_signal()).await
+}
+
+/// Runs one admin command; returns the JSON to print.
+pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
+    let database = Database::connect_and_migrate(&args.storage.database_config()).await?;
+    let tenancy = TenancyService::new(
+        database.clone(),
+        PasswordPolicy::default(),
+        PasswordHasher::new(1),
+    );
+    let output = run_admin_command(&tenancy, args.command).await;
+    database.close().await;
+    output
+}
+
+async fn run_admin_command(
+    tenancy: &TenancyService,
+    command: AdminCommand,
+) -> anyhow::Result<String> {
+    fn json(value: impl Serialize) -> anyhow::Result<String> {
+        Ok(serde_json::to_string(&value)?)
+    }
+    match command {
+        AdminCommand::CreateTenant { slug, name } => {
+            json(tenancy.create_tenant(&slug, &name).await?)
+        }
+        AdminCommand::CreateUser {
+            tenant,
+            email,
+            password,
+            role,
+            user_type,
+            first_name,
+            last_name,
+        } => {
+            let new_user = NewUser {
+                tenant_slug: tenant,
+                email,
+                password,
+                role,
+                user_type,
+                first_name,
+                last_name,
+            };
+            json(tenancy.create_user(new_user).await?)
+        }
+        AdminCommand::AddMember {
+            tenant,
+            email,
+            role,
+        } => json(tenancy.add_member(&tenant, &email, role).await?),
+        AdminCommand::CreateWorkspace { tenant, name } => {
+            json(tenancy.create_workspace(&tenant, &name).await?)
+        }
+    }
+}

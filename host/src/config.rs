@@ -1,0 +1,234 @@
+//! Configuration: every flag and variable of CONTRACT §2 (flag, else environment variable,
+//! else default), parsed once at start into a [`Config`] that the rest of the host reads.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::auth::password::PasswordPolicy;
+use crate::storage::DatabaseConfig;
+
+/// Where the host keeps its data: shared by `serve` and every `admin` command.
+#[derive(Debug, Clone, Args)]
+pub struct StorageArgs {
+    /// Folder for the SQLite file, blobs and generated keys.
+    #[arg(
+        long,
+        env = "TESSERA_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// `sqlite://…` (default `sqlite://<data-dir>/tessera.db`) or `postgres://…`.
+    #[arg(long, env = "TESSERA_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Folder of engine components (`*.wasm`).
+    #[arg(
+        long,
+        env = "TESSERA_PLUGINS_DIR",
+        default_value = "./plugins",
+        global = true
+    )]
+    pub plugins_dir: PathBuf,
+}
+
+impl StorageArgs {
+    pub fn database_config(&self) -> DatabaseConfig {
+        DatabaseConfig {
+            url: self
+                .database_url
+                .clone()
+                .unwrap_or_else(|| DatabaseConfig::default_url(&self.data_dir)),
+            data_dir: self.data_dir.clone(),
+            max_connections: 16,
+        }
+    }
+}
+
+/// `tessera serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    /// Address to listen on.
+    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Public base URL (default `http://<listen>`): base of `meta.services` and engine URLs.
+    #[arg(long, env = "TESSERA_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Largest request body accepted, in bytes (413 beyond).
+    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+}
+
+/// A secret value: never printed, never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        Self(value)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Delays before attempts 2..5.
+    pub retry_schedule: Vec<Duration>,
+    pub allow_private_targets: bool,
+    pub extra_ca: Option<PathBuf>,
+}
+
+/// Requests per 60 s.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitConfig {
+    pub auth_per_minute: u32,
+    pub read_per_minute: u32,
+    pub write_per_minute: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    pub password_policy: PasswordPolicy,
+}
+
+/// The whole configuration of a running host.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database: DatabaseConfig,
+    pub plugins_dir: PathBuf,
+    /// Without a trailing slash.
+    pub public_url: String,
+    /// `None`: generated on first start and kept in the data dir (see `secrets`).
+    pub service_secret: Option<Secret>,
+    pub http: HttpConfig,
+    pub webhook: WebhookConfig,
+    pub rate_limits: RateLimitConfig,
+    pub auth: AuthConfig,
+}
+
+impl Config {
+    /// Reads the flags of `serve` and the environment-only variables.
+    pub fn from_serve_args(args: ServeArgs) -> anyhow::Result<Self> {
+        let public_url = args
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", args.listen))
+            .trim_end_matches('/')
+            .to_owned();
+        Ok(Self {
+            listen: args.listen,
+            data_dir: args.storage.data_dir.clone(),
+            database: args.storage.database_config(),
+            plugins_dir: args.storage.plugins_dir.clone(),
+            public_url,
+            service_secret: env_var("TESSERA_SERVICE_SECRET")?
+                .filter(|value: &String| !value.is_empty())
+                .map(Secret::new),
+            http: HttpConfig {
+                max_body_bytes: args.max_body_bytes,
+            },
+            webhook: WebhookConfig {
+                retry_schedule: match env_var::<String>("TESSERA_WEBHOOK_RETRY_SCHEDULE")? {
+                    Some(text) => {
+                        parse_retry_schedule(&text).context("TESSERA_WEBHOOK_RETRY_SCHEDULE")?
+                    }
+                    None => parse_retry_schedule("30s,2m,10m,30m")?,
+                },
+                allow_private_targets: env_var("TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS")?
+                    .unwrap_or(false),
+                extra_ca: env_var::<PathBuf>("TESSERA_WEBHOOK_EXTRA_CA")?,
+            },
+            rate_limits: RateLimitConfig {
+                auth_per_minute: env_var("TESSERA_RATE_LIMIT_AUTH")?.unwrap_or(60),
+                read_per_minute: env_var("TESSERA_RATE_LIMIT_READ")?.unwrap_or(600),
+                write_per_minute: env_var("TESSERA_RATE_LIMIT_WRITE")?.unwrap_or(120),
+            },
+            auth: AuthConfig {
+                password_policy: PasswordPolicy::default(),
+            },
+        })
+    }
+
+    pub fn data_path(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.data_dir.join(name)
+    }
+}
+
+/// An environment variable parsed as `T`; `None` when unset, a clear error when malformed.
+pub fn env_var<T>(name: &str) -> anyhow::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|error| anyhow::anyhow!("{name}: cannot parse {text:?}: {error}")),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not valid UTF-8"),
+    }
+}
+
+/// `30s,2m,10m,30m` → four delays (humantime units: `ms`, `s`, `m`, `h`).
+pub fn parse_retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
+    let delays = text
+        .split(',')
+        .map(|part| {
+            humantime::parse_duration(part.trim())
+                .with_context(|| format!("{:?} is not a duration like 30s or 2m", part.trim()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(!delays.is_empty(), "the retry schedule is empty");
+    Ok(delays)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_retry_schedule_parses() {
+        let delays = parse_retry_schedule("30s,2m,10m,30m").unwrap();
+        assert_eq!(
+            delays,
+            [30, 120, 600, 1800].map(Duration::from_secs).to_vec()
+        );
+        assert_eq!(
+            parse_retry_schedule("200ms, 1s").unwrap()[0],
+            Duration::from_millis(200)
+        );
+        assert!(parse_retry_schedule("soon").is_err());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        assert_eq!(
+            format!("{:?}", Secret::new("hunter2".into())),
+            "Secret(***)"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! The API's error type: every failure a handler returns becomes one of these, with a stable
+//! body (`{message}`, or `{message, errors}` for 422) and the status code of the spec.
+//! Internal errors are logged with their whole chain and answered with an opaque message.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub const MESSAGE_UNAUTHENTICATED: &str = "Unauthenticated.";
+pub const MESSAGE_FORBIDDEN: &str = "This action is unauthorized.";
+pub const MESSAGE_TOO_MANY_ATTEMPTS: &str = "Too Many Attempts.";
+pub const MESSAGE_INVALID: &str = "The given data was invalid.";
+pub const MESSAGE_SERVER_ERROR: &str = "Server Error.";
+
+/// `{message}`: the body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub message: String,
+}
+
+/// `{message, errors}`: the body of a 422.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationErrorBody {
+    pub message: String,
+    /// Field name (dotted path for nested items) to the rules it failed, e.g. `["required"]`.
+    pub errors: BTreeMap<String, Vec<String>>,
+}
+
+/// Field-level validation failures, keyed by field path, each with the spec's rule names
+/// (`required`, `email`, `min:N`, `max:N`, `unique`, …).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ValidationErrors {
+    fields: BTreeMap<String, Vec<String>>,
+}
+
+impl ValidationErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One field failing one rule.
+    pub fn single(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        let mut errors = Self::new();
+        errors.add(field, rule);
+        errors
+    }
+
+    pub fn add(&mut self, field: impl Into<String>, rule: impl Into<String>) {
+        self.fields
+            .entry(field.into())
+            .or_default()
+            .push(rule.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    pub fn fields(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.fields
+    }
+
+    /// `Ok(())` when nothing failed, else the 422.
+    pub fn into_result(self) -> Result<(), ApiError> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Validation(self))
+        }
+    }
+}
+
+/// Every error the HTTP layer answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("unauthenticated")]
+    Unauthenticated,
+    #[error("forbidden")]
+    Forbidden,
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("payload too large")]
+    PayloadTooLarge,
+    #[error("validation failed")]
+    Validation(ValidationErrors),
+    #[error("too many requests")]
+    TooManyRequests { retry_after_seconds: u64 },
+    #[error("bad gateway: {0}")]
+    BadGateway(String),
+    #[error("gateway timeout: {0}")]
+    GatewayTimeout(String),
+    #[error("service unavailable: {0}")]
+    ServiceUnavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn not_found(what: &str) -> Self {
+        Self::NotFound(format!("{what} not found."))
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            Self::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::BadRequest(message)
+            | Self::NotFound(message)
+            | Self::Conflict(message)
+            | Self::BadGateway(message)
+            | Self::GatewayTimeout(message)
+            | Self::ServiceUnavailable(message) => message.clone(),
+            Self::Unauthenticated => MESSAGE_UNAUTHENTICATED.into(),
+            Self::Forbidden => MESSAGE_FORBIDDEN.into(),
+            Self::MethodNotAllowed => "Method not allowed.".into(),
+            Self::PayloadTooLarge => "The request body is too large.".into(),
+            Self::Validation(_) => MESSAGE_INVALID.into(),
+            Self::TooManyRequests { .. } => MESSAGE_TOO_MANY_ATTEMPTS.into(),
+            Self::Internal(_) => MESSAGE_SERVER_ERROR.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = self.message();
+        match self {
+            Self::Internal(error) => {
+                tracing::error!(error = format!("{error:#}"), "request failed");
+                (status, Json(ErrorBody { message })).into_response()
+            }
+            Self::Validation(errors) => (
+                status,
+                Json(ValidationErrorBody {
+                    message,
+                    errors: errors.fields,
+                }),
+            )
+                .into_response(),
+            Self::TooManyRequests {
+                retry_after_seconds,
+            } => {
+                let mut response = (status, Json(ErrorBody { message })).into_response();
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+                response
+            }
+            _ => (status, Json(ErrorBody { message })).into_response(),
+        }
+    }
+}
+
+/// The `{message}` a bare status gets when no handler wrote a body (axum's 405, a body-limit
+/// 413, the fallback 404, a caught panic).
+pub fn default_message(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "Bad request.",
+        StatusCode::UNAUTHORIZED => MESSAGE_UNAUTHENTICATED,
+        StatusCode::FORBIDDEN => MESSAGE_FORBIDDEN,
+        StatusCode::NOT_FOUND => "Not found.",
+        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed.",
+        StatusCode::PAYLOAD_TOO_LARGE => "The request body is too large.",
+        StatusCode::UNPROCESSABLE_ENTITY => MESSAGE_INVALID,
+        StatusCode::TOO_MANY_REQUESTS => MESSAGE_TOO_MANY_ATTEMPTS,
+        StatusCode::BAD_GATEWAY => "Bad gateway.",
+        StatusCode::SERVICE_UNAVAILABLE => "Service unavailable.",
+        StatusCode::GATEWAY_TIMEOUT => "Gateway timeout.",
+        _ if status.is_server_error() => MESSAGE_SERVER_ERROR,
+        _ => "Request failed.",
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,48 @@
+//! HTTP: the conventions every route shares (envelopes, errors, extractors, paging,
+//! correlation ids) and the one place where every service's router is merged.
+
+pub mod conventions;
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod paging;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
+
+pub use error::{ApiError, ApiResult, ValidationErrors};
+
+/// Every route of the host, with the conventions applied, plus the OpenAPI document of all of
+/// them at `/api/openapi.json`. `extra` lets embedders (and tests) add routes that get the same
+/// conventions.
+pub fn router(state: AppState, extra: Router<AppState>) -> Router {
+    let (routes, openapi) = OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
+        .merge(crate::auth::router())
+        .merge(crate::core::router())
+        .split_for_parts();
+    let openapi = std::sync::Arc::new(openapi);
+    let body_limit = state.config.http.max_body_bytes;
+
+    routes
+        .merge(extra)
+        .route(
+            "/api/openapi.json",
+            get(move || {
+                let openapi = openapi.clone();
+                async move { axum::Json(openapi.as_ref().clone()) }
+            }),
+        )
+        .fallback(conventions::fallback)
+        .with_state(state)
+        .layer(CatchPanicLayer::custom(conventions::panic_response))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(axum::middleware::from_fn(conventions::request_conventions))
+}

@@ -1,0 +1,16 @@
+//! The Tessera host: one binary serving the authentication service (`/auth`), the core service
+//! (`/core`) and, through the engine runtime, every engine component (`/<engine>/…`).
+//! See ARCHITECTURE.md for the map.
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod http;
+pub mod openapi;
+pub mod secrets;
+pub mod server;
+pub mod state;
+pub mod storage;
+pub mod telemetry;
+pub mod tenancy;

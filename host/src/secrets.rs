@@ -1,0 +1,67 @@
+//! Secrets the host generates on first start and keeps in the data dir (mode 0600): created
+//! atomically, so two processes starting at once agree on one value.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+use rand::RngCore as _;
+
+use crate::config::Secret;
+
+/// Reads `data_dir/name`, or creates it with 32 random bytes (hex) when it does not exist.
+pub fn load_or_generate(data_dir: &Path, name: &str) -> anyhow::Result<Secret> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+    let path = data_dir.join(name);
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let fresh = hex::encode(bytes);
+
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    // Write to a temporary name first and link it into place: a reader never sees a
+    // half-written file, and exactly one of several racing processes wins.
+    let temporary = data_dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4()));
+    {
+        let mut file = options
+            .open(&temporary)
+            .with_context(|| format!("creating {}", temporary.display()))?;
+        file.write_all(fresh.as_bytes())
+            .context("writing a generated secret")?;
+        file.sync_all().context("syncing a generated secret")?;
+    }
+    let linked = std::fs::hard_link(&temporary, &path);
+    let _ = std::fs::remove_file(&temporary);
+    match linked {
+        Ok(()) => Ok(Secret::new(fresh)),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let existing = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let existing = existing.trim();
+            anyhow::ensure!(!existing.is_empty(), "{} is empty", path.display());
+            Ok(Secret::new(existing.to_owned()))
+        }
+        Err(error) => Err(error).with_context(|| format!("creating {}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_secret_is_kept_and_reused() {
+        let dir = std::env::temp_dir().join(format!("tessera-secret-{}", uuid::Uuid::new_v4()));
+        let first = load_or_generate(&dir, "service_secret").unwrap();
+        let second = load_or_generate(&dir, "service_secret").unwrap();
+        assert_eq!(first, second);
+        assert_eq!(first.expose().len(), 64);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

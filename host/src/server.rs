@@ -1,0 +1,151 @@
+//! The running host: builds the state, binds the listener, serves every router, and shuts
+//! down gracefully (in-flight requests finish; background workers stop at a safe point).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::password::PasswordHasher;
+use crate::config::Config;
+use crate::core::workers::WorkerRegistry;
+use crate::secrets;
+use crate::state::AppState;
+use crate::storage::Database;
+use crate::storage::cache::Cache;
+
+/// How many argon2 hashes may run at once (19 MiB each).
+fn password_hash_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Opens the database, runs migrations and assembles the shared state.
+pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    let database = Database::connect_and_migrate(&config.database).await?;
+    let service_secret = match &config.service_secret {
+        Some(secret) => secret.clone(),
+        None => secrets::load_or_generate(&config.data_dir, "service_secret")?,
+    };
+    Ok(AppState {
+        config: Arc::new(config),
+        database,
+        cache: Cache::new(100_000, Duration::from_secs(60)),
+        workers: WorkerRegistry::default(),
+        password_hasher: PasswordHasher::new(password_hash_concurrency()),
+        service_secret,
+    })
+}
+
+/// A host bound to its address, ready to serve.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+    shutdown: CancellationToken,
+    background: TaskTracker,
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_routes(config, Router::new()).await
+    }
+
+    /// Like [`Application::build`], with extra routes that get every HTTP convention.
+    pub async fn build_with_routes(
+        config: Config,
+        extra: Router<AppState>,
+    ) -> anyhow::Result<Self> {
+        let listen = config.listen;
+        let state = build_state(config).await?;
+        let listener = TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding {listen}"))?;
+        let router = crate::http::router(state.clone(), extra);
+        Ok(Self {
+            listener,
+            router,
+            state,
+            shutdown: CancellationToken::new(),
+            background: TaskTracker::new(),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `stop` resolves, then stops accepting, lets in-flight requests finish and
+    /// waits for background workers to reach a safe point.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Self {
+            listener,
+            router,
+            state,
+            shutdown,
+            background,
+        } = self;
+        tracing::info!(address = %listener.local_addr()?, "tessera is serving");
+        let stopping = shutdown.clone();
+        let served = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            stop.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            stopping.cancel();
+        })
+        .await
+        .context("serving HTTP");
+        shutdown.cancel();
+        background.close();
+        background.wait().await;
+        state.database.close().await;
+        tracing::info!("stopped");
+        served
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}

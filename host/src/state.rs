@@ -1,0 +1,19 @@
+//! The state every handler shares.
+
+use std::sync::Arc;
+
+use crate::auth::password::PasswordHasher;
+use crate::config::{Config, Secret};
+use crate::core::workers::WorkerRegistry;
+use crate::storage::Database;
+use crate::storage::cache::Cache;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub database: Database,
+    pub cache: Cache,
+    pub workers: WorkerRegistry,
+    pub password_hasher: PasswordHasher,
+    pub service_secret: Secret,
+}

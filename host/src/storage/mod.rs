@@ -1,0 +1,239 @@
+//! Storage: one `Database` handle over SQLite (the embedded default) or PostgreSQL, migrations,
+//! and the small helpers every query shares.
+//!
+//! Queries are written once, in the SQL both databases accept (`$1` placeholders, `TEXT`
+//! identifiers and timestamps), and run through [`on_pool!`] / [`on_tx!`], which expand the
+//! same expression once per driver so each is type-checked against its native driver.
+
+pub mod cache;
+pub mod time;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sqlx::postgres::{PgPoolOptions, Postgres};
+use sqlx::sqlite::{
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{PgPool, SqlitePool, Transaction};
+
+/// How long a SQLite connection waits for another writer (another `tessera serve` or an admin
+/// command on the same file) before giving up with "database is locked".
+pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which database a [`Database`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatabaseKind {
+    Sqlite,
+    Postgres,
+}
+
+/// A connection pool of one of the two supported databases.
+#[derive(Clone, Debug)]
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// An open write transaction on either database. SQLite transactions start with
+/// `BEGIN IMMEDIATE` so that two processes never deadlock upgrading a read lock.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// Runs the same expression against whichever pool a [`Database`] holds.
+///
+/// `on_pool!(db, pool => sqlx::query("…").execute(pool).await)`
+#[macro_export]
+macro_rules! on_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db.pool() {
+            $crate::storage::Pool::Sqlite($pool) => $body,
+            $crate::storage::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs the same expression against whichever connection a [`Tx`] holds.
+///
+/// `on_tx!(tx, conn => sqlx::query("…").execute(&mut **conn).await)`
+#[macro_export]
+macro_rules! on_tx {
+    ($tx:expr, $conn:ident => $body:expr) => {
+        match $tx {
+            $crate::storage::Tx::Sqlite($conn) => $body,
+            $crate::storage::Tx::Postgres($conn) => $body,
+        }
+    };
+}
+
+/// Where the database lives and how big its pool is.
+#[derive(Clone, Debug)]
+pub struct DatabaseConfig {
+    /// `sqlite://…` or `postgres://…`.
+    pub url: String,
+    /// Folder for lock files next to an embedded database.
+    pub data_dir: PathBuf,
+    pub max_connections: u32,
+}
+
+impl DatabaseConfig {
+    /// The embedded default: `sqlite://<data-dir>/tessera.db`.
+    pub fn default_url(data_dir: &Path) -> String {
+        format!("sqlite://{}", data_dir.join("tessera.db").display())
+    }
+}
+
+/// The host's database handle; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Database {
+    pool: Pool,
+}
+
+impl Database {
+    /// Connects (creating the SQLite file when missing) and runs every pending migration.
+    pub async fn connect_and_migrate(config: &DatabaseConfig) -> anyhow::Result<Self> {
+        let database = Self::connect(config).await?;
+        database.migrate(&config.data_dir).await?;
+        Ok(database)
+    }
+
+    /// Connects without migrating.
+    pub async fn connect(config: &DatabaseConfig) -> anyhow::Result<Self> {
+        let url = config.url.as_str();
+        let pool = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let pool = PgPoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+                .await
+                .context("connecting to PostgreSQL")?;
+            Pool::Postgres(pool)
+        } else if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .context("parsing the SQLite database URL")?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(SQLITE_BUSY_TIMEOUT);
+            if let Some(parent) = options.get_filename().parent()
+                && !parent.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            let pool = SqlitePoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_with(options)
+                .await
+                .context("opening the SQLite database")?;
+            Pool::Sqlite(pool)
+        } else {
+            anyhow::bail!("unsupported database URL: expected sqlite://… or postgres://…");
+        };
+        Ok(Self { pool })
+    }
+
+    /// Runs the migrations of `migrations/<kind>/`. On SQLite a lock file in the data dir keeps
+    /// two processes starting at once from applying the same migration twice; PostgreSQL uses
+    /// the migrator's advisory lock.
+    pub async fn migrate(&self, data_dir: &Path) -> anyhow::Result<()> {
+        match &self.pool {
+            Pool::Sqlite(pool) => {
+                std::fs::create_dir_all(data_dir)
+                    .with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+                let lock_path = data_dir.join(".migrations.lock");
+                let lock = tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
+                    let file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true)
+                        .open(&lock_path)
+                        .with_context(|| format!("opening {}", lock_path.display()))?;
+                    file.lock().context("locking the migrations lock file")?;
+                    Ok(file)
+                })
+                .await
+                .context("waiting for the migrations lock")??;
+                let result = SQLITE_MIGRATIONS.run(pool).await;
+                drop(lock);
+                result.context("running SQLite migrations")?;
+            }
+            Pool::Postgres(pool) => {
+                POSTGRES_MIGRATIONS
+                    .run(pool)
+                    .await
+                    .context("running PostgreSQL migrations")?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    pub fn kind(&self) -> DatabaseKind {
+        match self.pool {
+            Pool::Sqlite(_) => DatabaseKind::Sqlite,
+            Pool::Postgres(_) => DatabaseKind::Postgres,
+        }
+    }
+
+    /// Starts a write transaction.
+    pub async fn begin(&self) -> anyhow::Result<Tx> {
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => Tx::Sqlite(
+                pool.begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .context("beginning a SQLite transaction")?,
+            ),
+            Pool::Postgres(pool) => Tx::Postgres(
+                pool.begin()
+                    .await
+                    .context("beginning a PostgreSQL transaction")?,
+            ),
+        })
+    }
+
+    /// A real round trip to the database, for health checks.
+    pub async fn ping(&self) -> anyhow::Result<()> {
+        let one: i32 = on_pool!(self, pool => sqlx::query_scalar("SELECT 1").fetch_one(pool).await)
+            .context("querying the database")?;
+        anyhow::ensure!(one == 1, "the database answered SELECT 1 with {one}");
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+impl Tx {
+    pub async fn commit(self) -> anyhow::Result<()> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+        .context("committing the transaction")
+    }
+}
+
+/// True when `error` is a unique-constraint violation (on either database).
+pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db_error) => db_error.is_unique_violation(),
+        _ => false,
+    }
+}

@@ -1,0 +1,396 @@
+//! Tenancy: tenants, users, memberships and workspaces. One service used by the admin CLI
+//! today and by the HTTP orchestration endpoints later, so both enforce the same rules and
+//! write in one transaction each (nothing half-written on failure).
+
+mod store;
+
+use serde::Serialize;
+
+use crate::auth::password::{PasswordHasher, PasswordPolicy};
+use crate::core::families;
+use crate::http::ValidationErrors;
+use crate::storage::{Database, time};
+
+pub use store::{Tenant, User};
+
+/// A member's role in a tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Editor,
+    Viewer,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Editor => "editor",
+            Role::Viewer => "viewer",
+        }
+    }
+}
+
+/// A user's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum UserType {
+    User,
+    Guest,
+    Agent,
+}
+
+impl UserType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserType::User => "user",
+            UserType::Guest => "guest",
+            UserType::Agent => "agent",
+        }
+    }
+}
+
+/// Why a tenancy operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TenancyError {
+    #[error("the tenant slug {0:?} already exists")]
+    SlugTaken(String),
+    #[error("a user with the e-mail {0:?} already exists")]
+    EmailTaken(String),
+    #[error("no tenant has the slug {0:?}")]
+    TenantNotFound(String),
+    #[error("no user has the e-mail {0:?}")]
+    UserNotFound(String),
+    #[error("{email:?} is already a member of {tenant:?}")]
+    AlreadyMember { email: String, tenant: String },
+    #[error("the tenant {tenant:?} already has a workspace named {name:?}")]
+    WorkspaceNameTaken { tenant: String, name: String },
+    #[error("invalid input: {}", describe(.0))]
+    Invalid(ValidationErrors),
+    #[error(transparent)]
+    Storage(#[from] anyhow::Error),
+}
+
+fn describe(errors: &ValidationErrors) -> String {
+    errors
+        .fields()
+        .iter()
+        .map(|(field, rules)| format!("{field} fails {}", rules.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The provisioning report of a new tenant: every engine that requires tenant provisioning,
+/// with its outcome. Engines join in with the orchestrator; until then the map is empty.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvisioningReport {
+    pub status: String,
+    pub engines: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedTenant {
+    pub tenant_id: String,
+    pub slug: String,
+    pub name: String,
+    pub workspace_id: String,
+    pub provisioning: ProvisioningReport,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedUser {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub email: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AddedMember {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedWorkspace {
+    pub workspace_id: String,
+    pub tenant_id: String,
+    pub name: String,
+}
+
+/// A new user's details.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub tenant_slug: String,
+    pub email: String,
+    pub password: String,
+    pub role: Role,
+    pub user_type: UserType,
+    pub first_name: String,
+    pub last_name: String,
+}
+
+/// The name of every tenant's first workspace.
+pub const DEFAULT_WORKSPACE_NAME: &str = "Default";
+
+#[derive(Clone)]
+pub struct TenancyService {
+    database: Database,
+    password_policy: PasswordPolicy,
+    password_hasher: PasswordHasher,
+}
+
+impl TenancyService {
+    pub fn new(
+        database: Database,
+        password_policy: PasswordPolicy,
+        password_hasher: PasswordHasher,
+    ) -> Self {
+        Self {
+            database,
+            password_policy,
+            password_hasher,
+        }
+    }
+
+    /// Creates a tenant with its default workspace and default families, in one transaction.
+    pub async fn create_tenant(
+        &self,
+        slug: &str,
+        name: &str,
+    ) -> Result<CreatedTenant, TenancyError> {
+        let slug = slug.trim().to_owned();
+        let name = name.trim().to_owned();
+        let mut errors = ValidationErrors::new();
+        validate_slug(&slug, &mut errors);
+        validate_name("name", &name, &mut errors);
+        if !errors.is_empty() {
+            return Err(TenancyError::Invalid(errors));
+        }
+
+        let tenant_id = uuid::Uuid::new_v4().to_string();
+        let workspace_id = uuid::Uuid::new_v4().to_string();
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        store::insert_tenant(&mut tx, &tenant_id, &slug, &name, &now)
+            .await?
+            .map_err(|_| TenancyError::SlugTaken(slug.clone()))?;
+        store::insert_workspace(
+            &mut tx,
+            &workspace_id,
+            &tenant_id,
+            DEFAULT_WORKSPACE_NAME,
+            true,
+            &now,
+        )
+        .await?
+        .map_err(|_| anyhow::anyhow!("a brand-new tenant already had a default workspace"))?;
+        families::create_default_families(&mut tx, &tenant_id).await?;
+        tx.commit().await?;
+
+        Ok(CreatedTenant {
+            tenant_id,
+            slug,
+            name,
+            workspace_id,
+            provisioning: ProvisioningReport {
+                status: "completed".into(),
+                engines: Default::default(),
+            },
+        })
+    }
+
+    /// Creates a user (password policy enforced, argon2id hash) as a member of a tenant.
+    pub async fn create_user(&self, new_user: NewUser) -> Result<CreatedUser, TenancyError> {
+        let email = normalize_email(&new_user.email);
+        let mut errors = ValidationErrors::new();
+        if !is_valid_email(&email) {
+            errors.add("email", "email");
+        }
+        for rule in self.password_policy.violations(&new_user.password) {
+            errors.add("password", rule);
+        }
+        for (field, value) in [
+            ("first_name", &new_user.first_name),
+            ("last_name", &new_user.last_name),
+        ] {
+            if value.chars().count() > 100 {
+                errors.add(field, "max:100");
+            }
+        }
+        if !errors.is_empty() {
+            return Err(TenancyError::Invalid(errors));
+        }
+        let tenant = self.tenant_by_slug(&new_user.tenant_slug).await?;
+        if store::find_user_by_email(&self.database, &email)
+            .await?
+            .is_some()
+        {
+            return Err(TenancyError::EmailTaken(email));
+        }
+        let password_hash = self.password_hasher.hash(new_user.password).await?;
+
+        let user_id = uuid::Uuid::new_v4().to_string();
+        let now = time::now();
+        let user = User {
+            id: user_id.clone(),
+            email: email.clone(),
+            first_name: new_user.first_name.trim().to_owned(),
+            last_name: new_user.last_name.trim().to_owned(),
+            user_type: new_user.user_type.as_str().to_owned(),
+        };
+        let mut tx = self.database.begin().await?;
+        store::insert_user(&mut tx, &user, &password_hash, &now)
+            .await?
+            .map_err(|_| TenancyError::EmailTaken(email.clone()))?;
+        store::insert_membership(&mut tx, &user_id, &tenant.id, new_user.role, &now)
+            .await?
+            .map_err(|_| anyhow::anyhow!("a brand-new user was already a member"))?;
+        tx.commit().await?;
+        Ok(CreatedUser {
+            user_id,
+            tenant_id: tenant.id,
+            email,
+        })
+    }
+
+    /// Makes an existing user a member of another tenant.
+    pub async fn add_member(
+        &self,
+        tenant_slug: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<AddedMember, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let email = normalize_email(email);
+        let user = store::find_user_by_email(&self.database, &email)
+            .await?
+            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let mut tx = self.database.begin().await?;
+        store::insert_membership(&mut tx, &user.id, &tenant.id, role, &time::now())
+            .await?
+            .map_err(|_| TenancyError::AlreadyMember {
+                email: email.clone(),
+                tenant: tenant.slug.clone(),
+            })?;
+        tx.commit().await?;
+        Ok(AddedMember {
+            user_id: user.id,
+            tenant_id: tenant.id,
+            role,
+        })
+    }
+
+    /// Adds a workspace to a tenant; names are unique within a tenant.
+    pub async fn create_workspace(
+        &self,
+        tenant_slug: &str,
+        name: &str,
+    ) -> Result<CreatedWorkspace, TenancyError> {
+        let name = name.trim().to_owned();
+        let mut errors = ValidationErrors::new();
+        validate_name("name", &name, &mut errors);
+        if !errors.is_empty() {
+            return Err(TenancyError::Invalid(errors));
+        }
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let workspace_id = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.database.begin().await?;
+        store::insert_workspace(
+            &mut tx,
+            &workspace_id,
+            &tenant.id,
+            &name,
+            false,
+            &time::now(),
+        )
+        .await?
+        .map_err(|_| TenancyError::WorkspaceNameTaken {
+            tenant: tenant.slug.clone(),
+            name: name.clone(),
+        })?;
+        tx.commit().await?;
+        Ok(CreatedWorkspace {
+            workspace_id,
+            tenant_id: tenant.id,
+            name,
+        })
+    }
+
+    pub async fn tenant_by_slug(&self, slug: &str) -> Result<Tenant, TenancyError> {
+        let slug = slug.trim();
+        store::find_tenant_by_slug(&self.database, slug)
+            .await?
+            .ok_or_else(|| TenancyError::TenantNotFound(slug.to_owned()))
+    }
+}
+
+/// E-mail addresses are compared trimmed and lower-cased.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+/// A pragmatic check: one `@`, a non-empty local part, a dotted domain, no spaces or controls.
+pub fn is_valid_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    email.len() <= 254
+        && !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Slugs: 2 to 63 characters of lower-case letters, digits and inner hyphens.
+fn validate_slug(slug: &str, errors: &mut ValidationErrors) {
+    if slug.is_empty() {
+        errors.add("slug", "required");
+        return;
+    }
+    if slug.len() < 2 {
+        errors.add("slug", "min:2");
+    }
+    if slug.len() > 63 {
+        errors.add("slug", "max:63");
+    }
+    let well_formed = slug
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !slug.starts_with('-')
+        && !slug.ends_with('-');
+    if !well_formed {
+        errors.add("slug", "slug");
+    }
+}
+
+fn validate_name(field: &str, name: &str, errors: &mut ValidationErrors) {
+    if name.is_empty() {
+        errors.add(field, "required");
+    } else if name.chars().count() > 200 {
+        errors.add(field, "max:200");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_and_slugs_are_checked() {
+        assert!(is_valid_email("ada@example.com"));
+        assert!(!is_valid_email("ada@example"));
+        assert!(!is_valid_email("ada example@example.com"));
+        assert!(!is_valid_email("@example.com"));
+        assert_eq!(normalize_email("  Ada@Example.COM "), "ada@example.com");
+
+        let mut errors = ValidationErrors::new();
+        validate_slug("acme-corp", &mut errors);
+        assert!(errors.is_empty());
+        validate_slug("Acme Corp", &mut errors);
+        assert_eq!(errors.fields()["slug"], vec!["slug"]);
+    }
+}

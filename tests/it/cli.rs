@@ -1,0 +1,331 @@
+//! The admin CLI, run as the real binary: JSON on success, a message and a non-zero exit on
+//! failure, and nothing half-written.
+
+use serde_json::json;
+
+use crate::database_test;
+use crate::helpers::{TestDatabase, run_admin};
+use tessera_host::on_pool;
+
+async fn count(database: &TestDatabase, table: &str) -> i64 {
+    let handle = database.connect().await;
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    let total: i64 =
+        on_pool!(handle, pool => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone())).fetch_one(pool).await).unwrap();
+    handle.close().await;
+    total
+}
+
+database_test!(
+    create_tenant_prints_the_tenant_with_workspace_and_families,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        let output = run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme Corp"],
+        )
+        .json();
+        assert_eq!(output["slug"], "acme");
+        assert_eq!(output["name"], "Acme Corp");
+        assert!(uuid::Uuid::parse_str(output["tenant_id"].as_str().unwrap()).is_ok());
+        assert!(uuid::Uuid::parse_str(output["workspace_id"].as_str().unwrap()).is_ok());
+        assert_eq!(
+            output["provisioning"],
+            json!({ "status": "completed", "engines": {} })
+        );
+
+        let handle = database.connect().await;
+        let tenant_id = output["tenant_id"].as_str().unwrap().to_owned();
+        let mut families: Vec<(String, String)> = on_pool!(handle, pool => sqlx::query_as(
+        "SELECT code, statuses FROM families WHERE tenant_id = $1 ORDER BY code",
+    )
+    .bind(&tenant_id)
+    .fetch_all(pool)
+    .await)
+        .unwrap();
+        families.sort();
+        assert_eq!(
+            families,
+            vec![
+                ("company".into(), r#"["active","archived"]"#.into()),
+                ("contact".into(), r#"["active","archived"]"#.into()),
+                (
+                    "deal".into(),
+                    r#"["lead","qualified","proposal","won","lost"]"#.into()
+                ),
+                ("task".into(), r#"["todo","in_progress","done"]"#.into()),
+            ]
+        );
+        let default_workspace: (String, bool) = on_pool!(handle, pool => sqlx::query_as(
+        "SELECT id, is_default FROM workspaces WHERE tenant_id = $1",
+    )
+    .bind(&tenant_id)
+    .fetch_one(pool)
+    .await)
+        .unwrap();
+        assert_eq!(
+            default_workspace,
+            (output["workspace_id"].as_str().unwrap().to_owned(), true)
+        );
+        handle.close().await;
+    }
+);
+
+database_test!(
+    a_duplicate_slug_fails_naming_the_slug_and_writes_nothing,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme"],
+        )
+        .json();
+        let duplicate = run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Other"],
+        );
+        assert!(!duplicate.success);
+        assert!(
+            duplicate.stdout.is_empty(),
+            "nothing on stdout: {}",
+            duplicate.stdout
+        );
+        assert!(
+            duplicate.stderr.contains("\"acme\""),
+            "the message names the slug: {}",
+            duplicate.stderr
+        );
+        assert_eq!(count(&database, "tenants").await, 1);
+        assert_eq!(count(&database, "workspaces").await, 1);
+        assert_eq!(count(&database, "families").await, 4);
+
+        let invalid = run_admin(
+            &database,
+            &["create-tenant", "--slug", "Not A Slug", "--name", "X"],
+        );
+        assert!(!invalid.success);
+        assert!(invalid.stderr.contains("slug"), "{}", invalid.stderr);
+        assert_eq!(count(&database, "tenants").await, 1);
+    }
+);
+
+database_test!(
+    create_user_enforces_the_password_policy_and_hashes_with_argon2id,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        let tenant = run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme"],
+        )
+        .json();
+
+        let weak = run_admin(
+            &database,
+            &[
+                "create-user",
+                "--tenant",
+                "acme",
+                "--email",
+                "ada@example.com",
+                "--password",
+                "password",
+            ],
+        );
+        assert!(!weak.success);
+        assert!(
+            weak.stderr.contains("uppercase") && weak.stderr.contains("number"),
+            "{}",
+            weak.stderr
+        );
+        assert_eq!(count(&database, "users").await, 0);
+
+        let created = run_admin(
+            &database,
+            &[
+                "create-user",
+                "--tenant",
+                "acme",
+                "--email",
+                "Ada@Example.com",
+                "--password",
+                "Correct1horse",
+                "--role",
+                "owner",
+                "--first-name",
+                "Ada",
+                "--last-name",
+                "Lovelace",
+            ],
+        )
+        .json();
+        assert_eq!(created["tenant_id"], tenant["tenant_id"]);
+        assert_eq!(
+            created["email"], "ada@example.com",
+            "e-mail addresses are normalized"
+        );
+        let user_id = created["user_id"].as_str().unwrap().to_owned();
+
+        let handle = database.connect().await;
+        let (hash, role): (String, String) = on_pool!(handle, pool => sqlx::query_as(
+        "SELECT u.password_hash, m.role FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.id = $1",
+    )
+    .bind(&user_id)
+    .fetch_one(pool)
+    .await)
+    .unwrap();
+        handle.close().await;
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(!hash.contains("Correct1horse"));
+        assert_eq!(role, "owner");
+
+        let again = run_admin(
+            &database,
+            &[
+                "create-user",
+                "--tenant",
+                "acme",
+                "--email",
+                "ada@example.com",
+                "--password",
+                "Correct1horse",
+            ],
+        );
+        assert!(!again.success);
+        assert!(again.stderr.contains("ada@example.com"), "{}", again.stderr);
+        assert_eq!(count(&database, "users").await, 1);
+    }
+);
+
+database_test!(
+    unknown_tenants_and_users_fail_cleanly,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        let output = run_admin(
+            &database,
+            &[
+                "create-user",
+                "--tenant",
+                "nowhere",
+                "--email",
+                "a@example.com",
+                "--password",
+                "Correct1horse",
+            ],
+        );
+        assert!(!output.success);
+        assert!(output.stderr.contains("nowhere"), "{}", output.stderr);
+        assert_eq!(count(&database, "users").await, 0);
+
+        let output = run_admin(
+            &database,
+            &["create-workspace", "--tenant", "nowhere", "--name", "Sales"],
+        );
+        assert!(!output.success);
+        assert!(output.stderr.contains("nowhere"), "{}", output.stderr);
+
+        run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme"],
+        )
+        .json();
+        let output = run_admin(
+            &database,
+            &[
+                "add-member",
+                "--tenant",
+                "acme",
+                "--email",
+                "ghost@example.com",
+            ],
+        );
+        assert!(!output.success);
+        assert!(
+            output.stderr.contains("ghost@example.com"),
+            "{}",
+            output.stderr
+        );
+        assert_eq!(count(&database, "memberships").await, 0);
+    }
+);
+
+database_test!(
+    add_member_and_create_workspace_print_their_records,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        run_admin(
+            &database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme"],
+        )
+        .json();
+        let globex = run_admin(
+            &database,
+            &["create-tenant", "--slug", "globex", "--name", "Globex"],
+        )
+        .json();
+        let user = run_admin(
+            &database,
+            &[
+                "create-user",
+                "--tenant",
+                "acme",
+                "--email",
+                "ada@example.com",
+                "--password",
+                "Correct1horse",
+            ],
+        )
+        .json();
+
+        let member = run_admin(
+            &database,
+            &[
+                "add-member",
+                "--tenant",
+                "globex",
+                "--email",
+                "ada@example.com",
+                "--role",
+                "viewer",
+            ],
+        )
+        .json();
+        assert_eq!(
+            member,
+            json!({ "user_id": user["user_id"], "tenant_id": globex["tenant_id"], "role": "viewer" })
+        );
+        let twice = run_admin(
+            &database,
+            &[
+                "add-member",
+                "--tenant",
+                "globex",
+                "--email",
+                "ada@example.com",
+            ],
+        );
+        assert!(!twice.success);
+        assert!(
+            twice.stderr.contains("already a member"),
+            "{}",
+            twice.stderr
+        );
+
+        let workspace = run_admin(
+            &database,
+            &["create-workspace", "--tenant", "globex", "--name", "Sales"],
+        )
+        .json();
+        assert_eq!(workspace["tenant_id"], globex["tenant_id"]);
+        assert_eq!(workspace["name"], "Sales");
+        let duplicate = run_admin(
+            &database,
+            &["create-workspace", "--tenant", "globex", "--name", "Sales"],
+        );
+        assert!(!duplicate.success);
+        assert!(duplicate.stderr.contains("Sales"), "{}", duplicate.stderr);
+        assert_eq!(count(&database, "workspaces").await, 3);
+    }
+);

@@ -1,0 +1,363 @@
+//! Test harness: fresh databases, `spawn_app`, the `TestApp` client, and the real binary.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use axum::Router;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_host::config::{Config, ServeArgs, StorageArgs};
+use tessera_host::http::extract::ApiJson;
+use tessera_host::http::{ApiResult, ValidationErrors, envelope};
+use tessera_host::server::Application;
+use tessera_host::state::AppState;
+use tessera_host::storage::{Database, DatabaseConfig};
+use tokio_util::sync::CancellationToken;
+
+/// The two databases every storage-touching test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Declares a test that runs once on SQLite and once on PostgreSQL:
+/// `database_test!(name, |backend| async move { … })` makes `name::sqlite` and
+/// `name::postgres`. Without `TESSERA_TEST_POSTGRES_URL` the PostgreSQL half says so and
+/// returns, except under CI (`CI` set), where a missing server is a failure.
+#[macro_export]
+macro_rules! database_test {
+    ($name:ident, |$backend:ident| $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let $backend = $crate::helpers::Backend::Sqlite;
+                $body.await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if !$crate::helpers::postgres_available() {
+                    return;
+                }
+                let $backend = $crate::helpers::Backend::Postgres;
+                $body.await
+            }
+        }
+    };
+}
+
+pub fn postgres_url() -> Option<String> {
+    std::env::var("TESSERA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+pub fn postgres_available() -> bool {
+    if postgres_url().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "TESSERA_TEST_POSTGRES_URL must be set in CI: the PostgreSQL half of the suite cannot be skipped there"
+    );
+    eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping the PostgreSQL half of this test");
+    false
+}
+
+/// A fresh, empty database (and data dir) for one test, removed when dropped.
+pub struct TestDatabase {
+    pub data_dir: PathBuf,
+    pub url: String,
+    postgres_name: Option<String>,
+}
+
+impl TestDatabase {
+    pub async fn new(backend: Backend) -> Self {
+        let data_dir = std::env::temp_dir().join(format!("tessera-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        match backend {
+            Backend::Sqlite => Self {
+                url: DatabaseConfig::default_url(&data_dir),
+                data_dir,
+                postgres_name: None,
+            },
+            Backend::Postgres => {
+                let admin_url = postgres_url().expect("TESSERA_TEST_POSTGRES_URL");
+                let name = format!("tessera_test_{}", uuid::Uuid::new_v4().simple());
+                let mut admin = connect_postgres(&admin_url).await;
+                sqlx::Executor::execute(
+                    &mut admin,
+                    sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")),
+                )
+                .await
+                .expect("creating a test database");
+                let (prefix, _) = admin_url
+                    .rsplit_once('/')
+                    .expect("a PostgreSQL URL with a database");
+                Self {
+                    url: format!("{prefix}/{name}"),
+                    data_dir,
+                    postgres_name: Some(name),
+                }
+            }
+        }
+    }
+
+    pub fn database_config(&self) -> DatabaseConfig {
+        DatabaseConfig {
+            url: self.url.clone(),
+            data_dir: self.data_dir.clone(),
+            max_connections: 8,
+        }
+    }
+
+    /// A direct handle on the test database, for assertions on what was stored.
+    pub async fn connect(&self) -> Database {
+        Database::connect(&self.database_config())
+            .await
+            .expect("connecting to the test database")
+    }
+}
+
+async fn connect_postgres(url: &str) -> sqlx::PgConnection {
+    <sqlx::PgConnection as sqlx::Connection>::connect(url)
+        .await
+        .expect("connecting to PostgreSQL")
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if let (Some(name), Some(admin_url)) = (self.postgres_name.take(), postgres_url()) {
+            // Drop runs outside async context: use a short-lived runtime on its own thread.
+            let _ = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let mut admin = connect_postgres(&admin_url).await;
+                    let _ = sqlx::Executor::execute(
+                        &mut admin,
+                        sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")),
+                    )
+                    .await;
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// The largest body the test server accepts, small so the 413 test sends little.
+pub const TEST_BODY_LIMIT: usize = 64 * 1024;
+
+/// A running host on a free port, with one helper per endpoint.
+pub struct TestApp {
+    pub address: SocketAddr,
+    pub client: reqwest::Client,
+    pub database: TestDatabase,
+    state: AppState,
+    stop: CancellationToken,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    if std::env::var_os("TEST_LOG").is_some() {
+        tessera_host::telemetry::init("debug");
+    }
+    let database = TestDatabase::new(backend).await;
+    let args = ServeArgs {
+        storage: StorageArgs {
+            data_dir: database.data_dir.clone(),
+            database_url: Some(database.url.clone()),
+            plugins_dir: database.data_dir.join("plugins"),
+        },
+        listen: "127.0.0.1:0".parse().unwrap(),
+        public_url: None,
+        max_body_bytes: TEST_BODY_LIMIT,
+    };
+    let config = Config::from_serve_args(args).expect("test configuration");
+    let application = Application::build_with_routes(config, test_routes())
+        .await
+        .expect("building the application");
+    let address = application.local_addr();
+    let state = application.state().clone();
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let server = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
+    TestApp {
+        address,
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+        database,
+        state,
+        stop,
+        server: Some(server),
+    }
+}
+
+/// Routes only the tests mount, to exercise the conventions layer with a JSON body and a panic.
+fn test_routes() -> Router<AppState> {
+    #[derive(Deserialize)]
+    struct Echo {
+        name: Option<String>,
+        count: Option<u32>,
+    }
+    async fn echo(ApiJson(body): ApiJson<Echo>) -> ApiResult<axum::response::Response> {
+        let mut errors = ValidationErrors::new();
+        let name = body.name.unwrap_or_default();
+        if name.is_empty() {
+            errors.add("name", "required");
+        } else if name.len() > 10 {
+            errors.add("name", "max:10");
+        }
+        errors.into_result()?;
+        Ok(envelope::ok(json!({ "name": name, "count": body.count })))
+    }
+    async fn panics() -> &'static str {
+        panic!("a deliberate test panic")
+    }
+    Router::new()
+        .route("/test/echo", post(echo))
+        .route("/test/panic", get(panics))
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.address, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("GET")
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("POST")
+    }
+
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("POST")
+    }
+
+    pub async fn auth_health(&self) -> reqwest::Response {
+        self.get("/auth/api/health").await
+    }
+
+    pub async fn core_health(&self) -> reqwest::Response {
+        self.get("/core/api/health").await
+    }
+
+    pub async fn extended_health(&self) -> reqwest::Response {
+        self.get("/core/api/health/extended").await
+    }
+
+    pub async fn openapi(&self) -> Value {
+        self.get("/api/openapi.json")
+            .await
+            .json()
+            .await
+            .expect("OpenAPI JSON")
+    }
+
+    /// Runs `tessera admin …` against this app's database.
+    pub fn admin(&self, arguments: &[&str]) -> CliOutput {
+        run_admin(&self.database, arguments)
+    }
+
+    /// The running host's shared state (its database handle, worker registry, …).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn workers(&self) -> &tessera_host::core::workers::WorkerRegistry {
+        &self.state.workers
+    }
+
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(server) = self.server.take() {
+            server
+                .await
+                .expect("server task")
+                .expect("server stopped cleanly");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The body of a response as JSON, asserting its status first.
+pub async fn json_with_status(response: reqwest::Response, status: u16) -> Value {
+    let actual = response.status().as_u16();
+    let text = response.text().await.expect("response body");
+    assert_eq!(actual, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("body is not JSON ({error}): {text}"))
+}
+
+/// The result of one run of the real binary.
+pub struct CliOutput {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CliOutput {
+    pub fn json(&self) -> Value {
+        assert!(self.success, "the command failed: {}", self.stderr);
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|error| {
+            panic!("stdout is not one JSON object ({error}): {}", self.stdout)
+        })
+    }
+}
+
+pub fn tessera_binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_tessera"))
+}
+
+/// Runs `tessera admin <arguments> --data-dir … --database-url …`.
+pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
+    let output: Output = Command::new(tessera_binary())
+        .arg("admin")
+        .args(arguments)
+        .arg("--data-dir")
+        .arg(&database.data_dir)
+        .arg("--database-url")
+        .arg(&database.url)
+        .env_remove("TESSERA_LOG")
+        .output()
+        .expect("running tessera admin");
+    CliOutput {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}

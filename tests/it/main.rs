@@ -1,0 +1,12 @@
+//! The host's integration tests: one binary, one module per area. Each test starts the real
+//! server on a free loopback port (`helpers::spawn_app`) against its own fresh database:
+//! SQLite always, PostgreSQL too whenever `TESSERA_TEST_POSTGRES_URL` is set.
+//! Logs are silent unless `TEST_LOG` is set.
+
+mod helpers;
+
+mod cli;
+mod conventions;
+mod health;
+mod openapi;
+mod storage;

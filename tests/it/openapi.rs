@@ -1,0 +1,32 @@
+//! The OpenAPI document the host serves.
+
+use crate::helpers::{Backend, spawn_app};
+
+#[tokio::test]
+async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let document = app.openapi().await;
+    assert!(
+        document["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        document["openapi"]
+    );
+    assert_eq!(document["info"]["version"], env!("CARGO_PKG_VERSION"));
+    let paths = document["paths"].as_object().expect("paths");
+    for path in [
+        "/auth/api/health",
+        "/core/api/health",
+        "/core/api/health/extended",
+    ] {
+        assert!(paths[path]["get"].is_object(), "{path} is documented");
+    }
+    let mut operation_ids: Vec<&str> = paths
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .filter_map(|operation| operation["operationId"].as_str())
+        .collect();
+    let count = operation_ids.len();
+    operation_ids.sort_unstable();
+    operation_ids.dedup();
+    assert_eq!(operation_ids.len(), count, "operation ids are unique");
+}

@@ -1,0 +1,258 @@
+//! Storage: SQLite settings, migrations, and several processes sharing one SQLite data dir.
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::database_test;
+use crate::helpers::{
+    Backend, TestDatabase, json_with_status, run_admin, spawn_app, tessera_binary,
+};
+use tessera_host::on_pool;
+use tessera_host::storage::Database;
+
+database_test!(
+    migrations_are_idempotent_across_restarts,
+    |backend| async move {
+        let database = TestDatabase::new(backend).await;
+        let config = database.database_config();
+        for _ in 0..2 {
+            let handle = Database::connect_and_migrate(&config)
+                .await
+                .expect("migrating");
+            handle.ping().await.unwrap();
+            handle.close().await;
+        }
+        let handle = database.connect().await;
+        let applied: i64 = on_pool!(handle, pool => sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(pool).await).unwrap();
+        assert!(applied >= 1);
+        handle.close().await;
+    }
+);
+
+#[tokio::test]
+async fn sqlite_runs_in_wal_mode_with_foreign_keys_on() {
+    let database = TestDatabase::new(Backend::Sqlite).await;
+    let handle = Database::connect_and_migrate(&database.database_config())
+        .await
+        .unwrap();
+    let tessera_host::storage::Pool::Sqlite(pool) = handle.pool() else {
+        unreachable!()
+    };
+    let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(journal, "wal");
+    let foreign_keys: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(foreign_keys, 1);
+    let orphan = sqlx::query("INSERT INTO workspaces (id, tenant_id, name, is_default, created_at) VALUES ('w', 'no-such-tenant', 'x', 0, 'now')")
+        .execute(pool)
+        .await;
+    assert!(orphan.is_err(), "foreign keys are enforced");
+    assert!(
+        database.data_dir.join("tessera.db").exists(),
+        "the file lives in the data dir"
+    );
+    handle.close().await;
+}
+
+/// A `tessera serve` child process; killed when dropped.
+struct ServeProcess {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl ServeProcess {
+    fn start(database: &TestDatabase) -> Self {
+        let mut child = Command::new(tessera_binary())
+            .arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(&database.data_dir)
+            .arg("--database-url")
+            .arg(&database.url)
+            .env("TESSERA_LOG", "info")
+            .env("TESSERA_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting tessera serve");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("tessera serve exited before serving")
+                .unwrap();
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if entry["fields"]["message"] == "tessera is serving" {
+                break entry["fields"]["address"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+            }
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, address }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.address, path)
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "tessera did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_and_the_cli_share_one_sqlite_data_dir() {
+    let database = TestDatabase::new(Backend::Sqlite).await;
+    let first = ServeProcess::start(&database);
+    let second = ServeProcess::start(&database);
+    let client = reqwest::Client::new();
+
+    // Several admin commands at once while both servers run and read the database.
+    let writers: Vec<_> = (0..6)
+        .map(|index| {
+            let slug = format!("tenant-{index}");
+            let data_dir = database.data_dir.clone();
+            let url = database.url.clone();
+            std::thread::spawn(move || {
+                let output = Command::new(tessera_binary())
+                    .args([
+                        "admin",
+                        "create-tenant",
+                        "--slug",
+                        &slug,
+                        "--name",
+                        "Shared",
+                    ])
+                    .arg("--data-dir")
+                    .arg(&data_dir)
+                    .arg("--database-url")
+                    .arg(&url)
+                    .output()
+                    .unwrap();
+                (
+                    output.status.success(),
+                    String::from_utf8_lossy(&output.stderr).into_owned(),
+                )
+            })
+        })
+        .collect();
+    for _ in 0..10 {
+        for server in [&first, &second] {
+            let body: Value = client
+                .get(server.url("/core/api/health/extended"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(body["checks"]["database"], "ok");
+        }
+    }
+    for writer in writers {
+        let (success, stderr) = writer.join().unwrap();
+        assert!(
+            success,
+            "an admin command failed beside two servers: {stderr}"
+        );
+    }
+    run_admin(
+        &database,
+        &[
+            "create-user",
+            "--tenant",
+            "tenant-0",
+            "--email",
+            "ada@example.com",
+            "--password",
+            "Correct1horse",
+        ],
+    )
+    .json();
+
+    let handle = database.connect().await;
+    let tessera_host::storage::Pool::Sqlite(pool) = handle.pool() else {
+        unreachable!()
+    };
+    let tenants: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenants")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(tenants, 6);
+    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    handle.close().await;
+
+    // Both servers are still healthy and stop gracefully on SIGTERM.
+    for server in [first, second] {
+        let response = client
+            .get(server.url("/core/api/health"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(server.terminate().success(), "a clean exit on SIGTERM");
+    }
+}
+
+database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
+    let app = spawn_app(backend).await;
+    let tenant = app
+        .admin(&["create-tenant", "--slug", "live", "--name", "Live"])
+        .json();
+    assert_eq!(tenant["slug"], "live");
+    let body = json_with_status(app.extended_health().await, 200).await;
+    assert_eq!(body["checks"]["database"], "ok");
+    let found = tessera_host::tenancy::TenancyService::new(
+        app.state().database.clone(),
+        Default::default(),
+        app.state().password_hasher.clone(),
+    )
+    .tenant_by_slug("live")
+    .await
+    .expect("the server sees what the CLI wrote");
+    assert_eq!(found.id, tenant["tenant_id"].as_str().unwrap());
+    app.stop().await;
+});

@@ -1,0 +1,159 @@
+//! Project commands for Tessera, run as `cargo xtask <command>` (see `.cargo/config.toml`).
+//!
+//! - `run [serve flags…]`: build everything (engines into `plugins/`, the host in release) and
+//!   serve on the embedded defaults.
+//! - `test [cargo test args…]`: build everything and run the whole test suite.
+//! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
+//!
+//! Each installs the `wasm32-wasip2` target first when it is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context as _, bail};
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(arguments: Vec<String>) -> anyhow::Result<()> {
+    let (command, rest) = arguments
+        .split_first()
+        .map_or(("help", &[][..]), |(c, r)| (c.as_str(), r));
+    match command {
+        "run" => {
+            build_engines()?;
+            cargo(
+                &[
+                    "run",
+                    "--release",
+                    "--package",
+                    "tessera-host",
+                    "--bin",
+                    "tessera",
+                    "--",
+                    "serve",
+                ],
+                rest,
+            )
+        }
+        "test" => {
+            build_engines()?;
+            cargo(&["test", "--workspace"], rest)
+        }
+        "build-engines" => build_engines(),
+        "help" | "--help" | "-h" => {
+            println!("cargo xtask run [serve flags…] | test [cargo test args…] | build-engines");
+            Ok(())
+        }
+        other => bail!("unknown command {other:?}; try `cargo xtask help`"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn cargo(arguments: &[&str], extra: &[String]) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(arguments)
+        .args(extra)
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("running {cargo} {}", arguments.join(" ")))?;
+    if !status.success() {
+        bail!("`cargo {}` failed ({status})", arguments.join(" "));
+    }
+    Ok(())
+}
+
+/// Installs the `wasm32-wasip2` target through rustup when it is not installed yet.
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .context("running rustup (engines are built with the wasm32-wasip2 target it installs)")?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|line| line.trim() == WASM_TARGET)
+    {
+        return Ok(());
+    }
+    eprintln!("xtask: installing the {WASM_TARGET} target");
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .status()?;
+    if !status.success() {
+        bail!("`rustup target add {WASM_TARGET}` failed");
+    }
+    Ok(())
+}
+
+/// Every engine crate: a folder under `engines/` with a `Cargo.toml` that builds a `cdylib`.
+fn engine_crates(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let engines_dir = root.join("engines");
+    let mut crates = Vec::new();
+    if !engines_dir.is_dir() {
+        return Ok(crates);
+    }
+    for entry in std::fs::read_dir(&engines_dir).context("reading engines/")? {
+        let path = entry?.path();
+        let manifest = path.join("Cargo.toml");
+        if manifest.is_file() && std::fs::read_to_string(&manifest)?.contains("cdylib") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            crates.push((name, path));
+        }
+    }
+    crates.sort();
+    Ok(crates)
+}
+
+/// Builds each engine for `wasm32-wasip2` (a component, no extra tooling needed) and copies it
+/// to `plugins/<name>.wasm`.
+fn build_engines() -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    let root = workspace_root();
+    let crates = engine_crates(&root)?;
+    if crates.is_empty() {
+        eprintln!("xtask: no engine crates under engines/ yet; nothing to build");
+        return Ok(());
+    }
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("engines");
+    let plugins = root.join("plugins");
+    std::fs::create_dir_all(&plugins)?;
+    for (name, path) in crates {
+        eprintln!("xtask: building engine {name}");
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--target", WASM_TARGET])
+            .arg("--manifest-path")
+            .arg(path.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .status()?;
+        if !status.success() {
+            bail!("building engine {name} failed");
+        }
+        let artifact = target_dir
+            .join(WASM_TARGET)
+            .join("release")
+            .join(format!("{}.wasm", name.replace('-', "_")));
+        std::fs::copy(&artifact, plugins.join(format!("{name}.wasm")))
+            .with_context(|| format!("copying {}", artifact.display()))?;
+    }
+    Ok(())
+}
