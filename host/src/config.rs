@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::auth::password::PasswordPolicy;
+use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
@@ -126,6 +127,7 @@ pub struct Config {
     pub webhook: WebhookConfig,
     pub rate_limits: RateLimitConfig,
     pub auth: AuthConfig,
+    pub runtime: RuntimeConfig,
 }
 
 impl Config {
@@ -167,6 +169,20 @@ impl Config {
             },
             auth: AuthConfig {
                 password_policy: PasswordPolicy::default(),
+            },
+            runtime: {
+                let mut runtime = RuntimeConfig::with_defaults(
+                    args.storage.data_dir.join("cache").join("components"),
+                );
+                if let Some(timeout) =
+                    env_var::<humantime::Duration>("TESSERA_ENGINE_HANDLE_TIMEOUT")?
+                {
+                    runtime.handle_timeout = timeout.into();
+                }
+                if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MEMORY_LIMIT_BYTES")? {
+                    runtime.memory_limit_bytes = bytes;
+                }
+                runtime
             },
         })
     }

@@ -2,6 +2,7 @@
 //! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged.
 
 use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -9,8 +10,112 @@ use utoipa::OpenApi;
         title = "Tessera",
         description = "Multi-tenant workspace platform: authentication, core and engine APIs.",
     ),
+    modifiers(&BearerAuth),
+    paths(
+        engine_get, engine_post, engine_put, engine_patch, engine_delete,
+        engine_provision_tenant, engine_deprovision_tenant, engine_provision_user, engine_deprovision_user,
+    ),
     tags(
         (name = "health", description = "Health and liveness"),
+        (name = "engines", description = "The engine registry and engine routes"),
     )
 )]
 pub struct ApiDoc;
+
+/// Documents one method of the engine catch-all route under its own operation id.
+macro_rules! engine_route_doc {
+    ($function:ident, $method:ident) => {
+        /// A request under an engine's prefix, authenticated by the host and handled by that
+        /// engine's component.
+        #[utoipa::path(
+            $method,
+            path = "/{engine}/api/v1/{path}",
+            tag = "engines",
+            params(
+                ("engine" = String, Path, description = "The engine code, e.g. `chat`"),
+                ("path" = String, Path, description = "The rest of the path, handled by the engine"),
+            ),
+            security(("bearer" = [])),
+            responses(
+                (status = 200, description = "The engine's response"),
+                (status = 401, description = "Missing or invalid bearer token"),
+                (status = 404, description = "No engine with that code, or the engine has no such route"),
+                (status = 502, description = "The engine failed (trap, memory cap, invalid response)"),
+                (status = 504, description = "The engine exceeded its deadline"),
+            )
+        )]
+        #[allow(dead_code)]
+        fn $function() {}
+    };
+}
+
+engine_route_doc!(engine_get, get);
+engine_route_doc!(engine_post, post);
+engine_route_doc!(engine_put, put);
+engine_route_doc!(engine_patch, patch);
+engine_route_doc!(engine_delete, delete);
+
+/// Documents one engine-internal lifecycle endpoint (signed, CONTRACT §5).
+macro_rules! engine_internal_doc {
+    ($function:ident, $path:literal, $summary:literal) => {
+        #[doc = $summary]
+        #[utoipa::path(
+            post,
+            path = $path,
+            tag = "engines",
+            params(
+                ("engine" = String, Path, description = "The engine code"),
+                ("engine_again" = String, Path, description = "The engine code again"),
+                ("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>"),
+            ),
+            responses(
+                (status = 200, description = "`{data: {status, engine}}`"),
+                (status = 401, description = "Missing, malformed, wrong or stale signature"),
+                (status = 404, description = "No such engine"),
+                (status = 422, description = "Missing fields"),
+                (status = 502, description = "The engine refused or failed"),
+            )
+        )]
+        #[allow(dead_code)]
+        fn $function() {}
+    };
+}
+
+engine_internal_doc!(
+    engine_provision_tenant,
+    "/{engine}/api/internal/{engine_again}/provision/tenant",
+    "Provision a tenant on one engine."
+);
+engine_internal_doc!(
+    engine_deprovision_tenant,
+    "/{engine}/api/internal/{engine_again}/deprovision/tenant",
+    "Remove a tenant's data from one engine."
+);
+engine_internal_doc!(
+    engine_provision_user,
+    "/{engine}/api/internal/{engine_again}/provision/user",
+    "Provision a user on one engine."
+);
+engine_internal_doc!(
+    engine_deprovision_user,
+    "/{engine}/api/internal/{engine_again}/deprovision/user",
+    "Remove a user's data from one engine."
+);
+
+/// Declares the `bearer` scheme (JWT access tokens) that secured operations refer to.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}

@@ -12,8 +12,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::password::PasswordHasher;
+use crate::auth::tokens::AccessTokens;
 use crate::config::Config;
 use crate::core::workers::WorkerRegistry;
+use crate::runtime::store::HostServices;
+use crate::runtime::{EngineRegistry, EngineRuntime};
 use crate::secrets;
 use crate::state::AppState;
 use crate::storage::Database;
@@ -33,6 +36,16 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         Some(secret) => secret.clone(),
         None => secrets::load_or_generate(&config.data_dir, "service_secret")?,
     };
+    let token_signing_key = secrets::load_or_generate(&config.data_dir, "token_signing_key")?;
+    let runtime = EngineRuntime::new(
+        config.runtime.clone(),
+        HostServices {
+            database: database.clone(),
+        },
+    )?;
+    let engines = Arc::new(EngineRegistry::new(Arc::new(runtime), database.clone()));
+    engines.mark_all_inactive().await?;
+    engines.load_directory(&config.plugins_dir).await?;
     Ok(AppState {
         config: Arc::new(config),
         database,
@@ -40,6 +53,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         workers: WorkerRegistry::default(),
         password_hasher: PasswordHasher::new(password_hash_concurrency()),
         service_secret,
+        access_tokens: AccessTokens::new(&token_signing_key),
+        engines,
     })
 }
 
@@ -62,11 +77,19 @@ impl Application {
         config: Config,
         extra: Router<AppState>,
     ) -> anyhow::Result<Self> {
+        let mut config = config;
         let listen = config.listen;
-        let state = build_state(config).await?;
         let listener = TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
+        // Listening on port 0 picks a free port: the default public URL names the real one.
+        if config.public_url == format!("http://{listen}") {
+            config.public_url = format!(
+                "http://{}",
+                listener.local_addr().context("reading the bound address")?
+            );
+        }
+        let state = build_state(config).await?;
         let router = crate::http::router(state.clone(), extra);
         Ok(Self {
             listener,
@@ -100,6 +123,16 @@ impl Application {
             shutdown,
             background,
         } = self;
+        let watcher = crate::runtime::watcher::watch_plugins(
+            state.engines.clone(),
+            state.config.plugins_dir.clone(),
+            shutdown.clone(),
+        );
+        background.spawn(async move {
+            if let Err(error) = watcher.await {
+                tracing::error!(error = format!("{error:#}"), "the plugins watcher stopped");
+            }
+        });
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         let stopping = shutdown.clone();
         let served = axum::serve(

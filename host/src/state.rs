@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use crate::auth::password::PasswordHasher;
+use crate::auth::tokens::AccessTokens;
 use crate::config::{Config, Secret};
 use crate::core::workers::WorkerRegistry;
+use crate::runtime::EngineRegistry;
 use crate::storage::Database;
 use crate::storage::cache::Cache;
 
@@ -16,4 +18,6 @@ pub struct AppState {
     pub workers: WorkerRegistry,
     pub password_hasher: PasswordHasher,
     pub service_secret: Secret,
+    pub access_tokens: AccessTokens,
+    pub engines: Arc<EngineRegistry>,
 }

@@ -109,6 +109,15 @@ impl TestDatabase {
         }
     }
 
+    /// An empty stand-in that owns nothing (used when moving a database out of a `TestApp`).
+    fn placeholder() -> Self {
+        Self {
+            data_dir: PathBuf::from("/nonexistent/tessera-placeholder"),
+            url: String::new(),
+            postgres_name: None,
+        }
+    }
+
     pub fn database_config(&self) -> DatabaseConfig {
         DatabaseConfig {
             url: self.url.clone(),
@@ -169,10 +178,29 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, AppOptions::default()).await
+}
+
+/// What a test may change about the host it starts.
+#[derive(Default)]
+pub struct AppOptions {
+    /// Test components (crate names under `tests/components/`) installed in the plugins dir.
+    pub plugins: Vec<&'static str>,
+    /// Deadline of engine `handle` calls (default 5 s).
+    pub handle_timeout: Option<std::time::Duration>,
+    /// Reuse this data dir and database instead of a fresh one.
+    pub database: Option<TestDatabase>,
+}
+
+pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
     if std::env::var_os("TEST_LOG").is_some() {
         tessera_host::telemetry::init("debug");
     }
-    let database = TestDatabase::new(backend).await;
+    let database = match options.database {
+        Some(database) => database,
+        None => TestDatabase::new(backend).await,
+    };
+    crate::components::install(&database.data_dir.join("plugins"), &options.plugins);
     let args = ServeArgs {
         storage: StorageArgs {
             data_dir: database.data_dir.clone(),
@@ -183,7 +211,10 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
         public_url: None,
         max_body_bytes: TEST_BODY_LIMIT,
     };
-    let config = Config::from_serve_args(args).expect("test configuration");
+    let mut config = Config::from_serve_args(args).expect("test configuration");
+    if let Some(timeout) = options.handle_timeout {
+        config.runtime.handle_timeout = timeout;
+    }
     let application = Application::build_with_routes(config, test_routes())
         .await
         .expect("building the application");
@@ -296,6 +327,55 @@ impl TestApp {
 
     pub fn workers(&self) -> &tessera_host::core::workers::WorkerRegistry {
         &self.state.workers
+    }
+
+    /// A valid access token for a user of a tenant with a role.
+    pub fn token(&self, tenant_id: &str, user_id: &str, role: &str) -> String {
+        let now = chrono::Utc::now().timestamp();
+        let claims = tessera_host::auth::tokens::AccessClaims {
+            sub: user_id.into(),
+            tid: tenant_id.into(),
+            wid: None,
+            role: role.into(),
+            typ: "user".into(),
+            sid: uuid::Uuid::new_v4().to_string(),
+            jti: uuid::Uuid::new_v4().to_string(),
+            iat: now,
+            exp: now + 3600,
+        };
+        self.state.access_tokens.issue(&claims).unwrap()
+    }
+
+    pub async fn get_as(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET")
+    }
+
+    pub async fn put_as(&self, path: &str, token: &str, body: &'static str) -> reqwest::Response {
+        self.client
+            .put(self.url(path))
+            .bearer_auth(token)
+            .body(body)
+            .send()
+            .await
+            .expect("PUT")
+    }
+
+    /// Stops the server and hands back its database (to start another host on it).
+    pub async fn stop_keeping_database(mut self) -> TestDatabase {
+        self.stop.cancel();
+        if let Some(server) = self.server.take() {
+            server
+                .await
+                .expect("server task")
+                .expect("server stopped cleanly");
+        }
+        let placeholder = TestDatabase::placeholder();
+        std::mem::replace(&mut self.database, placeholder)
     }
 
     pub async fn stop(mut self) {

@@ -3,10 +3,12 @@
 //! SQLite always, PostgreSQL too whenever `TESSERA_TEST_POSTGRES_URL` is set.
 //! Logs are silent unless `TEST_LOG` is set.
 
+mod components;
 mod helpers;
 
 mod cli;
 mod conventions;
+mod engines;
 mod health;
 mod openapi;
 mod storage;

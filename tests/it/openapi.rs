@@ -20,6 +20,13 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
     ] {
         assert!(paths[path]["get"].is_object(), "{path} is documented");
     }
+    for method in ["get", "post", "put", "patch", "delete"] {
+        assert!(
+            paths["/{engine}/api/v1/{path}"][method].is_object(),
+            "the engine route documents {method}"
+        );
+    }
+    assert!(document["components"]["securitySchemes"]["bearer"].is_object());
     let mut operation_ids: Vec<&str> = paths
         .values()
         .flat_map(|item| item.as_object().unwrap().values())

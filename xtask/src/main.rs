@@ -47,6 +47,18 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
         }
         "test" => {
             build_engines()?;
+            if workspace_root().join("engines/sdk/Cargo.toml").is_file() {
+                cargo(
+                    &[
+                        "test",
+                        "--manifest-path",
+                        "engines/Cargo.toml",
+                        "--package",
+                        "tessera-sdk",
+                    ],
+                    &[],
+                )?;
+            }
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(),
@@ -120,8 +132,8 @@ fn engine_crates(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(crates)
 }
 
-/// Builds each engine for `wasm32-wasip2` (a component, no extra tooling needed) and copies it
-/// to `plugins/<name>.wasm`.
+/// Builds the engines workspace for `wasm32-wasip2` (a component, no extra tooling needed) and
+/// copies each engine to `plugins/<name>.wasm`.
 fn build_engines() -> anyhow::Result<()> {
     ensure_wasm_target()?;
     let root = workspace_root();
@@ -134,26 +146,31 @@ fn build_engines() -> anyhow::Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
         .join("engines");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--target", WASM_TARGET, "--workspace"])
+        .arg("--manifest-path")
+        .arg(root.join("engines").join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .status()
+        .context("running cargo for the engines")?;
+    if !status.success() {
+        bail!("building the engines failed");
+    }
     let plugins = root.join("plugins");
     std::fs::create_dir_all(&plugins)?;
-    for (name, path) in crates {
-        eprintln!("xtask: building engine {name}");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--target", WASM_TARGET])
-            .arg("--manifest-path")
-            .arg(path.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .status()?;
-        if !status.success() {
-            bail!("building engine {name} failed");
-        }
+    for (name, _) in crates {
         let artifact = target_dir
             .join(WASM_TARGET)
             .join("release")
             .join(format!("{}.wasm", name.replace('-', "_")));
-        std::fs::copy(&artifact, plugins.join(format!("{name}.wasm")))
+        let destination = plugins.join(format!("{name}.wasm"));
+        // Copy then rename, so a running host's watcher never loads a half-written file.
+        let staging = plugins.join(format!(".{name}.wasm.partial"));
+        std::fs::copy(&artifact, &staging)
             .with_context(|| format!("copying {}", artifact.display()))?;
+        std::fs::rename(&staging, &destination)?;
+        eprintln!("xtask: {}", destination.display());
     }
     Ok(())
 }

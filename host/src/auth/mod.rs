@@ -1,7 +1,9 @@
 //! The authentication service (`/auth`): health today; login, tokens, sessions and MFA build
 //! on the password module here.
 
+pub mod caller;
 pub mod password;
+pub mod tokens;
 
 use axum::Json;
 use serde::Serialize;

@@ -6,6 +6,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod paging;
+pub mod signature;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -26,11 +27,14 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let (routes, openapi) = OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
         .merge(crate::auth::router())
         .merge(crate::core::router())
+        .merge(crate::runtime::routes::core_router())
         .split_for_parts();
     let openapi = std::sync::Arc::new(openapi);
     let body_limit = state.config.http.max_body_bytes;
 
     routes
+        .merge(crate::runtime::routes::engine_router())
+        .merge(crate::runtime::lifecycle::internal_router())
         .merge(extra)
         .route(
             "/api/openapi.json",

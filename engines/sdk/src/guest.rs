@@ -1,0 +1,124 @@
+//! The only place that touches the generated WIT bindings of `tessera:engine/engine@0.1.0`:
+//! the `generate!` invocation, and the [`Adapter`] that implements the generated `Guest` trait
+//! for any [`Engine`] by converting between WIT records and the SDK's plain types.
+
+use std::marker::PhantomData;
+
+use crate::context::Context;
+use crate::engine::Engine;
+use crate::request::Request;
+use crate::response::Response;
+use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
+
+/// The generated bindings. Not part of the API: use the SDK's modules instead.
+#[doc(hidden)]
+#[allow(missing_docs, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "tessera:engine/engine@0.1.0",
+        pub_export_macro: true,
+        export_macro_name: "__export_tessera_engine",
+        default_bindings_module: "::tessera_sdk::__private::bindings",
+    });
+}
+
+use bindings::exports::tessera::engine::guest as wit;
+
+/// Implements the generated `Guest` trait for engine `E`; [`export_engine!`](crate::export_engine)
+/// exports it.
+#[doc(hidden)]
+pub struct Adapter<E>(PhantomData<E>);
+
+impl<E: Engine> wit::Guest for Adapter<E> {
+    fn describe() -> wit::Descriptor {
+        let Descriptor {
+            code,
+            name,
+            version,
+            requires_tenant_provision,
+            requires_user_provision,
+            subscriptions,
+        } = E::describe();
+        wit::Descriptor {
+            code,
+            name,
+            version,
+            requires_tenant_provision,
+            requires_user_provision,
+            subscriptions,
+        }
+    }
+
+    fn handle(caller: wit::Caller, request: wit::Request) -> wit::Response {
+        let ctx = Context {
+            tenant_id: caller.tenant_id,
+            workspace_id: caller.workspace_id,
+            user_id: caller.user_id,
+            role: caller.role,
+            token_type: caller.token_type,
+            correlation_id: caller.correlation_id,
+        };
+        let mut plain = Request::new(&request.method, &request.path, &request.query);
+        plain.headers = request.headers;
+        plain.body = request.body;
+        let Response {
+            status,
+            headers,
+            body,
+        } = E::handle(&ctx, plain);
+        wit::Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn provision_tenant(tenant: wit::TenantInfo) -> Result<(), String> {
+        E::provision_tenant(&TenantInfo {
+            tenant_id: tenant.tenant_id,
+            tenant_short_id: tenant.tenant_short_id,
+            name: tenant.name,
+        })
+    }
+
+    fn deprovision_tenant(tenant_id: String) -> Result<(), String> {
+        E::deprovision_tenant(&tenant_id)
+    }
+
+    fn provision_user(user: wit::UserInfo) -> Result<(), String> {
+        E::provision_user(&UserInfo {
+            tenant_id: user.tenant_id,
+            user_id: user.user_id,
+            email: user.email,
+            first_name: user.first_name,
+            last_name: user.last_name,
+            user_type: user.user_type,
+        })
+    }
+
+    fn deprovision_user(tenant_id: String, user_id: String) -> Result<(), String> {
+        E::deprovision_user(&tenant_id, &user_id)
+    }
+
+    fn on_event(event: wit::Event) -> Result<(), String> {
+        E::on_event(&Event {
+            id: event.id,
+            event_type: event.event_type,
+            tenant_id: event.tenant_id,
+            occurred_at: event.occurred_at,
+            actor_id: event.actor_id,
+            correlation_id: event.correlation_id,
+            payload: event.payload,
+        })
+    }
+
+    fn run_job(job: wit::Job) -> Result<(), String> {
+        E::run_job(&Job {
+            id: job.id,
+            tenant_id: job.tenant_id,
+            payload: job.payload,
+            attempt: job.attempt,
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! Wrappers for the smaller host imports: the durable [`scheduler`], the event bus
+//! ([`events`]) and policy-checked outbound HTTP ([`http`]). Each is scoped by the host to this
+//! engine and the tenant of the current call.
+
+/// The durable scheduler: a job survives host restarts and is delivered to
+/// [`Engine::run_job`](crate::Engine::run_job) at or after its time, for the tenant of the call
+/// that scheduled it.
+pub mod scheduler {
+    use serde::Serialize;
+
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::scheduler as host;
+
+    /// Schedules `payload` for `at_unix_ms`; returns the job id.
+    pub fn schedule(at_unix_ms: u64, payload: &[u8]) -> Result<String, HostError> {
+        host::schedule(at_unix_ms, payload)
+            .map_err(|error| HostError::new("scheduler.schedule", error))
+    }
+
+    /// Schedules `payload` serialized as JSON (read it back with
+    /// [`Job::payload_json`](crate::Job::payload_json)).
+    pub fn schedule_json<T: Serialize + ?Sized>(
+        at_unix_ms: u64,
+        payload: &T,
+    ) -> Result<String, HostError> {
+        let bytes = serde_json::to_vec(payload)
+            .map_err(|error| HostError::new("scheduler.encode", error.to_string()))?;
+        schedule(at_unix_ms, &bytes)
+    }
+
+    /// Cancels a job; true when it was still pending.
+    pub fn cancel(job_id: &str) -> Result<bool, HostError> {
+        host::cancel(job_id).map_err(|error| HostError::new("scheduler.cancel", error))
+    }
+}
+
+/// Publishing to the host's event bus, as the tenant of the current call.
+pub mod events {
+    use serde::Serialize;
+
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::events as host;
+
+    /// Publishes an event of `event_type` whose payload is `payload` as JSON (an object).
+    pub fn publish<T: Serialize + ?Sized>(event_type: &str, payload: &T) -> Result<(), HostError> {
+        let payload = serde_json::to_string(payload)
+            .map_err(|error| HostError::new("events.encode", error.to_string()))?;
+        host::publish(event_type, &payload).map_err(|error| HostError::new("events.publish", error))
+    }
+}
+
+/// Outbound HTTP through the host's policy (allowed per engine, timeouts, TLS roots, refusal of
+/// private addresses unless configured).
+pub mod http {
+    use serde::Serialize;
+
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::outbound_http as host;
+
+    /// The default timeout of an outbound request.
+    pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
+
+    /// An outbound request.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct OutboundRequest {
+        /// `GET`, `POST`, …
+        pub method: String,
+        /// An absolute `http(s)://` URL.
+        pub url: String,
+        /// Header names and values.
+        pub headers: Vec<(String, String)>,
+        /// The body.
+        pub body: Vec<u8>,
+        /// How long the host waits for the whole response.
+        pub timeout_ms: u32,
+    }
+
+    impl OutboundRequest {
+        /// A request without headers or body and the default timeout.
+        pub fn new(method: &str, url: &str) -> Self {
+            Self {
+                method: method.to_ascii_uppercase(),
+                url: url.to_owned(),
+                headers: Vec::new(),
+                body: Vec::new(),
+                timeout_ms: DEFAULT_TIMEOUT_MS,
+            }
+        }
+
+        /// A `GET`.
+        pub fn get(url: &str) -> Self {
+            Self::new("GET", url)
+        }
+
+        /// A `POST` of `body` as JSON with `content-type: application/json`.
+        pub fn post_json<T: Serialize + ?Sized>(url: &str, body: &T) -> Result<Self, HostError> {
+            let body = serde_json::to_vec(body)
+                .map_err(|error| HostError::new("http.encode", error.to_string()))?;
+            Ok(Self::new("POST", url)
+                .header("content-type", "application/json")
+                .body(body))
+        }
+
+        /// Adds a header.
+        pub fn header(mut self, name: &str, value: &str) -> Self {
+            self.headers.push((name.to_owned(), value.to_owned()));
+            self
+        }
+
+        /// Replaces the body.
+        pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+            self.body = body.into();
+            self
+        }
+
+        /// Sets the timeout.
+        pub fn timeout_ms(mut self, timeout_ms: u32) -> Self {
+            self.timeout_ms = timeout_ms;
+            self
+        }
+    }
+
+    /// The response to an outbound request.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct OutboundResponse {
+        /// The status code.
+        pub status: u16,
+        /// Header names and values.
+        pub headers: Vec<(String, String)>,
+        /// The body.
+        pub body: Vec<u8>,
+        /// How long the request took.
+        pub elapsed_ms: u32,
+    }
+
+    impl OutboundResponse {
+        /// True for a 2xx status.
+        pub fn is_success(&self) -> bool {
+            (200..300).contains(&self.status)
+        }
+    }
+
+    /// Sends `request`; `Err` when no HTTP response was obtained (refused by policy, DNS,
+    /// connect, TLS, timeout), with the reason. Any status, 5xx included, is `Ok`.
+    pub fn fetch(request: OutboundRequest) -> Result<OutboundResponse, HostError> {
+        let request = host::OutboundRequest {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+            timeout_ms: request.timeout_ms,
+        };
+        let response =
+            host::fetch(&request).map_err(|error| HostError::new("http.fetch", error))?;
+        Ok(OutboundResponse {
+            status: response.status,
+            headers: response.headers,
+            body: response.body,
+            elapsed_ms: response.elapsed_ms,
+        })
+    }
+}

@@ -1,0 +1,154 @@
+//! `tessera-sdk`: the guest-side SDK for Tessera engines (WebAssembly components of the
+//! `tessera:engine/engine@0.1.0` world).
+//!
+//! An engine author implements [`Engine`], routes requests with a [`Router`] to handlers that
+//! return `Result<Response, ApiError>`, and exports it with [`export_engine!`]. The WIT bindings
+//! stay inside the SDK: everything at the boundary is a plain Rust type ([`Context`],
+//! [`Request`], [`Response`], [`Descriptor`], …), and the host imports are typed helpers
+//! ([`storage`], [`scheduler`], [`events`], [`http`], [`log`]).
+//!
+//! Responses have the host's shapes: `{"data": …}` / `{"data": …, "meta": …}` on success,
+//! `{"message": …}` on error and `{"message": "The given data was invalid.", "errors": {field:
+//! [rule, …]}}` for a 422. Cursor paging ([`CursorPage`]) encodes cursors exactly like the
+//! host.
+//!
+//! # A complete engine
+//!
+//! A `cdylib` crate depending on `tessera-sdk` and `serde`, built with
+//! `cargo build --release --target wasm32-wasip2`:
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use tessera_sdk::{
+//!     ApiError, Context, CursorPage, Descriptor, Engine, HandlerResult, Request, Response,
+//!     Router, TenantInfo, ValidationErrors, events, storage, tenancy, time,
+//! };
+//!
+//! struct Notes;
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Note {
+//!     id: String,
+//!     title: String,
+//!     author_id: String,
+//!     created_at: String,
+//! }
+//!
+//! #[derive(Deserialize)]
+//! struct NewNote {
+//!     title: String,
+//! }
+//!
+//! fn list(_ctx: &Context, req: &Request) -> HandlerResult {
+//!     let page = CursorPage::from_query(req.query(&["cursor", "limit"])?)?;
+//!     let (rows, meta) = storage::page_json::<Note>("notes/", &page, false)?;
+//!     let notes: Vec<Note> = rows.into_iter().map(|(_, note)| note).collect();
+//!     Ok(Response::ok_with_meta(&notes, &meta))
+//! }
+//!
+//! fn create(ctx: &Context, req: &Request) -> HandlerResult {
+//!     ctx.require_writer()?;
+//!     let body: NewNote = req.json()?; // 400 for bad JSON, 422 for a wrong shape
+//!     let mut errors = ValidationErrors::new();
+//!     errors.check_length(&body.title, "title", 1, 200);
+//!     errors.into_result()?;
+//!     let note = Note {
+//!         id: time::new_id(),
+//!         title: body.title,
+//!         author_id: ctx.user_id.clone(),
+//!         created_at: time::now_rfc3339(),
+//!     };
+//!     storage::put_json(&format!("notes/{}", note.id), &note)?;
+//!     events::publish("note.created", &serde_json::json!({ "note_id": note.id }))?;
+//!     Ok(Response::created(&note))
+//! }
+//!
+//! fn show(_ctx: &Context, req: &Request) -> HandlerResult {
+//!     req.query(&[])?;
+//!     let note: Note = storage::get_json(&format!("notes/{}", req.param("id")))?
+//!         .ok_or_else(|| ApiError::not_found("Note"))?;
+//!     Ok(Response::ok(&note))
+//! }
+//!
+//! fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
+//!     ctx.require_writer()?;
+//!     if !storage::delete(&format!("notes/{}", req.param("id")))? {
+//!         return Err(ApiError::not_found("Note"));
+//!     }
+//!     Ok(Response::no_content())
+//! }
+//!
+//! impl Engine for Notes {
+//!     fn describe() -> Descriptor {
+//!         Descriptor::new("notes", "Notes", env!("CARGO_PKG_VERSION"))
+//!             .tenant_provision(true)
+//!     }
+//!
+//!     fn handle(ctx: &Context, req: Request) -> Response {
+//!         Router::new()
+//!             .get("/api/v1/status", |ctx, req| tenancy::status("notes", ctx, req))
+//!             .get("/api/v1/notes", list)
+//!             .post("/api/v1/notes", create)
+//!             .get("/api/v1/notes/{id}", show)
+//!             .delete("/api/v1/notes/{id}", destroy)
+//!             .handle(ctx, req)
+//!     }
+//!
+//!     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
+//!         storage::put_json_if_absent("settings", || serde_json::json!({ "max_notes": 1000 }))?;
+//!         tenancy::record_tenant(tenant)?;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! tessera_sdk::export_engine!(Notes);
+//! # fn main() {}
+//! ```
+//!
+//! The pure parts (routing, requests, responses, errors, validation, JSON, paging, time) work on
+//! any target, so handlers' logic can be unit-tested natively; the import wrappers need the
+//! host and only work inside a component.
+
+#![deny(missing_docs)]
+
+extern crate self as tessera_sdk;
+
+mod context;
+mod engine;
+mod error;
+mod guest;
+mod host;
+pub mod json;
+pub mod log;
+pub mod paging;
+mod request;
+mod response;
+mod router;
+pub mod storage;
+pub mod tenancy;
+pub mod time;
+mod types;
+mod validation;
+
+pub use context::Context;
+pub use engine::Engine;
+pub use error::{
+    ApiError, HostError, MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED,
+    MESSAGE_SERVER_ERROR, MESSAGE_UNAUTHENTICATED,
+};
+pub use host::{events, http, scheduler};
+pub use paging::{CursorMeta, CursorPage};
+pub use request::{Query, Request};
+pub use response::Response;
+pub use router::{HandlerResult, Router};
+pub use serde_json;
+pub use time::{new_id, now_rfc3339};
+pub use types::{Descriptor, Event, Job, TenantInfo, UserInfo};
+pub use validation::{ValidationErrors, is_email};
+
+/// Used by [`export_engine!`]; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::guest::Adapter;
+    pub use crate::guest::bindings;
+}

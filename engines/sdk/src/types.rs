@@ -1,0 +1,139 @@
+//! Plain Rust types for what crosses the engine boundary besides requests: the engine's
+//! [`Descriptor`] and the arguments of the lifecycle hooks ([`TenantInfo`], [`UserInfo`],
+//! [`Event`], [`Job`]).
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// What an engine says about itself.
+///
+/// ```
+/// use tessera_sdk::Descriptor;
+///
+/// let descriptor = Descriptor::new("activity", "Activity", "0.1.0")
+///     .tenant_provision(true)
+///     .subscribe("entity.created");
+/// assert_eq!(descriptor.subscriptions, vec!["entity.created".to_string()]);
+/// assert!(!descriptor.requires_user_provision);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Descriptor {
+    /// Unique engine code; also its path prefix (`/chat/…`).
+    pub code: String,
+    /// Human-readable name.
+    pub name: String,
+    /// The engine's version, usually `env!("CARGO_PKG_VERSION")`.
+    pub version: String,
+    /// Whether `provision_tenant` must run when a tenant is created.
+    pub requires_tenant_provision: bool,
+    /// Whether `provision_user` must run when a user is created.
+    pub requires_user_provision: bool,
+    /// Event types delivered to `on_event`, e.g. `entity.created`.
+    pub subscriptions: Vec<String>,
+}
+
+impl Descriptor {
+    /// A descriptor without provisioning and subscriptions.
+    pub fn new(code: &str, name: &str, version: &str) -> Self {
+        Self {
+            code: code.to_owned(),
+            name: name.to_owned(),
+            version: version.to_owned(),
+            requires_tenant_provision: false,
+            requires_user_provision: false,
+            subscriptions: Vec::new(),
+        }
+    }
+
+    /// Sets `requires_tenant_provision`.
+    pub fn tenant_provision(mut self, required: bool) -> Self {
+        self.requires_tenant_provision = required;
+        self
+    }
+
+    /// Sets `requires_user_provision`.
+    pub fn user_provision(mut self, required: bool) -> Self {
+        self.requires_user_provision = required;
+        self
+    }
+
+    /// Adds a subscription.
+    pub fn subscribe(mut self, event_type: &str) -> Self {
+        self.subscriptions.push(event_type.to_owned());
+        self
+    }
+}
+
+/// The tenant being provisioned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantInfo {
+    /// The tenant's id (UUID).
+    pub tenant_id: String,
+    /// The tenant's slug.
+    pub tenant_short_id: String,
+    /// The tenant's name.
+    pub name: String,
+}
+
+/// The user being provisioned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInfo {
+    /// The user's tenant.
+    pub tenant_id: String,
+    /// The user's id (UUID).
+    pub user_id: String,
+    /// The user's e-mail address.
+    pub email: String,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// `user`, `guest` or `agent`.
+    pub user_type: String,
+}
+
+/// An event from the host's bus, delivered to engines subscribed to its type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// The event id.
+    pub id: String,
+    /// E.g. `entity.created`.
+    pub event_type: String,
+    /// The tenant it happened in (storage is scoped to it during `on_event`).
+    pub tenant_id: String,
+    /// RFC 3339 UTC.
+    pub occurred_at: String,
+    /// Who caused it, when known.
+    pub actor_id: Option<String>,
+    /// The correlation id of the request that caused it.
+    pub correlation_id: String,
+    /// The payload, a JSON object as text.
+    pub payload: String,
+}
+
+impl Event {
+    /// The payload parsed into `T`.
+    pub fn payload_json<T: DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_str(&self.payload).map_err(|error| format!("event payload: {error}"))
+    }
+}
+
+/// A job the engine scheduled, now due.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// The id `scheduler::schedule` returned.
+    pub id: String,
+    /// The tenant it was scheduled for (storage is scoped to it during `run_job`).
+    pub tenant_id: String,
+    /// The payload given to `schedule`.
+    pub payload: Vec<u8>,
+    /// 1 on the first run; higher when a previous run failed or the host stopped mid-run.
+    pub attempt: u32,
+}
+
+impl Job {
+    /// The payload parsed as JSON into `T`.
+    pub fn payload_json<T: DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_slice(&self.payload).map_err(|error| format!("job payload: {error}"))
+    }
+}

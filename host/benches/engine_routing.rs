@@ -1,0 +1,197 @@
+//! Benchmark of the engine runtime (`cargo bench -p tessera-host --bench engine_routing`):
+//! instantiate + call with the pooling allocator, the latency a request pays for going through
+//! an engine instead of a native axum handler doing the same work (verify the bearer token,
+//! answer 204), and requests per second at 1, 8 and 64 concurrent connections. One run, on
+//! loopback, medians and p99 printed as a Markdown table for BENCHMARKS.md.
+
+#[path = "../../tests/it/components.rs"]
+mod components;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use tessera_host::auth::caller::Caller;
+use tessera_host::auth::tokens::AccessClaims;
+use tessera_host::config::{Config, ServeArgs, StorageArgs};
+use tessera_host::runtime::store::CallScope;
+use tessera_host::server::Application;
+use tessera_host::state::AppState;
+
+const LATENCY_SAMPLES: usize = 3000;
+const THROUGHPUT_WINDOW: Duration = Duration::from_secs(3);
+
+fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+}
+
+async fn native_noop(_caller: Caller) -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let data_dir = std::env::temp_dir().join(format!("tessera-bench-{}", uuid::Uuid::new_v4()));
+    components::install(&data_dir.join("plugins"), &["echo"]);
+    let args = ServeArgs {
+        storage: StorageArgs {
+            data_dir: data_dir.clone(),
+            database_url: None,
+            plugins_dir: data_dir.join("plugins"),
+        },
+        listen: "127.0.0.1:0".parse()?,
+        public_url: None,
+        max_body_bytes: 1024 * 1024,
+    };
+    let config = Config::from_serve_args(args)?;
+    let native: Router<AppState> = Router::new().route("/native/api/v1/noop", get(native_noop));
+    let application = Application::build_with_routes(config, native).await?;
+    let address = application.local_addr();
+    let state = application.state().clone();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    let server = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
+
+    // 1. Instantiate + call (`describe`) on a fresh store, as every request does.
+    let engine = state.engines.get("echo").expect("echo loaded");
+    let runtime = state.engines.runtime().clone();
+    let mut instantiate = Vec::with_capacity(LATENCY_SAMPLES);
+    for _ in 0..LATENCY_SAMPLES {
+        let scope = CallScope {
+            engine_code: "echo".into(),
+            tenant_id: Some("t".into()),
+            correlation_id: None,
+        };
+        let started = Instant::now();
+        runtime
+            .call(
+                &engine.pre,
+                scope,
+                Duration::from_secs(5),
+                async |guest, store| guest.call_describe(store).await,
+            )
+            .await?;
+        instantiate.push(started.elapsed());
+    }
+
+    // 2. Latency through HTTP: native handler vs engine route, same token check, same 204.
+    let now = chrono::Utc::now().timestamp();
+    let token = state.access_tokens.issue(&AccessClaims {
+        sub: "bench-user".into(),
+        tid: uuid::Uuid::new_v4().to_string(),
+        wid: None,
+        role: "editor".into(),
+        typ: "user".into(),
+        sid: "bench".into(),
+        jti: "bench".into(),
+        iat: now,
+        exp: now + 3600,
+    })?;
+    let client = reqwest::Client::new();
+    let native_url = format!("http://{address}/native/api/v1/noop");
+    let engine_url = format!("http://{address}/echo/api/v1/noop");
+    let mut latencies = Vec::new();
+    for url in [&native_url, &engine_url] {
+        let mut samples = Vec::with_capacity(LATENCY_SAMPLES);
+        for _ in 0..200 {
+            client.get(url).bearer_auth(&token).send().await?;
+        }
+        for _ in 0..LATENCY_SAMPLES {
+            let started = Instant::now();
+            let response = client.get(url).bearer_auth(&token).send().await?;
+            assert_eq!(response.status(), 204);
+            samples.push(started.elapsed());
+        }
+        latencies.push(samples);
+    }
+
+    // 3. Throughput at 1, 8 and 64 connections.
+    let mut throughput = Vec::new();
+    for connections in [1usize, 8, 64] {
+        let mut row = Vec::new();
+        for url in [&native_url, &engine_url] {
+            let completed = Arc::new(AtomicU64::new(0));
+            let deadline = Instant::now() + THROUGHPUT_WINDOW;
+            let workers: Vec<_> = (0..connections)
+                .map(|_| {
+                    let client = reqwest::Client::new();
+                    let (url, token, completed) =
+                        (url.to_string(), token.clone(), completed.clone());
+                    tokio::spawn(async move {
+                        while Instant::now() < deadline {
+                            if client
+                                .get(&url)
+                                .bearer_auth(&token)
+                                .send()
+                                .await
+                                .is_ok_and(|r| r.status() == 204)
+                            {
+                                completed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for worker in workers {
+                worker.await?;
+            }
+            row.push(completed.load(Ordering::Relaxed) as f64 / THROUGHPUT_WINDOW.as_secs_f64());
+        }
+        throughput.push((connections, row));
+    }
+
+    let (native_p50, native_p99) = (
+        percentile(&mut latencies[0], 0.5),
+        percentile(&mut latencies[0], 0.99),
+    );
+    let (engine_p50, engine_p99) = (
+        percentile(&mut latencies[1], 0.5),
+        percentile(&mut latencies[1], 0.99),
+    );
+    println!("| measurement | p50 | p99 |");
+    println!("|---|---|---|");
+    println!(
+        "| instantiate + call (`describe`, fresh store, pooling) | {} | {} |",
+        micros(percentile(&mut instantiate, 0.5)),
+        micros(percentile(&mut instantiate, 0.99))
+    );
+    println!(
+        "| native axum handler, HTTP round trip | {} | {} |",
+        micros(native_p50),
+        micros(native_p99)
+    );
+    println!(
+        "| engine route, HTTP round trip | {} | {} |",
+        micros(engine_p50),
+        micros(engine_p99)
+    );
+    println!(
+        "| engine routing overhead (engine − native) | {} | {} |",
+        micros(engine_p50.saturating_sub(native_p50)),
+        micros(engine_p99.saturating_sub(native_p99))
+    );
+    println!();
+    println!("| connections | native req/s | engine req/s | engine / native |");
+    println!("|---|---|---|---|");
+    for (connections, row) in throughput {
+        println!(
+            "| {connections} | {:.0} | {:.0} | {:.0}% |",
+            row[0],
+            row[1],
+            100.0 * row[1] / row[0]
+        );
+    }
+
+    stop.cancel();
+    server.await??;
+    let _ = std::fs::remove_dir_all(&data_dir);
+    Ok(())
+}

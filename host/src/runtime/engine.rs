@@ -1,0 +1,235 @@
+//! The wasmtime side: one `wasmtime::Engine` (pooling allocator, epoch interruption), the
+//! compiled-artifact cache in the data dir, and calls into a component with a fresh store, a
+//! deadline and a memory cap.
+
+use std::hash::{Hash as _, Hasher as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sha2::{Digest as _, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+
+use super::bindings::v0_1::{
+    Engine as EngineWorld, EnginePre, exports::tessera::engine::guest::Guest,
+};
+use super::store::{CallScope, HostServices, StoreState};
+
+/// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Limits of the sandbox.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Deadline of a `handle` call (default 5 s).
+    pub handle_timeout: Duration,
+    /// Deadline of lifecycle, event and job calls.
+    pub lifecycle_timeout: Duration,
+    /// Linear memory cap per instance (default 64 MiB).
+    pub memory_limit_bytes: usize,
+    /// Largest response body an engine may return (502 beyond).
+    pub max_response_bytes: usize,
+    /// How many instances may be alive at once (pooling allocator slots).
+    pub max_instances: u32,
+    /// Compiled components, keyed by the file's SHA-256.
+    pub cache_dir: PathBuf,
+}
+
+impl RuntimeConfig {
+    pub fn with_defaults(cache_dir: PathBuf) -> Self {
+        Self {
+            handle_timeout: Duration::from_secs(5),
+            lifecycle_timeout: Duration::from_secs(30),
+            memory_limit_bytes: 64 * 1024 * 1024,
+            max_response_bytes: 8 * 1024 * 1024,
+            max_instances: 200,
+            cache_dir,
+        }
+    }
+}
+
+/// Why a call into an engine did not return a value.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("the call exceeded its deadline of {0:?}")]
+    Timeout(Duration),
+    #[error("the engine trapped: {0}")]
+    Trap(String),
+}
+
+/// Stops the epoch ticker thread when the runtime goes away.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+pub struct EngineRuntime {
+    engine: wasmtime::Engine,
+    linker: Linker<StoreState>,
+    config: RuntimeConfig,
+    services: HostServices,
+    _ticker: Ticker,
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config
+}
+
+impl EngineRuntime {
+    pub fn new(config: RuntimeConfig, services: HostServices) -> anyhow::Result<Self> {
+        let engine = Self::create_engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))
+            .context("adding WASI to the linker")?;
+        EngineWorld::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
+            state
+        })
+        .map_err(|error| anyhow::anyhow!("{error:#}"))
+        .context("adding the engine world to the linker")?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticking = engine.clone();
+        let stopped = stop.clone();
+        std::thread::Builder::new()
+            .name("tessera-epoch".into())
+            .spawn(move || {
+                while !stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticking.increment_epoch();
+                }
+            })
+            .context("starting the epoch ticker")?;
+        Ok(Self {
+            engine,
+            linker,
+            config,
+            services,
+            _ticker: Ticker { stop },
+        })
+    }
+
+    /// The pooling allocator when the machine lets us reserve its address space, else the
+    /// on-demand allocator (logged), as Spin does.
+    fn create_engine(config: &RuntimeConfig) -> anyhow::Result<wasmtime::Engine> {
+        let mut pooling = PoolingAllocationConfig::default();
+        pooling
+            .total_component_instances(config.max_instances)
+            .total_core_instances(config.max_instances * 4)
+            .total_memories(config.max_instances * 2)
+            .total_tables(config.max_instances * 4)
+            .total_stacks(config.max_instances)
+            .max_memory_size(config.memory_limit_bytes)
+            .max_core_instances_per_component(16)
+            .max_memories_per_component(4)
+            .max_tables_per_component(8);
+        let mut pooled = base_config();
+        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+        match wasmtime::Engine::new(&pooled) {
+            Ok(engine) => Ok(engine),
+            Err(error) => {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "the pooling allocator is unavailable; using on-demand allocation"
+                );
+                wasmtime::Engine::new(&base_config()).map_err(|error| anyhow::anyhow!("{error:#}"))
+            }
+        }
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Compiles a component, or loads its compiled artifact from the cache when the same bytes
+    /// were compiled before by a compatible wasmtime (a restart does not recompile).
+    pub async fn compile(&self, bytes: Vec<u8>) -> anyhow::Result<(Component, String)> {
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let mut compatibility = std::collections::hash_map::DefaultHasher::new();
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut compatibility);
+        let cached = self
+            .config
+            .cache_dir
+            .join(format!("{sha256}-{:016x}.cwasm", compatibility.finish()));
+        let engine = self.engine.clone();
+        let component = tokio::task::spawn_blocking(move || -> anyhow::Result<Component> {
+            if cached.exists() {
+                // SAFETY: the file was written by `Component::serialize` of an engine with the
+                // same compatibility hash, into the host's own data dir.
+                match unsafe { Component::deserialize_file(&engine, &cached) } {
+                    Ok(component) => return Ok(component),
+                    Err(error) => tracing::warn!(
+                        error = format!("{error:#}"),
+                        "discarding an unreadable compiled artifact"
+                    ),
+                }
+            }
+            let component =
+                Component::new(&engine, &bytes).map_err(|error| anyhow::anyhow!("{error:#}"))?;
+            let serialized = component
+                .serialize()
+                .map_err(|error| anyhow::anyhow!("{error:#}"))?;
+            if let Some(dir) = cached.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let temporary = cached.with_extension(format!("{}.tmp", uuid::Uuid::new_v4()));
+            std::fs::write(&temporary, serialized).context("writing a compiled artifact")?;
+            std::fs::rename(&temporary, &cached).context("storing a compiled artifact")?;
+            Ok(component)
+        })
+        .await
+        .context("the compilation task failed")??;
+        Ok((component, sha256))
+    }
+
+    /// Links a component against the host's imports once, so each call only instantiates.
+    pub fn prepare(&self, component: &Component) -> anyhow::Result<EnginePre<StoreState>> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))
+            .context("the component does not fit the tessera:engine@0.1.0 world")?;
+        EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))
+    }
+
+    /// Runs `call` on a fresh instance in a fresh store, within `timeout`. The engine yields to
+    /// the async runtime every epoch tick, so a busy loop never holds a worker thread, and the
+    /// deadline drops the call (and its store) when it expires.
+    pub async fn call<R>(
+        &self,
+        pre: &EnginePre<StoreState>,
+        scope: CallScope,
+        timeout: Duration,
+        call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let state = StoreState::new(scope, self.services.clone(), self.config.memory_limit_bytes);
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limits);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        let work = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let guest = instance.tessera_engine_guest().clone();
+            call(&guest, &mut store).await
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Err(_) => Err(CallError::Timeout(timeout)),
+            Ok(Err(error)) => Err(CallError::Trap(format!("{error:#}"))),
+            Ok(Ok(value)) => Ok(value),
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The engine registry: which components are loaded, under which code, from which file. Loads
+//! every `*.wasm` of the plugins dir; a broken file, or a second file claiming a code already
+//! loaded, is logged and skipped. The `engines` table mirrors it for the engine list.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use anyhow::Context as _;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::bindings::v0_1::EnginePre;
+use super::engine::{CallError, EngineRuntime};
+use super::store::{CallScope, StoreState};
+use crate::on_pool;
+use crate::storage::{Database, time};
+
+/// Path prefixes the host serves itself; no engine may take them as its code.
+pub const RESERVED_CODES: [&str; 3] = ["auth", "core", "api"];
+
+/// What an engine says about itself (`describe`), as plain Rust.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineDescriptor {
+    pub code: String,
+    pub name: String,
+    pub version: String,
+    pub requires_tenant_provision: bool,
+    pub requires_user_provision: bool,
+    pub subscriptions: Vec<String>,
+}
+
+/// A loaded component, ready to instantiate. Calls hold an `Arc`, so a replaced or removed
+/// engine finishes its in-flight calls on the old version.
+pub struct LoadedEngine {
+    pub descriptor: EngineDescriptor,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub pre: EnginePre<StoreState>,
+}
+
+/// An item of `GET /core/api/v1/engines`.
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+pub struct EngineRecord {
+    pub code: String,
+    pub name: String,
+    #[sqlx(skip)]
+    pub url: String,
+    pub is_active: bool,
+    pub requires_tenant_provision: bool,
+    pub requires_user_provision: bool,
+}
+
+pub struct EngineRegistry {
+    runtime: Arc<EngineRuntime>,
+    database: Database,
+    engines: RwLock<HashMap<String, Arc<LoadedEngine>>>,
+}
+
+fn valid_code(code: &str) -> bool {
+    (1..=32).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && code.as_bytes()[0].is_ascii_lowercase()
+        && !RESERVED_CODES.contains(&code)
+}
+
+impl EngineRegistry {
+    pub fn new(runtime: Arc<EngineRuntime>, database: Database) -> Self {
+        Self {
+            runtime,
+            database,
+            engines: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn runtime(&self) -> &Arc<EngineRuntime> {
+        &self.runtime
+    }
+
+    pub fn get(&self, code: &str) -> Option<Arc<LoadedEngine>> {
+        self.engines
+            .read()
+            .expect("engine registry lock")
+            .get(code)
+            .cloned()
+    }
+
+    /// Every loaded engine, ordered by code.
+    pub fn loaded(&self) -> Vec<Arc<LoadedEngine>> {
+        let mut engines: Vec<_> = self
+            .engines
+            .read()
+            .expect("engine registry lock")
+            .values()
+            .cloned()
+            .collect();
+        engines.sort_by(|a, b| a.descriptor.code.cmp(&b.descriptor.code));
+        engines
+    }
+
+    /// Loads every `*.wasm` in `directory` (in name order, so the first file wins a code), and
+    /// marks engines of this registry that are no longer there inactive.
+    pub async fn load_directory(&self, directory: &Path) -> anyhow::Result<()> {
+        let mut files = Vec::new();
+        match std::fs::read_dir(directory) {
+            Ok(entries) => {
+                for entry in entries {
+                    let path = entry.context("reading the plugins dir")?.path();
+                    if path
+                        .extension()
+                        .is_some_and(|extension| extension == "wasm")
+                        && path.is_file()
+                    {
+                        files.push(path);
+                    }
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(directory = %directory.display(), "the plugins dir does not exist; no engines loaded");
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("reading {}", directory.display()));
+            }
+        }
+        files.sort();
+        for path in &files {
+            if let Err(error) = self.load_file(path).await {
+                tracing::error!(file = %path.display(), error = format!("{error:#}"), "skipping an engine that cannot be loaded");
+            }
+        }
+        let gone: Vec<String> = self
+            .loaded()
+            .into_iter()
+            .filter(|engine| !files.contains(&engine.path))
+            .map(|engine| engine.descriptor.code.clone())
+            .collect();
+        for code in gone {
+            self.unload(&code).await?;
+        }
+        Ok(())
+    }
+
+    /// Compiles (or loads from cache), describes and registers one component file. A file
+    /// whose code is taken by another file is refused; the same file with new bytes replaces
+    /// its previous version.
+    pub async fn load_file(&self, path: &Path) -> anyhow::Result<EngineDescriptor> {
+        let bytes = tokio::fs::read(path)
+            .await
+            .with_context(|| format!("reading {}", path.display()))?;
+        if let Some(existing) = self.loaded().into_iter().find(|engine| engine.path == path) {
+            let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            if existing.sha256 == sha256 {
+                return Ok(existing.descriptor.clone());
+            }
+        }
+        let (component, sha256) = self.runtime.compile(bytes).await?;
+        let pre = self.runtime.prepare(&component)?;
+        let scope = CallScope {
+            engine_code: String::new(),
+            tenant_id: None,
+            correlation_id: None,
+        };
+        let described = self
+            .runtime
+            .call(
+                &pre,
+                scope,
+                self.runtime.config().lifecycle_timeout,
+                async |guest, store| guest.call_describe(store).await,
+            )
+            .await
+            .map_err(|error: CallError| anyhow::anyhow!("describe failed: {error}"))?;
+        let descriptor = EngineDescriptor {
+            code: described.code,
+            name: described.name,
+            version: described.version,
+            requires_tenant_provision: described.requires_tenant_provision,
+            requires_user_provision: described.requires_user_provision,
+            subscriptions: described.subscriptions,
+        };
+        anyhow::ensure!(
+            valid_code(&descriptor.code),
+            "the engine code {:?} is not 1-32 lower-case letters, digits or hyphens starting with a letter, or is reserved",
+            descriptor.code
+        );
+        {
+            let engines = self.engines.read().expect("engine registry lock");
+            if let Some(other) = engines.get(&descriptor.code)
+                && other.path != path
+            {
+                anyhow::bail!(
+                    "the engine code {:?} is already loaded from {}",
+                    descriptor.code,
+                    other.path.display()
+                );
+            }
+        }
+        // A file that changed its code: drop the old code first.
+        if let Some(previous) = self.loaded().into_iter().find(|engine| engine.path == path)
+            && previous.descriptor.code != descriptor.code
+        {
+            self.unload(&previous.descriptor.code).await?;
+        }
+        self.record(&descriptor, &sha256, true).await?;
+        let loaded = Arc::new(LoadedEngine {
+            descriptor: descriptor.clone(),
+            path: path.to_path_buf(),
+            sha256,
+            pre,
+        });
+        self.engines
+            .write()
+            .expect("engine registry lock")
+            .insert(descriptor.code.clone(), loaded);
+        tracing::info!(engine = %descriptor.code, version = %descriptor.version, file = %path.display(), "engine loaded");
+        Ok(descriptor)
+    }
+
+    /// Unloads an engine: new requests get 404, in-flight calls finish; the list shows it
+    /// inactive.
+    pub async fn unload(&self, code: &str) -> anyhow::Result<()> {
+        let removed = self
+            .engines
+            .write()
+            .expect("engine registry lock")
+            .remove(code);
+        if removed.is_some() {
+            on_pool!(self.database, pool => sqlx::query("UPDATE engines SET is_active = FALSE, updated_at = $2 WHERE code = $1")
+                .bind(code)
+                .bind(time::now())
+                .execute(pool)
+                .await
+                .map(drop))
+            .context("marking an engine inactive")?;
+            tracing::info!(engine = %code, "engine unloaded");
+        }
+        Ok(())
+    }
+
+    /// Unloads the engine that was loaded from `path`, if any.
+    pub async fn unload_path(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(engine) = self.loaded().into_iter().find(|engine| engine.path == path) {
+            self.unload(&engine.descriptor.code).await?;
+        }
+        Ok(())
+    }
+
+    async fn record(
+        &self,
+        descriptor: &EngineDescriptor,
+        sha256: &str,
+        is_active: bool,
+    ) -> anyhow::Result<()> {
+        on_pool!(self.database, pool => sqlx::query(
+            "INSERT INTO engines (code, name, version, requires_tenant_provision, requires_user_provision, is_active, component_sha256, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (code) DO UPDATE SET name = excluded.name, version = excluded.version,
+                 requires_tenant_provision = excluded.requires_tenant_provision,
+                 requires_user_provision = excluded.requires_user_provision,
+                 is_active = excluded.is_active, component_sha256 = excluded.component_sha256,
+                 updated_at = excluded.updated_at",
+        )
+        .bind(&descriptor.code)
+        .bind(&descriptor.name)
+        .bind(&descriptor.version)
+        .bind(descriptor.requires_tenant_provision)
+        .bind(descriptor.requires_user_provision)
+        .bind(is_active)
+        .bind(sha256)
+        .bind(time::now())
+        .execute(pool)
+        .await
+        .map(drop))
+        .context("recording an engine")
+    }
+
+    /// Marks every recorded engine inactive: called at start, before loading the plugins dir,
+    /// so the list reflects what this host actually serves.
+    pub async fn mark_all_inactive(&self) -> anyhow::Result<()> {
+        on_pool!(self.database, pool => sqlx::query("UPDATE engines SET is_active = FALSE")
+            .execute(pool)
+            .await
+            .map(drop))
+        .context("resetting the engine registry")
+    }
+
+    /// Every engine ever recorded, loaded ones active, with their public URL.
+    pub async fn records(&self, public_url: &str) -> anyhow::Result<Vec<EngineRecord>> {
+        let mut records: Vec<EngineRecord> = on_pool!(self.database, pool => sqlx::query_as::<_, EngineRecord>(
+            "SELECT code, name, is_active, requires_tenant_provision, requires_user_provision FROM engines ORDER BY code",
+        )
+        .fetch_all(pool)
+        .await)
+        .context("listing engines")?;
+        for record in &mut records {
+            record.url = format!("{public_url}/{}", record.code);
+        }
+        Ok(records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_codes_are_checked() {
+        assert!(valid_code("chat"));
+        assert!(valid_code("user-manager2"));
+        assert!(!valid_code("core"));
+        assert!(!valid_code("Chat"));
+        assert!(!valid_code("2fa"));
+        assert!(!valid_code(""));
+    }
+}

@@ -1,0 +1,168 @@
+//! HTTP into engines: `/<code>/api/v1/…` is authenticated by the host, then handed to that
+//! engine's `handle` with the verified caller; and the public engine list.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::bindings::v0_1::tessera::engine::types as wit;
+use super::engine::CallError;
+use super::registry::EngineRecord;
+use super::store::CallScope;
+use crate::auth::caller::Caller;
+use crate::http::conventions::CorrelationId;
+use crate::http::envelope::Data;
+use crate::http::extract::NoQuery;
+use crate::http::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Request headers an engine never sees: credentials stay with the host.
+const WITHHELD_REQUEST_HEADERS: [HeaderName; 3] = [
+    header::AUTHORIZATION,
+    header::COOKIE,
+    header::PROXY_AUTHORIZATION,
+];
+
+pub fn core_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_engines))
+}
+
+/// The catch-all route of every engine (documented in `openapi.rs`).
+pub fn engine_router() -> axum::Router<AppState> {
+    axum::Router::new().route("/{code}/api/v1/{*path}", any(handle_engine_request))
+}
+
+/// Every engine this platform knows, loaded ones active.
+#[utoipa::path(
+    get,
+    path = "/core/api/v1/engines",
+    operation_id = "list_engines",
+    tag = "engines",
+    responses((status = 200, description = "The engine registry", body = Data<Vec<EngineRecord>>))
+)]
+async fn list_engines(
+    State(state): State<AppState>,
+    _: NoQuery,
+) -> ApiResult<Json<Data<Vec<EngineRecord>>>> {
+    let records = state.engines.records(&state.config.public_url).await?;
+    Ok(Json(Data { data: records }))
+}
+
+async fn handle_engine_request(
+    State(state): State<AppState>,
+    Path((code, path)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let engine = state
+        .engines
+        .get(&code)
+        .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))?;
+    let (mut parts, body) = request.into_parts();
+    let caller = Caller::from_request_parts(&mut parts, &state).await?;
+    let correlation_id = parts
+        .extensions
+        .get::<CorrelationId>()
+        .map(|id| id.0.clone())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(body, state.config.http.max_body_bytes)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge)?;
+
+    let headers = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| !WITHHELD_REQUEST_HEADERS.contains(name))
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect();
+    let wit_request = wit::Request {
+        method: parts.method.as_str().to_owned(),
+        path: format!("/api/v1/{path}"),
+        query: parts.uri.query().unwrap_or("").to_owned(),
+        headers,
+        body: body.to_vec(),
+    };
+    let wit_caller = wit::Caller {
+        tenant_id: caller.tenant_id.clone(),
+        workspace_id: caller.workspace_id.clone(),
+        user_id: caller.user_id.clone(),
+        role: caller.role.clone(),
+        token_type: caller.token_type.clone(),
+        correlation_id: correlation_id.clone(),
+    };
+    let scope = CallScope {
+        engine_code: code.clone(),
+        tenant_id: Some(caller.tenant_id.clone()),
+        correlation_id: Some(correlation_id.clone()),
+    };
+    let runtime = state.engines.runtime();
+    let outcome = runtime
+        .call(
+            &engine.pre,
+            scope,
+            runtime.config().handle_timeout,
+            async |guest, store| guest.call_handle(store, &wit_caller, &wit_request).await,
+        )
+        .await;
+    let response = match outcome {
+        Ok(response) => response,
+        Err(CallError::Timeout(deadline)) => {
+            tracing::error!(engine = %code, %correlation_id, ?deadline, "engine call timed out");
+            return Err(ApiError::GatewayTimeout(format!(
+                "The engine {code} did not answer in time."
+            )));
+        }
+        Err(CallError::Trap(detail)) => {
+            tracing::error!(engine = %code, %correlation_id, error = %detail, "engine call failed");
+            return Err(ApiError::BadGateway(format!(
+                "The engine {code} failed to handle the request."
+            )));
+        }
+    };
+    into_http_response(
+        &code,
+        &correlation_id,
+        response,
+        runtime.config().max_response_bytes,
+    )
+}
+
+/// Converts an engine's response, refusing what no client should receive: an invalid status,
+/// an oversized body.
+fn into_http_response(
+    code: &str,
+    correlation_id: &str,
+    response: wit::Response,
+    max_bytes: usize,
+) -> ApiResult<Response> {
+    let invalid = |reason: &str| {
+        tracing::error!(engine = %code, %correlation_id, reason, "engine returned an invalid response");
+        ApiError::BadGateway(format!("The engine {code} returned an invalid response."))
+    };
+    let status = StatusCode::from_u16(response.status).map_err(|_| invalid("invalid status"))?;
+    if response.body.len() > max_bytes {
+        return Err(invalid("response body over the limit"));
+    }
+    let mut http_response = Response::new(Body::from(response.body));
+    *http_response.status_mut() = status;
+    let headers = http_response.headers_mut();
+    for (name, value) in response.headers {
+        let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value))
+        else {
+            continue;
+        };
+        if matches!(
+            name,
+            header::CONNECTION | header::TRANSFER_ENCODING | header::CONTENT_LENGTH
+        ) {
+            continue;
+        }
+        headers.append(name, value);
+    }
+    Ok(http_response.into_response())
+}

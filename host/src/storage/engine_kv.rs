@@ -1,0 +1,135 @@
+//! SQL of the engines' key-value storage. Every function takes the engine code and tenant id
+//! of the call as set by the host; keys sort byte-wise on both databases.
+
+use anyhow::Context as _;
+
+use crate::on_pool;
+use crate::storage::{Database, time};
+
+/// The scope every engine storage operation runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvScope<'a> {
+    pub engine_code: &'a str,
+    pub tenant_id: &'a str,
+}
+
+/// The exclusive upper bound of keys starting with `prefix`.
+fn prefix_upper_bound(prefix: &str) -> String {
+    format!("{prefix}{}", char::MAX)
+}
+
+pub async fn get(
+    database: &Database,
+    scope: &KvScope<'_>,
+    key: &str,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(key)
+    .fetch_optional(pool)
+    .await)
+    .context("reading engine storage")
+}
+
+pub async fn set(
+    database: &Database,
+    scope: &KvScope<'_>,
+    key: &str,
+    value: &[u8],
+) -> anyhow::Result<()> {
+    on_pool!(database, pool => sqlx::query(
+        "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(key)
+    .bind(value)
+    .bind(time::now())
+    .execute(pool)
+    .await
+    .map(drop))
+    .context("writing engine storage")
+}
+
+pub async fn delete(database: &Database, scope: &KvScope<'_>, key: &str) -> anyhow::Result<bool> {
+    let deleted = on_pool!(database, pool => sqlx::query(
+        "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(key)
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("deleting from engine storage")?;
+    Ok(deleted > 0)
+}
+
+/// Entries under `prefix` in key order (descending when `reverse`), strictly after (before,
+/// when `reverse`) `after`, at most `limit`.
+pub async fn list(
+    database: &Database,
+    scope: &KvScope<'_>,
+    prefix: &str,
+    after: Option<&str>,
+    limit: u32,
+    reverse: bool,
+) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let upper = prefix_upper_bound(prefix);
+    // (lower bound, whether it is inclusive, exclusive upper bound, order)
+    let (lower, lower_inclusive, upper, order) = match (after, reverse) {
+        (Some(after), false) if after >= prefix => (after.to_owned(), false, upper, "ASC"),
+        (Some(after), true) if after < upper.as_str() => {
+            (prefix.to_owned(), true, after.to_owned(), "DESC")
+        }
+        (_, false) => (prefix.to_owned(), true, upper, "ASC"),
+        (_, true) => (prefix.to_owned(), true, upper, "DESC"),
+    };
+    let lower_operator = if lower_inclusive { ">=" } else { ">" };
+    let sql = format!(
+        "SELECT key, value FROM engine_kv
+         WHERE engine_code = $1 AND tenant_id = $2 AND key {lower_operator} $3 AND key < $4
+         ORDER BY key {order} LIMIT $5"
+    );
+    on_pool!(database, pool => sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql.clone()))
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(&lower)
+        .bind(&upper)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await)
+    .context("listing engine storage")
+}
+
+pub async fn delete_prefix(
+    database: &Database,
+    scope: &KvScope<'_>,
+    prefix: &str,
+) -> anyhow::Result<u64> {
+    on_pool!(database, pool => sqlx::query(
+        "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(prefix)
+    .bind(prefix_upper_bound(prefix))
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("deleting a prefix of engine storage")
+}
+
+/// Removes every row of a tenant in every engine (tenant deprovisioning, host side).
+pub async fn delete_tenant(database: &Database, tenant_id: &str) -> anyhow::Result<u64> {
+    on_pool!(database, pool => sqlx::query("DELETE FROM engine_kv WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected()))
+    .context("deleting a tenant's engine storage")
+}

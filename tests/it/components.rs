@@ -1,0 +1,91 @@
+//! Engine components for the tests, built once per test run by the harness with the same
+//! toolchain (`cargo build --target wasm32-wasip2`): the purpose-built ones of
+//! `tests/components/` and the real engines of `engines/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The folder of built `.wasm` files of the test components.
+fn built_components() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build_workspace("tests/components", "test-components"))
+}
+
+/// The folder of built `.wasm` files of the real engines.
+fn built_engines() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build_workspace("engines", "engines"))
+}
+
+/// The seven engines of the platform.
+#[allow(dead_code)]
+pub const ENGINES: [&str; 7] = [
+    "activity",
+    "chat",
+    "drive",
+    "mail",
+    "notes",
+    "usermanager",
+    "voip",
+];
+
+/// Copies the named real engines into `plugins_dir`.
+#[allow(dead_code)]
+pub fn install_engines(plugins_dir: &Path, names: &[&str]) {
+    std::fs::create_dir_all(plugins_dir).unwrap();
+    for name in names {
+        let built = built_engines().join(format!("{name}.wasm"));
+        std::fs::copy(&built, plugins_dir.join(format!("{name}.wasm")))
+            .unwrap_or_else(|error| panic!("copying {}: {error}", built.display()));
+    }
+}
+
+fn build_workspace(folder: &str, target_name: &str) -> PathBuf {
+    {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target"))
+            .join(target_name);
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let output = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--target",
+                "wasm32-wasip2",
+                "--manifest-path",
+            ])
+            .arg(workspace.join(folder).join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .output()
+            .expect("running cargo to build the test components");
+        assert!(
+            output.status.success(),
+            "building {folder} failed (is the wasm32-wasip2 target installed? `cargo xtask test` installs it):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        target_dir.join("wasm32-wasip2").join("release")
+    }
+}
+
+/// The built component of the crate `name` (e.g. `memory-bomb`).
+pub fn component(name: &str) -> PathBuf {
+    let path = built_components().join(format!("{}.wasm", name.replace('-', "_")));
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+/// Copies the named components into `plugins_dir` as `<name>.wasm`.
+pub fn install(plugins_dir: &Path, names: &[&str]) {
+    std::fs::create_dir_all(plugins_dir).unwrap();
+    for name in names {
+        std::fs::copy(component(name), plugins_dir.join(format!("{name}.wasm"))).unwrap();
+    }
+}

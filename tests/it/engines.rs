@@ -1,0 +1,556 @@
+//! The engine runtime through the real host: routing, the registry, the sandbox's limits
+//! (deadline, memory cap, traps, oversized responses) and storage isolation, with the
+//! purpose-built components of `tests/components/`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::database_test;
+use crate::helpers::{AppOptions, Backend, json_with_status, spawn_app_with};
+
+const MISBEHAVING: [&str; 5] = ["echo", "looper", "memory-bomb", "trapper", "oversized"];
+
+fn tenant() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misbehaving_engines_fail_alone_and_the_host_keeps_serving() {
+    let options = AppOptions {
+        plugins: MISBEHAVING.to_vec(),
+        handle_timeout: Some(Duration::from_millis(1500)),
+        ..AppOptions::default()
+    };
+    let app = spawn_app_with(Backend::Sqlite, options).await;
+    let token = app.token(&tenant(), &uuid::Uuid::new_v4().to_string(), "editor");
+
+    let cases = [
+        ("/looper/api/v1/spin", 504, "/looper/api/v1/ok"),
+        ("/memory-bomb/api/v1/explode", 502, "/memory-bomb/api/v1/ok"),
+        ("/trapper/api/v1/trap", 502, "/trapper/api/v1/ok"),
+        ("/oversized/api/v1/huge", 502, "/oversized/api/v1/ok"),
+    ];
+    for (failing, status, healthy) in cases {
+        let response = app.get_as(failing, &token).await;
+        assert!(response.headers().get("x-correlation-id").is_some());
+        let body = json_with_status(response, status).await;
+        assert!(body["message"].is_string(), "{failing}: {body}");
+        // The same engine serves its next request, and so do the others and the host.
+        json_with_status(app.get_as(healthy, &token).await, 200).await;
+        json_with_status(app.get_as("/echo/api/v1/echo", &token).await, 200).await;
+        json_with_status(app.core_health().await, 200).await;
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_routes_require_a_valid_token_and_see_the_verified_caller() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            plugins: vec!["echo"],
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant_id = tenant();
+    let user_id = uuid::Uuid::new_v4().to_string();
+    let token = app.token(&tenant_id, &user_id, "viewer");
+
+    json_with_status(app.get("/echo/api/v1/echo").await, 401).await;
+    json_with_status(app.get_as("/echo/api/v1/echo", "not-a-jwt").await, 401).await;
+    let mut tampered = token.clone();
+    tampered.pop();
+    tampered.push(if token.ends_with('A') { 'B' } else { 'A' });
+    json_with_status(app.get_as("/echo/api/v1/echo", &tampered).await, 401).await;
+
+    let response = app
+        .client
+        .get(app.url("/echo/api/v1/echo?color=blue"))
+        .bearer_auth(&token)
+        .header("x-correlation-id", "trace-engine-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-correlation-id"], "trace-engine-1");
+    let body = json_with_status(response, 200).await;
+    let caller = &body["data"]["caller"];
+    assert_eq!(caller["tenant_id"], tenant_id);
+    assert_eq!(caller["user_id"], user_id);
+    assert_eq!(caller["role"], "viewer");
+    assert_eq!(caller["token_type"], "user");
+    assert_eq!(caller["correlation_id"], "trace-engine-1");
+    assert_eq!(body["data"]["path"], "/api/v1/echo");
+    assert_eq!(body["data"]["query"]["color"], "blue");
+
+    let unknown = json_with_status(
+        app.get_as("/nosuchengine/api/v1/anything", &token).await,
+        404,
+    )
+    .await;
+    assert!(unknown["message"].is_string());
+    app.stop().await;
+}
+
+database_test!(
+    the_engine_list_shows_loaded_engines_and_skips_broken_or_duplicate_files,
+    |backend| async move {
+        let database = crate::helpers::TestDatabase::new(backend).await;
+        let plugins = database.data_dir.join("plugins");
+        crate::components::install(&plugins, &["echo", "trapper"]);
+        std::fs::write(plugins.join("broken.wasm"), b"this is not a component").unwrap();
+        std::fs::copy(
+            crate::components::component("echo"),
+            plugins.join("zz-echo-again.wasm"),
+        )
+        .unwrap();
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                database: Some(database),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+
+        let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
+        let engines = body["data"].as_array().unwrap();
+        let codes: Vec<&str> = engines
+            .iter()
+            .map(|engine| engine["code"].as_str().unwrap())
+            .collect();
+        assert_eq!(codes, ["echo", "trapper"]);
+        let echo = &engines[0];
+        assert_eq!(echo["url"], format!("http://{}/echo", app.address));
+        assert_eq!(echo["is_active"], true);
+        assert_eq!(echo["requires_tenant_provision"], false);
+        assert_eq!(echo["requires_user_provision"], false);
+        assert!(echo["name"].is_string());
+
+        // Removed and reloaded: the registry keeps it, inactive.
+        app.state().engines.unload("trapper").await.unwrap();
+        let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
+        let trapper = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|engine| engine["code"] == "trapper")
+            .cloned()
+            .unwrap();
+        assert_eq!(trapper["is_active"], false);
+        let token = app.token(&tenant(), "u", "editor");
+        json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    an_engine_cannot_read_another_tenants_or_another_engines_storage,
+    |backend| async move {
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["probe-alpha", "probe-beta"],
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let tenant_a = app.token(&tenant(), "user-a", "editor");
+        let tenant_b = app.token(&tenant(), "user-b", "editor");
+
+        let stored = app
+            .put_as(
+                "/probe-alpha/api/v1/kv/secret",
+                &tenant_a,
+                "alpha's secret for tenant a",
+            )
+            .await;
+        assert_eq!(stored.status(), 204);
+        let body = json_with_status(
+            app.get_as("/probe-alpha/api/v1/kv/secret", &tenant_a).await,
+            200,
+        )
+        .await;
+        assert_eq!(body["data"], "alpha's secret for tenant a");
+
+        // Same engine, other tenant: not there.
+        json_with_status(
+            app.get_as("/probe-alpha/api/v1/kv/secret", &tenant_b).await,
+            404,
+        )
+        .await;
+        // Same tenant, other engine, same key: not there.
+        json_with_status(
+            app.get_as("/probe-beta/api/v1/kv/secret", &tenant_a).await,
+            404,
+        )
+        .await;
+        let listed =
+            json_with_status(app.get_as("/probe-beta/api/v1/kv", &tenant_a).await, 200).await;
+        assert_eq!(listed["data"], Value::Array(vec![]));
+
+        // Each tenant's list holds only its own keys.
+        assert_eq!(
+            app.put_as("/probe-alpha/api/v1/kv/other", &tenant_b, "b's")
+                .await
+                .status(),
+            204
+        );
+        let listed =
+            json_with_status(app.get_as("/probe-alpha/api/v1/kv", &tenant_a).await, 200).await;
+        assert_eq!(listed["data"], serde_json::json!(["secret"]));
+        app.stop().await;
+    }
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiled_components_are_cached_across_restarts() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            plugins: vec!["echo"],
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let cache_dir = app.database.data_dir.join("cache").join("components");
+    let cached = |dir: &std::path::Path| -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let entry = entry.unwrap();
+                (entry.path(), entry.metadata().unwrap().modified().unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = cached(&cache_dir);
+    assert_eq!(
+        before.len(),
+        1,
+        "one artifact for one component: {before:?}"
+    );
+    let database = app.stop_keeping_database().await;
+
+    let restarted = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            database: Some(database),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        cached(&cache_dir),
+        before,
+        "the restart reused the artifact instead of recompiling"
+    );
+    let token = restarted.token(&tenant(), "u", "owner");
+    json_with_status(restarted.get_as("/echo/api/v1/echo", &token).await, 200).await;
+    restarted.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_dropped_into_the_plugins_dir_is_loaded_and_unloaded_live() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            plugins: vec!["echo"],
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let plugins = app.database.data_dir.join("plugins");
+    let token = app.token(&tenant(), "u", "editor");
+    json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
+
+    // Copy under a temporary name, then rename: what a careful operator (or `install`) does.
+    let staging = app.database.data_dir.join("trapper.wasm.partial");
+    std::fs::copy(crate::components::component("trapper"), &staging).unwrap();
+    std::fs::rename(&staging, plugins.join("trapper.wasm")).unwrap();
+    let listed = wait_for_engine(&app, "trapper", true).await;
+    assert_eq!(listed["is_active"], true);
+    json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 200).await;
+
+    std::fs::remove_file(plugins.join("trapper.wasm")).unwrap();
+    let listed = wait_for_engine(&app, "trapper", false).await;
+    assert_eq!(listed["is_active"], false);
+    json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
+    json_with_status(app.get_as("/echo/api/v1/echo", &token).await, 200).await;
+    app.stop().await;
+}
+
+/// Polls the engine list until `code` has the wanted `is_active` (at most 20 s).
+async fn wait_for_engine(app: &crate::helpers::TestApp, code: &str, active: bool) -> Value {
+    for _ in 0..200 {
+        let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
+        if let Some(engine) = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|engine| engine["code"] == code)
+            && engine["is_active"] == active
+        {
+            return engine.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{code} never became is_active={active}");
+}
+
+database_test!(
+    engine_internal_endpoints_are_signed_and_reach_the_lifecycle_exports,
+    |backend| async move {
+        use tessera_host::http::signature::sign;
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["flaky-provision"],
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let tenant_id = tenant();
+        let body = serde_json::json!({ "tenant_id": tenant_id, "tenant_short_id": "acme", "name": "Acme" }).to_string();
+        let path = "/flaky-provision/api/internal/flaky-provision/provision/tenant";
+        let post = |signature: Option<String>, body: String| {
+            let mut request = app
+                .client
+                .post(app.url(path))
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(signature) = signature {
+                request = request.header("x-service-signature", signature);
+            }
+            request.send()
+        };
+        let now = chrono::Utc::now().timestamp();
+        let secret = app.state().service_secret.expose().as_bytes().to_vec();
+
+        json_with_status(post(None, body.clone()).await.unwrap(), 401).await;
+        json_with_status(
+            post(
+                Some(sign(b"not the secret", now, body.as_bytes())),
+                body.clone(),
+            )
+            .await
+            .unwrap(),
+            401,
+        )
+        .await;
+        json_with_status(
+            post(
+                Some(sign(&secret, now - 301, body.as_bytes())),
+                body.clone(),
+            )
+            .await
+            .unwrap(),
+            401,
+        )
+        .await;
+        json_with_status(
+            post(Some(sign(&secret, now, b"{}")), body.clone())
+                .await
+                .unwrap(),
+            401,
+        )
+        .await;
+        let invalid = json_with_status(
+            post(Some(sign(&secret, now, b"{}")), "{}".into())
+                .await
+                .unwrap(),
+            422,
+        )
+        .await;
+        assert_eq!(
+            invalid["errors"]["tenant_id"],
+            serde_json::json!(["required"])
+        );
+
+        // The component fails its first attempt for a tenant and succeeds afterwards.
+        let failed = json_with_status(
+            post(Some(sign(&secret, now, body.as_bytes())), body.clone())
+                .await
+                .unwrap(),
+            502,
+        )
+        .await;
+        assert!(
+            failed["message"].as_str().unwrap().contains("simulated"),
+            "{failed}"
+        );
+        let done = json_with_status(
+            post(Some(sign(&secret, now, body.as_bytes())), body.clone())
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(
+            done["data"],
+            serde_json::json!({ "status": "provisioned", "engine": "flaky-provision" })
+        );
+        let token = app.token(&tenant_id, "u", "viewer");
+        let attempts = json_with_status(
+            app.get_as("/flaky-provision/api/v1/attempts", &token).await,
+            200,
+        )
+        .await;
+        assert_eq!(attempts["data"]["attempts"], 2);
+
+        let deprovision = serde_json::json!({ "tenant_id": tenant_id }).to_string();
+        let response = app
+            .client
+            .post(app.url("/flaky-provision/api/internal/flaky-provision/deprovision/tenant"))
+            .header("content-type", "application/json")
+            .header(
+                "x-service-signature",
+                sign(&secret, now, deprovision.as_bytes()),
+            )
+            .body(deprovision)
+            .send()
+            .await
+            .unwrap();
+        let done = json_with_status(response, 200).await;
+        assert_eq!(done["data"]["status"], "deprovisioned");
+        let attempts = json_with_status(
+            app.get_as("/flaky-provision/api/v1/attempts", &token).await,
+            200,
+        )
+        .await;
+        assert_eq!(
+            attempts["data"]["attempts"], 0,
+            "deprovisioning removed the tenant's data"
+        );
+        app.stop().await;
+    }
+);
+
+database_test!(
+    the_seven_engines_load_describe_themselves_and_provision_real_state,
+    |backend| async move {
+        use tessera_host::http::signature::sign;
+        let database = crate::helpers::TestDatabase::new(backend).await;
+        crate::components::install_engines(
+            &database.data_dir.join("plugins"),
+            &crate::components::ENGINES,
+        );
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                database: Some(database),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+
+        let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
+        let listed: Vec<(String, bool, bool, bool)> = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|engine| {
+                (
+                    engine["code"].as_str().unwrap().to_owned(),
+                    engine["is_active"].as_bool().unwrap(),
+                    engine["requires_tenant_provision"].as_bool().unwrap(),
+                    engine["requires_user_provision"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, bool, bool, bool)> = crate::components::ENGINES
+            .iter()
+            .map(|code| (code.to_string(), true, true, true))
+            .collect();
+        assert_eq!(listed, expected);
+
+        let secret = app.state().service_secret.expose().as_bytes().to_vec();
+        let tenant_id = tenant();
+        let token = app.token(&tenant_id, "user-1", "viewer");
+        for code in crate::components::ENGINES {
+            let status = json_with_status(
+                app.get_as(&format!("/{code}/api/v1/status"), &token).await,
+                200,
+            )
+            .await;
+            assert_eq!(
+                status["data"]["tenant_provisioned"], false,
+                "{code} before provisioning"
+            );
+
+            for (action, body) in [
+                (
+                    "provision/tenant",
+                    serde_json::json!({ "tenant_id": tenant_id, "tenant_short_id": "acme", "name": "Acme" }),
+                ),
+                (
+                    "provision/user",
+                    serde_json::json!({ "tenant_id": tenant_id, "user_id": "user-1", "email": "ada@example.com", "first_name": "Ada", "last_name": "L", "type": "user" }),
+                ),
+            ] {
+                let body = body.to_string();
+                let response = app
+                    .client
+                    .post(app.url(&format!("/{code}/api/internal/{code}/{action}")))
+                    .header("content-type", "application/json")
+                    .header(
+                        "x-service-signature",
+                        sign(&secret, chrono::Utc::now().timestamp(), body.as_bytes()),
+                    )
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let done = json_with_status(response, 200).await;
+                assert_eq!(
+                    done["data"],
+                    serde_json::json!({ "status": "provisioned", "engine": code })
+                );
+            }
+            let status = json_with_status(
+                app.get_as(&format!("/{code}/api/v1/status"), &token).await,
+                200,
+            )
+            .await;
+            assert_eq!(
+                status["data"]["tenant_provisioned"], true,
+                "{code} after provisioning"
+            );
+            assert_eq!(
+                status["data"]["user_provisioned"], true,
+                "{code} after user provisioning"
+            );
+
+            let body = serde_json::json!({ "tenant_id": tenant_id }).to_string();
+            let response = app
+                .client
+                .post(app.url(&format!("/{code}/api/internal/{code}/deprovision/tenant")))
+                .header("content-type", "application/json")
+                .header(
+                    "x-service-signature",
+                    sign(&secret, chrono::Utc::now().timestamp(), body.as_bytes()),
+                )
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            json_with_status(response, 200).await;
+            let status = json_with_status(
+                app.get_as(&format!("/{code}/api/v1/status"), &token).await,
+                200,
+            )
+            .await;
+            assert_eq!(
+                status["data"]["tenant_provisioned"], false,
+                "{code} after deprovisioning"
+            );
+            assert_eq!(
+                status["data"]["user_provisioned"], false,
+                "{code}: deprovisioning the tenant removed its users"
+            );
+        }
+        app.stop().await;
+    }
+);
