@@ -210,6 +210,7 @@ async fn compiled_components_are_cached_across_restarts() {
         Backend::Sqlite,
         AppOptions {
             plugins: vec!["echo"],
+            private_artifact_cache: true,
             ..AppOptions::default()
         },
     )
@@ -238,6 +239,7 @@ async fn compiled_components_are_cached_across_restarts() {
         Backend::Sqlite,
         AppOptions {
             database: Some(database),
+            private_artifact_cache: true,
             ..AppOptions::default()
         },
     )

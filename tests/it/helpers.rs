@@ -190,6 +190,9 @@ pub struct AppOptions {
     pub handle_timeout: Option<std::time::Duration>,
     /// Reuse this data dir and database instead of a fresh one.
     pub database: Option<TestDatabase>,
+    /// Keep compiled components in the data dir, as in production. Otherwise tests share one
+    /// artifact cache, so each component is compiled once per machine rather than per test.
+    pub private_artifact_cache: bool,
 }
 
 pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
@@ -212,6 +215,9 @@ pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
         max_body_bytes: TEST_BODY_LIMIT,
     };
     let mut config = Config::from_serve_args(args).expect("test configuration");
+    if !options.private_artifact_cache {
+        config.runtime.cache_dir = std::env::temp_dir().join("tessera-test-artifact-cache");
+    }
     if let Some(timeout) = options.handle_timeout {
         config.runtime.handle_timeout = timeout;
     }
