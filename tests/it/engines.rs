@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::database_test;
-use crate::helpers::{AppOptions, Backend, json_with_status, spawn_app_with};
+use crate::helpers::{
+    AppOptions, Backend, json_with_status, spawn_app_with, spawn_app_with_plugins,
+};
 
 const MISBEHAVING: [&str; 5] = ["echo", "looper", "memory-bomb", "trapper", "oversized"];
 
@@ -46,14 +48,7 @@ async fn misbehaving_engines_fail_alone_and_the_host_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_routes_require_a_valid_token_and_see_the_verified_caller() {
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        AppOptions {
-            plugins: vec!["echo"],
-            ..AppOptions::default()
-        },
-    )
-    .await;
+    let app = spawn_app_with_plugins(Backend::Sqlite, &["echo"]).await;
     let tenant_id = tenant();
     let user_id = uuid::Uuid::new_v4().to_string();
     let token = app.token(&tenant_id, &user_id, "viewer");
@@ -148,14 +143,7 @@ database_test!(
 database_test!(
     an_engine_cannot_read_another_tenants_or_another_engines_storage,
     |backend| async move {
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                plugins: vec!["probe-alpha", "probe-beta"],
-                ..AppOptions::default()
-            },
-        )
-        .await;
+        let app = spawn_app_with_plugins(backend, &["probe-alpha", "probe-beta"]).await;
         let tenant_a = app.token(&tenant(), "user-a", "editor");
         let tenant_b = app.token(&tenant(), "user-b", "editor");
 
@@ -256,14 +244,7 @@ async fn compiled_components_are_cached_across_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_dropped_into_the_plugins_dir_is_loaded_and_unloaded_live() {
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        AppOptions {
-            plugins: vec!["echo"],
-            ..AppOptions::default()
-        },
-    )
-    .await;
+    let app = spawn_app_with_plugins(Backend::Sqlite, &["echo"]).await;
     let plugins = app.database.data_dir.join("plugins");
     let token = app.token(&tenant(), "u", "editor");
     json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
@@ -306,14 +287,7 @@ database_test!(
     engine_internal_endpoints_are_signed_and_reach_the_lifecycle_exports,
     |backend| async move {
         use tessera_host::http::signature::sign;
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                plugins: vec!["flaky-provision"],
-                ..AppOptions::default()
-            },
-        )
-        .await;
+        let app = spawn_app_with_plugins(backend, &["flaky-provision"]).await;
         let tenant_id = tenant();
         let body = serde_json::json!({ "tenant_id": tenant_id, "tenant_short_id": "acme", "name": "Acme" }).to_string();
         let path = "/flaky-provision/api/internal/flaky-provision/provision/tenant";
@@ -433,7 +407,6 @@ database_test!(
 database_test!(
     the_seven_engines_load_describe_themselves_and_provision_real_state,
     |backend| async move {
-        use tessera_host::http::signature::sign;
         let database = crate::helpers::TestDatabase::new(backend).await;
         crate::components::install_engines(
             &database.data_dir.join("plugins"),
@@ -468,7 +441,6 @@ database_test!(
             .collect();
         assert_eq!(listed, expected);
 
-        let secret = app.state().service_secret.expose().as_bytes().to_vec();
         let tenant_id = tenant();
         let token = app.token(&tenant_id, "user-1", "viewer");
         for code in crate::components::ENGINES {
@@ -492,19 +464,9 @@ database_test!(
                     serde_json::json!({ "tenant_id": tenant_id, "user_id": "user-1", "email": "ada@example.com", "first_name": "Ada", "last_name": "L", "type": "user" }),
                 ),
             ] {
-                let body = body.to_string();
                 let response = app
-                    .client
-                    .post(app.url(&format!("/{code}/api/internal/{code}/{action}")))
-                    .header("content-type", "application/json")
-                    .header(
-                        "x-service-signature",
-                        sign(&secret, chrono::Utc::now().timestamp(), body.as_bytes()),
-                    )
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
+                    .post_signed(&format!("/{code}/api/internal/{code}/{action}"), &body)
+                    .await;
                 let done = json_with_status(response, 200).await;
                 assert_eq!(
                     done["data"],
@@ -525,19 +487,12 @@ database_test!(
                 "{code} after user provisioning"
             );
 
-            let body = serde_json::json!({ "tenant_id": tenant_id }).to_string();
             let response = app
-                .client
-                .post(app.url(&format!("/{code}/api/internal/{code}/deprovision/tenant")))
-                .header("content-type", "application/json")
-                .header(
-                    "x-service-signature",
-                    sign(&secret, chrono::Utc::now().timestamp(), body.as_bytes()),
+                .post_signed(
+                    &format!("/{code}/api/internal/{code}/deprovision/tenant"),
+                    &serde_json::json!({ "tenant_id": tenant_id }),
                 )
-                .body(body)
-                .send()
-                .await
-                .unwrap();
+                .await;
             json_with_status(response, 200).await;
             let status = json_with_status(
                 app.get_as(&format!("/{code}/api/v1/status"), &token).await,

@@ -181,6 +181,18 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, AppOptions::default()).await
 }
 
+/// A host with the named test components in its plugins dir.
+pub async fn spawn_app_with_plugins(backend: Backend, plugins: &[&'static str]) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions {
+            plugins: plugins.to_vec(),
+            ..AppOptions::default()
+        },
+    )
+    .await
+}
+
 /// What a test may change about the host it starts.
 #[derive(Default)]
 pub struct AppOptions {
@@ -369,6 +381,25 @@ impl TestApp {
             .send()
             .await
             .expect("PUT")
+    }
+
+    /// POSTs `body` to an internal endpoint, signed now with the service secret (CONTRACT §5).
+    pub async fn post_signed(&self, path: &str, body: &Value) -> reqwest::Response {
+        let body = body.to_string();
+        let secret = self.state.service_secret.expose().as_bytes();
+        let signature = tessera_host::http::signature::sign(
+            secret,
+            chrono::Utc::now().timestamp(),
+            body.as_bytes(),
+        );
+        self.client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("x-service-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .expect("POST")
     }
 
     /// Stops the server and hands back its database (to start another host on it).
