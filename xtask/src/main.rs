@@ -4,6 +4,7 @@
 //!   serve on the embedded defaults.
 //! - `test [cargo test args…]`: build everything and run the whole test suite.
 //! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
+//! - `new-engine NAME`: scaffold a working engine crate `engines/NAME` on the guest SDK.
 //!
 //! Each installs the `wasm32-wasip2` target first when it is missing.
 
@@ -62,8 +63,14 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(),
+        "new-engine" => match rest {
+            [name] => new_engine(&workspace_root(), name),
+            _ => bail!("usage: cargo xtask new-engine NAME"),
+        },
         "help" | "--help" | "-h" => {
-            println!("cargo xtask run [serve flags…] | test [cargo test args…] | build-engines");
+            println!(
+                "cargo xtask run [serve flags…] | test [cargo test args…] | build-engines | new-engine NAME"
+            );
             Ok(())
         }
         other => bail!("unknown command {other:?}; try `cargo xtask help`"),
@@ -172,5 +179,143 @@ fn build_engines() -> anyhow::Result<()> {
         std::fs::rename(&staging, &destination)?;
         eprintln!("xtask: {}", destination.display());
     }
+    Ok(())
+}
+
+/// Scaffolds `engines/NAME`: a routed, provisioned engine on the SDK, added to the engines
+/// workspace, ready for `cargo xtask build-engines`.
+fn new_engine(root: &Path, name: &str) -> anyhow::Result<()> {
+    let valid = (1..=32).contains(&name.len())
+        && name.as_bytes()[0].is_ascii_lowercase()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !["auth", "core", "api", "sdk"].contains(&name);
+    if !valid {
+        bail!(
+            "{name:?} is not a valid engine code: 1-32 lower-case letters, digits or hyphens, starting with a letter, not auth/core/api/sdk"
+        );
+    }
+    let engines = root.join("engines");
+    let crate_dir = engines.join(name);
+    if crate_dir.exists() {
+        bail!("{} already exists", crate_dir.display());
+    }
+    let manifest_path = engines.join("Cargo.toml");
+    let manifest = std::fs::read_to_string(&manifest_path).context("reading engines/Cargo.toml")?;
+    let members_start = manifest
+        .find("members = [")
+        .context("engines/Cargo.toml has no members list")?;
+    let members_end = members_start
+        + manifest[members_start..]
+            .find(']')
+            .context("unterminated members list")?;
+    let updated = format!(
+        "{}    \"{name}\",\n{}",
+        &manifest[..members_end],
+        &manifest[members_end..]
+    );
+
+    let type_name: String = name
+        .split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    std::fs::create_dir_all(crate_dir.join("src"))?;
+    std::fs::write(
+        crate_dir.join("Cargo.toml"),
+        format!(
+            r#"[package]
+name = "{name}"
+description = "The {name} engine for Tessera."
+version.workspace = true
+edition.workspace = true
+rust-version.workspace = true
+license.workspace = true
+publish.workspace = true
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+tessera-sdk.workspace = true
+"#
+        ),
+    )?;
+    std::fs::write(
+        crate_dir.join("src/lib.rs"),
+        format!(
+            r#"//! The {name} engine: served by the host under `/{name}/api/v1/…`.
+//!
+//! Storage (tenant-scoped by the host): `tenant`, `users/<user_id>`, `greetings/<id>`.
+
+use tessera_sdk::serde_json::json;
+use tessera_sdk::{{
+    Context, Descriptor, Engine, HandlerResult, Request, Response, Router, TenantInfo, UserInfo, storage, tenancy,
+}};
+
+/// The engine code, also its path prefix.
+const CODE: &str = "{name}";
+
+struct {type_name};
+
+/// `GET /{name}/api/v1/hello?name=…`: a greeting for the verified caller.
+fn hello(ctx: &Context, request: &Request) -> HandlerResult {{
+    let query = request.query(&["name"])?;
+    let name = query.get("name").unwrap_or("world");
+    Ok(Response::ok(&json!({{ "greeting": format!("hello, {{name}}"), "user_id": ctx.user_id }})))
+}}
+
+impl Engine for {type_name} {{
+    fn describe() -> Descriptor {{
+        Descriptor::new(CODE, "{type_name}", env!("CARGO_PKG_VERSION"))
+            .tenant_provision(true)
+            .user_provision(true)
+    }}
+
+    fn handle(ctx: &Context, request: Request) -> Response {{
+        Router::new()
+            .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .get("/api/v1/hello", hello)
+            .handle(ctx, request)
+    }}
+
+    fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {{
+        tenancy::record_tenant(tenant)?;
+        Ok(())
+    }}
+
+    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {{
+        storage::delete_prefix("")?;
+        Ok(())
+    }}
+
+    fn provision_user(user: &UserInfo) -> Result<(), String> {{
+        tenancy::record_user(user)?;
+        Ok(())
+    }}
+
+    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {{
+        tenancy::forget_user(user_id)?;
+        Ok(())
+    }}
+}}
+
+tessera_sdk::export_engine!({type_name});
+"#
+        ),
+    )?;
+    std::fs::write(&manifest_path, updated).context("adding the engine to engines/Cargo.toml")?;
+    println!(
+        "created engines/{name}; next: `cargo xtask build-engines` puts plugins/{name}.wasm in place,"
+    );
+    println!(
+        "and a running `tessera serve` loads it: GET /{name}/api/v1/hello with a bearer token."
+    );
     Ok(())
 }
