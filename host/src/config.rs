@@ -2,7 +2,7 @@
 //! else default), parsed once at start into a [`Config`] that the rest of the host reads.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -185,10 +185,6 @@ impl Config {
                 runtime
             },
         })
-    }
-
-    pub fn data_path(&self, name: impl AsRef<Path>) -> PathBuf {
-        self.data_dir.join(name)
     }
 }
 

@@ -20,13 +20,6 @@ pub struct Caller {
     pub session_id: String,
 }
 
-impl Caller {
-    /// Viewers and guests read only.
-    pub fn can_write(&self) -> bool {
-        self.role != "viewer" && self.token_type != "guest"
-    }
-}
-
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 

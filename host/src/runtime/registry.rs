@@ -239,14 +239,6 @@ impl EngineRegistry {
         Ok(())
     }
 
-    /// Unloads the engine that was loaded from `path`, if any.
-    pub async fn unload_path(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(engine) = self.loaded().into_iter().find(|engine| engine.path == path) {
-            self.unload(&engine.descriptor.code).await?;
-        }
-        Ok(())
-    }
-
     async fn record(
         &self,
         descriptor: &EngineDescriptor,

@@ -123,13 +123,3 @@ pub async fn delete_prefix(
     .map(|result| result.rows_affected()))
     .context("deleting a prefix of engine storage")
 }
-
-/// Removes every row of a tenant in every engine (tenant deprovisioning, host side).
-pub async fn delete_tenant(database: &Database, tenant_id: &str) -> anyhow::Result<u64> {
-    on_pool!(database, pool => sqlx::query("DELETE FROM engine_kv WHERE tenant_id = $1")
-        .bind(tenant_id)
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected()))
-    .context("deleting a tenant's engine storage")
-}
