@@ -41,6 +41,14 @@ pub async fn watch_plugins(
         .watch(&directory, RecursiveMode::NonRecursive)
         .with_context(|| format!("watching {}", directory.display()))?;
     tracing::info!(directory = %directory.display(), "watching the plugins dir");
+    // A file that arrived between the start-up load and the watch being in place produced no
+    // event: one rescan now catches it (unchanged files are skipped by their hash).
+    if let Err(error) = registry.load_directory(&directory).await {
+        tracing::error!(
+            error = format!("{error:#}"),
+            "rescanning the plugins dir failed"
+        );
+    }
 
     loop {
         tokio::select! {
