@@ -6,8 +6,8 @@
 
 use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::{
-    Context, Descriptor, Engine, HostError, Request, Response, Router, TenantInfo, UserInfo,
-    storage, tenancy, time,
+    Context, Descriptor, Engine, HostError, Request, Response, Router, TenantInfo, storage,
+    tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -31,21 +31,6 @@ impl Engine for Chat {
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
         ensure_conversation("general", "General")?;
         tenancy::record_tenant(tenant)?;
-        Ok(())
-    }
-
-    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {
-        storage::delete_prefix("")?;
-        Ok(())
-    }
-
-    fn provision_user(user: &UserInfo) -> Result<(), String> {
-        tenancy::record_user(user)?;
-        Ok(())
-    }
-
-    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        tenancy::forget_user(user_id)?;
         Ok(())
     }
 }

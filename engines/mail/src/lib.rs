@@ -48,11 +48,6 @@ impl Engine for Mail {
         Ok(())
     }
 
-    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {
-        storage::delete_prefix("")?;
-        Ok(())
-    }
-
     fn provision_user(user: &UserInfo) -> Result<(), String> {
         for (id, name) in MAILBOXES {
             storage::put_json_if_absent(&mailbox_key(&user.user_id, id), || {

@@ -21,9 +21,10 @@ pub trait Engine {
     fn handle(ctx: &Context, request: Request) -> Response;
 
     /// Creates the tenant's state. Must be idempotent: the host may call it again (retries).
-    /// Default: nothing to do.
+    /// Default: records the tenant under `tenant` (`tenancy::record_tenant`); engines with
+    /// defaults of their own override it and call that too.
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
-        let _ = tenant;
+        crate::tenancy::record_tenant(tenant)?;
         Ok(())
     }
 
@@ -35,15 +36,18 @@ pub trait Engine {
         Ok(())
     }
 
-    /// Creates a user's state. Must be idempotent. Default: nothing to do.
+    /// Creates a user's state. Must be idempotent. Default: records the user under
+    /// `users/<user_id>` (`tenancy::record_user`).
     fn provision_user(user: &UserInfo) -> Result<(), String> {
-        let _ = user;
+        crate::tenancy::record_user(user)?;
         Ok(())
     }
 
-    /// Removes a user's state. Default: nothing to do.
+    /// Removes a user's state. Default: removes `users/<user_id>` and everything under it
+    /// (`tenancy::forget_user`).
     fn deprovision_user(tenant_id: &str, user_id: &str) -> Result<(), String> {
-        let _ = (tenant_id, user_id);
+        let _ = tenant_id;
+        crate::tenancy::forget_user(user_id)?;
         Ok(())
     }
 

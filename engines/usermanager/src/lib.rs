@@ -6,8 +6,7 @@
 
 use tessera_sdk::serde_json::json;
 use tessera_sdk::{
-    Context, Descriptor, Engine, Request, Response, Router, TenantInfo, UserInfo, storage, tenancy,
-    time,
+    Context, Descriptor, Engine, Request, Response, Router, TenantInfo, storage, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -38,21 +37,6 @@ impl Engine for UserManager {
             })
         })?;
         tenancy::record_tenant(tenant)?;
-        Ok(())
-    }
-
-    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {
-        storage::delete_prefix("")?;
-        Ok(())
-    }
-
-    fn provision_user(user: &UserInfo) -> Result<(), String> {
-        tenancy::record_user(user)?;
-        Ok(())
-    }
-
-    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        tenancy::forget_user(user_id)?;
         Ok(())
     }
 }
