@@ -123,16 +123,10 @@ database_test!(
         assert_eq!(echo["requires_user_provision"], false);
         assert!(echo["name"].is_string());
 
-        // Removed and reloaded: the registry keeps it, inactive.
-        app.state().engines.unload("trapper").await.unwrap();
-        let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
-        let trapper = body["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|engine| engine["code"] == "trapper")
-            .cloned()
-            .unwrap();
+        // Removed from the plugins dir: the registry keeps it, inactive. (The folder is the
+        // source of truth: the watcher would reload an engine unloaded while its file stays.)
+        std::fs::remove_file(app.database.data_dir.join("plugins").join("trapper.wasm")).unwrap();
+        let trapper = wait_for_engine(&app, "trapper", false).await;
         assert_eq!(trapper["is_active"], false);
         let token = app.token(&tenant(), "u", "editor");
         json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
