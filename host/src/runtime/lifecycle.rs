@@ -46,6 +46,16 @@ pub enum Lifecycle {
 }
 
 impl Lifecycle {
+    /// The `status` an engine's internal endpoint reports on success.
+    fn outcome(&self) -> &'static str {
+        match self {
+            Lifecycle::ProvisionTenant(_) | Lifecycle::ProvisionUser(_) => "provisioned",
+            Lifecycle::DeprovisionTenant { .. } | Lifecycle::DeprovisionUser { .. } => {
+                "deprovisioned"
+            }
+        }
+    }
+
     fn tenant_id(&self) -> &str {
         match self {
             Lifecycle::ProvisionTenant(tenant) => &tenant.tenant_id,
@@ -183,31 +193,26 @@ pub fn internal_router() -> axum::Router<AppState> {
         )
 }
 
-fn engine_for(
+/// Checks the code, finds the engine, validates the body and runs the operation.
+async fn endpoint<B>(
     state: &AppState,
-    code: &str,
-    inner: &str,
-) -> ApiResult<std::sync::Arc<LoadedEngine>> {
+    (code, inner): (String, String),
+    body: B,
+    operation: impl FnOnce(B) -> ApiResult<Lifecycle>,
+) -> ApiResult<Response> {
     if code != inner {
         return Err(ApiError::NotFound(
             "The requested resource was not found.".into(),
         ));
     }
-    state
+    let engine = state
         .engines
-        .get(code)
-        .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))
-}
-
-async fn respond(
-    state: &AppState,
-    engine: &LoadedEngine,
-    operation: Lifecycle,
-    done: &str,
-) -> ApiResult<Response> {
-    match run(state, engine, &operation).await {
+        .get(&code)
+        .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))?;
+    let operation = operation(body)?;
+    match run(state, &engine, &operation).await {
         Ok(()) => Ok(envelope::ok(
-            json!({ "status": done, "engine": engine.descriptor.code }),
+            json!({ "status": operation.outcome(), "engine": engine.descriptor.code }),
         )),
         Err(reason) => Err(ApiError::BadGateway(format!(
             "The engine {} failed: {reason}",
@@ -218,69 +223,51 @@ async fn respond(
 
 async fn provision_tenant(
     State(state): State<AppState>,
-    Path((code, inner)): Path<(String, String)>,
+    Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<TenantProvision>,
 ) -> ApiResult<Response> {
-    let engine = engine_for(&state, &code, &inner)?;
-    let tenant = body.validate()?;
-    respond(
-        &state,
-        &engine,
-        Lifecycle::ProvisionTenant(tenant),
-        "provisioned",
-    )
+    endpoint(&state, codes, body, |body| {
+        Ok(Lifecycle::ProvisionTenant(body.validate()?))
+    })
     .await
 }
 
 async fn deprovision_tenant(
     State(state): State<AppState>,
-    Path((code, inner)): Path<(String, String)>,
+    Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<TenantOnly>,
 ) -> ApiResult<Response> {
-    let engine = engine_for(&state, &code, &inner)?;
-    let mut errors = ValidationErrors::new();
-    let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
-    errors.into_result()?;
-    respond(
-        &state,
-        &engine,
-        Lifecycle::DeprovisionTenant { tenant_id },
-        "deprovisioned",
-    )
+    endpoint(&state, codes, body, |body| {
+        let mut errors = ValidationErrors::new();
+        let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
+        errors.into_result()?;
+        Ok(Lifecycle::DeprovisionTenant { tenant_id })
+    })
     .await
 }
 
 async fn provision_user(
     State(state): State<AppState>,
-    Path((code, inner)): Path<(String, String)>,
+    Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<UserProvision>,
 ) -> ApiResult<Response> {
-    let engine = engine_for(&state, &code, &inner)?;
-    let user = body.validate()?;
-    respond(
-        &state,
-        &engine,
-        Lifecycle::ProvisionUser(user),
-        "provisioned",
-    )
+    endpoint(&state, codes, body, |body| {
+        Ok(Lifecycle::ProvisionUser(body.validate()?))
+    })
     .await
 }
 
 async fn deprovision_user(
     State(state): State<AppState>,
-    Path((code, inner)): Path<(String, String)>,
+    Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<TenantAndUser>,
 ) -> ApiResult<Response> {
-    let engine = engine_for(&state, &code, &inner)?;
-    let mut errors = ValidationErrors::new();
-    let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
-    let user_id = require(&mut errors, "user_id", body.user_id);
-    errors.into_result()?;
-    respond(
-        &state,
-        &engine,
-        Lifecycle::DeprovisionUser { tenant_id, user_id },
-        "deprovisioned",
-    )
+    endpoint(&state, codes, body, |body| {
+        let mut errors = ValidationErrors::new();
+        let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
+        let user_id = require(&mut errors, "user_id", body.user_id);
+        errors.into_result()?;
+        Ok(Lifecycle::DeprovisionUser { tenant_id, user_id })
+    })
     .await
 }
