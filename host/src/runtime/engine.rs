@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sha2::{Digest as _, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
@@ -154,8 +153,8 @@ impl EngineRuntime {
 
     /// Compiles a component, or loads its compiled artifact from the cache when the same bytes
     /// were compiled before by a compatible wasmtime (a restart does not recompile).
-    pub async fn compile(&self, bytes: Vec<u8>) -> anyhow::Result<(Component, String)> {
-        let sha256 = hex::encode(Sha256::digest(&bytes));
+    /// `sha256` is the hex digest of `bytes`, the cache key.
+    pub async fn compile(&self, bytes: Vec<u8>, sha256: &str) -> anyhow::Result<Component> {
         let mut compatibility = std::collections::hash_map::DefaultHasher::new();
         self.engine
             .precompile_compatibility_hash()
@@ -193,7 +192,7 @@ impl EngineRuntime {
         })
         .await
         .context("the compilation task failed")??;
-        Ok((component, sha256))
+        Ok(component)
     }
 
     /// Links a component against the host's imports once, so each call only instantiates.

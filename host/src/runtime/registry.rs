@@ -149,13 +149,13 @@ impl EngineRegistry {
         let bytes = tokio::fs::read(path)
             .await
             .with_context(|| format!("reading {}", path.display()))?;
-        if let Some(existing) = self.loaded().into_iter().find(|engine| engine.path == path) {
-            let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-            if existing.sha256 == sha256 {
-                return Ok(existing.descriptor.clone());
-            }
+        let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+        if let Some(existing) = self.loaded().into_iter().find(|engine| engine.path == path)
+            && existing.sha256 == sha256
+        {
+            return Ok(existing.descriptor.clone());
         }
-        let (component, sha256) = self.runtime.compile(bytes).await?;
+        let component = self.runtime.compile(bytes, &sha256).await?;
         let pre = self.runtime.prepare(&component)?;
         let scope = CallScope {
             engine_code: String::new(),
