@@ -69,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
             engine_code: "echo".into(),
             tenant_id: Some("t".into()),
             correlation_id: None,
+            outbound_hosts: engine.outbound_hosts.clone(),
         };
         let started = Instant::now();
         runtime

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
-use crate::auth::password::{PasswordHasher, PasswordPolicy};
+use crate::auth::password::PasswordHasher;
 use crate::config::{Config, ServeArgs, StorageArgs};
+use crate::orchestrator::Orchestrator;
+use crate::runtime::RegistryRole;
 use crate::server::{Application, shutdown_signal};
 use crate::storage::Database;
 use crate::tenancy::{NewUser, Role, TenancyService, UserType};
@@ -136,11 +138,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs one admin command; returns the JSON to print.
 pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
-    let database = Database::connect_and_migrate(&args.storage.database_config()).await?;
+    let config = Config::from_serve_args(ServeArgs {
+        storage: args.storage.clone(),
+        listen: ([127, 0, 0, 1], 8080).into(),
+        public_url: None,
+        max_body_bytes: 1024 * 1024,
+    })?;
+    let database = Database::connect_and_migrate(&config.database).await?;
+    // The same engines as the servers, loaded to run their lifecycle exports; the engine list
+    // stays the servers' business.
+    let engines =
+        crate::runtime::start_engines(&config, &database, RegistryRole::Borrowing).await?;
     let tenancy = TenancyService::new(
         database.clone(),
-        PasswordPolicy::default(),
+        config.auth.password_policy.clone(),
         PasswordHasher::new(1),
+        Orchestrator::new(database.clone(), engines),
     );
     let output = run_admin_command(&tenancy, args.command).await;
     database.close().await;

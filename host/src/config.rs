@@ -1,6 +1,7 @@
 //! Configuration: every flag and variable of CONTRACT §2 (flag, else environment variable,
 //! else default), parsed once at start into a [`Config`] that the rest of the host reads.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -128,6 +129,10 @@ pub struct Config {
     pub rate_limits: RateLimitConfig,
     pub auth: AuthConfig,
     pub runtime: RuntimeConfig,
+    /// The operator's outbound allow-lists (`TESSERA_ENGINE_OUTBOUND_HOSTS`): engine code →
+    /// host patterns, replacing what that engine declares. An empty list forbids outbound
+    /// HTTP to the engine.
+    pub engine_outbound_hosts: BTreeMap<String, Vec<String>>,
 }
 
 impl Config {
@@ -184,7 +189,51 @@ impl Config {
                 }
                 runtime
             },
+            engine_outbound_hosts: env_var::<EngineOutboundHosts>("TESSERA_ENGINE_OUTBOUND_HOSTS")?
+                .map(|hosts| hosts.0)
+                .unwrap_or_default(),
         })
+    }
+}
+
+/// `TESSERA_ENGINE_OUTBOUND_HOSTS`: `<code>=<pattern>,<pattern>;<code>=…`, e.g.
+/// `chat=https://*,https://hooks.example.com:8443;mail=`. Each named engine gets exactly the
+/// listed patterns (the syntax of `outbound-hosts` in `wit/engine.wit`) instead of those it
+/// declares; an empty list (`mail=`) forbids it outbound HTTP. Engines not named keep their
+/// own list. Spaces around items are ignored; a malformed pattern or a code named twice is an
+/// error at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineOutboundHosts(pub BTreeMap<String, Vec<String>>);
+
+impl FromStr for EngineOutboundHosts {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut engines = BTreeMap::new();
+        for entry in text
+            .split(';')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+        {
+            let (code, patterns) = entry
+                .split_once('=')
+                .ok_or_else(|| format!("{entry:?} is not <engine code>=<patterns>"))?;
+            let code = code.trim();
+            if code.is_empty() {
+                return Err(format!("{entry:?} names no engine"));
+            }
+            let patterns: Vec<String> = patterns
+                .split(',')
+                .map(str::trim)
+                .filter(|pattern| !pattern.is_empty())
+                .map(str::to_owned)
+                .collect();
+            crate::runtime::outbound::AllowedHosts::parse(&patterns)?;
+            if engines.insert(code.to_owned(), patterns).is_some() {
+                return Err(format!("the engine {code:?} is named twice"));
+            }
+        }
+        Ok(Self(engines))
     }
 }
 
@@ -234,6 +283,36 @@ mod tests {
             Duration::from_millis(200)
         );
         assert!(parse_retry_schedule("soon").is_err());
+    }
+
+    #[test]
+    fn engine_outbound_hosts_parse() {
+        let parsed: EngineOutboundHosts = "chat=https://*, https://x.example.com:8443 ;mail=;"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            parsed.0,
+            BTreeMap::from([
+                (
+                    "chat".to_owned(),
+                    vec![
+                        "https://*".to_owned(),
+                        "https://x.example.com:8443".to_owned()
+                    ]
+                ),
+                ("mail".to_owned(), vec![]),
+            ])
+        );
+        assert_eq!("".parse::<EngineOutboundHosts>().unwrap().0.len(), 0);
+        for bad in [
+            "chat",
+            "=https://*",
+            "chat=ftp://x",
+            "chat=https://*/path",
+            "chat=https://*;chat=",
+        ] {
+            assert!(bad.parse::<EngineOutboundHosts>().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

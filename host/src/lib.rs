@@ -8,6 +8,7 @@ pub mod config;
 pub mod core;
 pub mod http;
 pub mod openapi;
+pub mod orchestrator;
 pub mod runtime;
 pub mod secrets;
 pub mod server;

@@ -18,6 +18,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
     tags(
         (name = "health", description = "Health and liveness"),
         (name = "engines", description = "The engine registry and engine routes"),
+        (name = "orchestration", description = "Provisioning tenants and users across engines (internal, signed)"),
     )
 )]
 pub struct ApiDoc;

@@ -15,8 +15,8 @@ use crate::auth::password::PasswordHasher;
 use crate::auth::tokens::AccessTokens;
 use crate::config::Config;
 use crate::core::workers::WorkerRegistry;
-use crate::runtime::store::HostServices;
-use crate::runtime::{EngineRegistry, EngineRuntime};
+use crate::orchestrator::Orchestrator;
+use crate::runtime::RegistryRole;
 use crate::secrets;
 use crate::state::AppState;
 use crate::storage::Database;
@@ -37,15 +37,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         None => secrets::load_or_generate(&config.data_dir, "service_secret")?,
     };
     let token_signing_key = secrets::load_or_generate(&config.data_dir, "token_signing_key")?;
-    let runtime = EngineRuntime::new(
-        config.runtime.clone(),
-        HostServices {
-            database: database.clone(),
-        },
-    )?;
-    let engines = Arc::new(EngineRegistry::new(Arc::new(runtime), database.clone()));
-    engines.mark_all_inactive().await?;
-    engines.load_directory(&config.plugins_dir).await?;
+    let engines = crate::runtime::start_engines(&config, &database, RegistryRole::Serving).await?;
+    let orchestrator = Orchestrator::new(database.clone(), engines.clone());
     Ok(AppState {
         config: Arc::new(config),
         database,
@@ -55,6 +48,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         service_secret,
         access_tokens: AccessTokens::new(&token_signing_key),
         engines,
+        orchestrator,
     })
 }
 
@@ -133,6 +127,12 @@ impl Application {
                 tracing::error!(error = format!("{error:#}"), "the plugins watcher stopped");
             }
         });
+        background.spawn(crate::runtime::work::run_worker(
+            state.engines.clone(),
+            state.engines.runtime().services().queue.clone(),
+            crate::runtime::work::WorkerConfig::default(),
+            shutdown.clone(),
+        ));
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         let stopping = shutdown.clone();
         let served = axum::serve(

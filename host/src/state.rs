@@ -6,6 +6,7 @@ use crate::auth::password::PasswordHasher;
 use crate::auth::tokens::AccessTokens;
 use crate::config::{Config, Secret};
 use crate::core::workers::WorkerRegistry;
+use crate::orchestrator::Orchestrator;
 use crate::runtime::EngineRegistry;
 use crate::storage::Database;
 use crate::storage::cache::Cache;
@@ -20,4 +21,5 @@ pub struct AppState {
     pub service_secret: Secret,
     pub access_tokens: AccessTokens,
     pub engines: Arc<EngineRegistry>,
+    pub orchestrator: Orchestrator,
 }

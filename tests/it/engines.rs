@@ -437,7 +437,8 @@ database_test!(
         assert_eq!(listed, expected);
 
         let tenant_id = tenant();
-        let token = app.token(&tenant_id, "user-1", "viewer");
+        let user_id = uuid::Uuid::new_v4().to_string();
+        let token = app.token(&tenant_id, &user_id, "viewer");
         for code in crate::components::ENGINES {
             let status = json_with_status(
                 app.get_as(&format!("/{code}/api/v1/status"), &token).await,
@@ -456,7 +457,7 @@ database_test!(
                 ),
                 (
                     "provision/user",
-                    serde_json::json!({ "tenant_id": tenant_id, "user_id": "user-1", "email": "ada@example.com", "first_name": "Ada", "last_name": "L", "type": "user" }),
+                    serde_json::json!({ "tenant_id": tenant_id, "user_id": user_id, "email": "ada@example.com", "first_name": "Ada", "last_name": "L", "type": "user" }),
                 ),
             ] {
                 let response = app

@@ -205,6 +205,10 @@ pub struct AppOptions {
     /// Keep compiled components in the data dir, as in production. Otherwise tests share one
     /// artifact cache, so each component is compiled once per machine rather than per test.
     pub private_artifact_cache: bool,
+    /// Changes the configuration last, before the host is built (e.g. the settings a test
+    /// would otherwise pass through environment variables, which are shared by all tests).
+    #[allow(clippy::type_complexity)]
+    pub configure: Option<Box<dyn FnOnce(&mut Config) + Send>>,
 }
 
 pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
@@ -232,6 +236,9 @@ pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
     }
     if let Some(timeout) = options.handle_timeout {
         config.runtime.handle_timeout = timeout;
+    }
+    if let Some(configure) = options.configure {
+        configure(&mut config);
     }
     let application = Application::build_with_routes(config, test_routes())
         .await
@@ -402,6 +409,19 @@ impl TestApp {
             .expect("POST")
     }
 
+    /// GETs an internal endpoint, signed now over an empty body (CONTRACT §5).
+    pub async fn get_signed(&self, path: &str) -> reqwest::Response {
+        let secret = self.state.service_secret.expose().as_bytes();
+        let signature =
+            tessera_host::http::signature::sign(secret, chrono::Utc::now().timestamp(), b"");
+        self.client
+            .get(self.url(path))
+            .header("x-service-signature", signature)
+            .send()
+            .await
+            .expect("GET")
+    }
+
     /// Stops the server and hands back its database (to start another host on it).
     pub async fn stop_keeping_database(mut self) -> TestDatabase {
         self.stop.cancel();
@@ -469,6 +489,8 @@ pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
         .arg(&database.data_dir)
         .arg("--database-url")
         .arg(&database.url)
+        .arg("--plugins-dir")
+        .arg(database.data_dir.join("plugins"))
         .env_remove("TESSERA_LOG")
         .output()
         .expect("running tessera admin");

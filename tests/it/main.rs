@@ -11,4 +11,7 @@ mod conventions;
 mod engines;
 mod health;
 mod openapi;
+mod orchestration;
+mod outbound;
 mod storage;
+mod work;

@@ -249,6 +249,7 @@ database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
         app.state().database.clone(),
         Default::default(),
         app.state().password_hasher.clone(),
+        app.state().orchestrator.clone(),
     )
     .tenant_by_slug("live")
     .await

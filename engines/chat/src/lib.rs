@@ -20,6 +20,8 @@ impl Engine for Chat {
         Descriptor::new(CODE, "Chat", env!("CARGO_PKG_VERSION"))
             .tenant_provision(true)
             .user_provision(true)
+            // Webhook deliveries to the URLs customers register.
+            .outbound_hosts(&["https://*:*"])
     }
 
     fn handle(ctx: &Context, request: Request) -> Response {

@@ -39,6 +39,7 @@ impl<E: Engine> wit::Guest for Adapter<E> {
             requires_tenant_provision,
             requires_user_provision,
             subscriptions,
+            outbound_hosts,
         } = E::describe();
         wit::Descriptor {
             code,
@@ -47,6 +48,7 @@ impl<E: Engine> wit::Guest for Adapter<E> {
             requires_tenant_provision,
             requires_user_provision,
             subscriptions,
+            outbound_hosts,
         }
     }
 

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 ///
 /// let descriptor = Descriptor::new("activity", "Activity", "0.1.0")
 ///     .tenant_provision(true)
-///     .subscribe("entity.created");
+///     .subscribe("entity.created")
+///     .outbound_hosts(&["https://api.example.com"]);
 /// assert_eq!(descriptor.subscriptions, vec!["entity.created".to_string()]);
+/// assert_eq!(descriptor.outbound_hosts, vec!["https://api.example.com".to_string()]);
 /// assert!(!descriptor.requires_user_provision);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,10 +32,13 @@ pub struct Descriptor {
     pub requires_user_provision: bool,
     /// Event types delivered to `on_event`, e.g. `entity.created`.
     pub subscriptions: Vec<String>,
+    /// Where [`http::fetch`](crate::http::fetch) may go: `scheme://host[:port]` patterns
+    /// (see [`Descriptor::outbound_hosts`]). Empty, the default: no outbound HTTP at all.
+    pub outbound_hosts: Vec<String>,
 }
 
 impl Descriptor {
-    /// A descriptor without provisioning and subscriptions.
+    /// A descriptor without provisioning, subscriptions or outbound hosts.
     pub fn new(code: &str, name: &str, version: &str) -> Self {
         Self {
             code: code.to_owned(),
@@ -42,6 +47,7 @@ impl Descriptor {
             requires_tenant_provision: false,
             requires_user_provision: false,
             subscriptions: Vec::new(),
+            outbound_hosts: Vec::new(),
         }
     }
 
@@ -60,6 +66,31 @@ impl Descriptor {
     /// Adds a subscription.
     pub fn subscribe(mut self, event_type: &str) -> Self {
         self.subscriptions.push(event_type.to_owned());
+        self
+    }
+
+    /// Allows [`http::fetch`](crate::http::fetch) to reach URLs matching these patterns
+    /// (added to those already declared). A pattern is `scheme://host[:port]`:
+    ///
+    /// - the scheme, `http` or `https`, must match the URL's;
+    /// - the host is a name (`api.example.com`), `*.example.com` (any subdomain, not the
+    ///   apex), `*` (any host) or an IP literal (`127.0.0.1`, `[::1]`);
+    /// - the port is a number, `*` (any port), or absent: the scheme's default port only.
+    ///
+    /// So `https://*` is any HTTPS host on port 443 and `https://*:*` any HTTPS URL. The host
+    /// checks the patterns when it loads the engine (a malformed one refuses the engine); its
+    /// operator may replace the list, and private addresses stay refused unless the host
+    /// allows them.
+    ///
+    /// ```
+    /// use tessera_sdk::Descriptor;
+    ///
+    /// let descriptor = Descriptor::new("chat", "Chat", "0.1.0").outbound_hosts(&["https://*"]);
+    /// assert_eq!(descriptor.outbound_hosts, vec!["https://*".to_string()]);
+    /// ```
+    pub fn outbound_hosts(mut self, patterns: &[&str]) -> Self {
+        self.outbound_hosts
+            .extend(patterns.iter().map(|pattern| (*pattern).to_owned()));
         self
     }
 }
@@ -135,5 +166,34 @@ impl Job {
     /// The payload parsed as JSON into `T`.
     pub fn payload_json<T: DeserializeOwned>(&self) -> Result<T, String> {
         serde_json::from_slice(&self.payload).map_err(|error| format!("job payload: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_descriptor_has_no_outbound_hosts() {
+        assert!(
+            Descriptor::new("notes", "Notes", "0.1.0")
+                .outbound_hosts
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn outbound_hosts_accumulate_in_order() {
+        let descriptor = Descriptor::new("chat", "Chat", "0.1.0")
+            .outbound_hosts(&["https://*"])
+            .outbound_hosts(&["http://127.0.0.1:8080", "https://*.example.com"]);
+        assert_eq!(
+            descriptor.outbound_hosts,
+            [
+                "https://*",
+                "http://127.0.0.1:8080",
+                "https://*.example.com"
+            ]
+        );
     }
 }

@@ -28,6 +28,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::auth::router())
         .merge(crate::core::router())
         .merge(crate::runtime::routes::core_router())
+        .merge(crate::orchestrator::routes::router())
         .split_for_parts();
     let openapi = std::sync::Arc::new(openapi);
     let body_limit = state.config.http.max_body_bytes;

@@ -151,6 +151,11 @@ impl EngineRuntime {
         &self.config
     }
 
+    /// What every call's store is lent: database, work queue, event bus, outbound client.
+    pub fn services(&self) -> &HostServices {
+        &self.services
+    }
+
     /// Compiles a component, or loads its compiled artifact from the cache when the same bytes
     /// were compiled before by a compatible wasmtime (a restart does not recompile).
     /// `sha256` is the hex digest of `bytes`, the cache key.

@@ -7,9 +7,10 @@ use axum::response::Response;
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::json;
+use utoipa::ToSchema;
 
 use super::bindings::v0_1::tessera::engine::types as wit;
-use super::engine::CallError;
+use super::engine::{CallError, EngineRuntime};
 use super::registry::LoadedEngine;
 use super::store::CallScope;
 use crate::http::signature::SignedJson;
@@ -17,31 +18,69 @@ use crate::http::{ApiError, ApiResult, ValidationErrors, envelope};
 use crate::state::AppState;
 
 /// A tenant as engines see it at provisioning.
-#[derive(Debug, Clone, Deserialize)]
-pub struct TenantProvision {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantProfile {
+    pub tenant_id: String,
+    /// The tenant's slug.
+    pub tenant_short_id: String,
+    pub name: String,
+}
+
+/// A user as engines see it at provisioning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserProfile {
+    pub tenant_id: String,
+    pub user_id: String,
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    /// `user`, `guest` or `agent`.
+    pub user_type: String,
+}
+
+/// The body of a tenant provisioning request (orchestration and engine-internal endpoints).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct TenantProvisionRequest {
+    /// UUID of the tenant.
     pub tenant_id: Option<String>,
+    /// The tenant's slug.
     pub tenant_short_id: Option<String>,
     pub name: Option<String>,
 }
 
-/// A user as engines see it at provisioning.
-#[derive(Debug, Clone, Deserialize)]
-pub struct UserProvision {
+/// The body of a user provisioning request.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct UserProvisionRequest {
     pub tenant_id: Option<String>,
+    pub tenant_short_id: Option<String>,
     pub user_id: Option<String>,
     pub email: Option<String>,
     pub first_name: Option<String>,
     pub last_name: Option<String>,
+    /// `user`, `guest` or `agent`.
     #[serde(rename = "type")]
     pub user_type: Option<String>,
+}
+
+/// The body of a tenant deprovisioning request.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct TenantDeprovisionRequest {
+    pub tenant_id: Option<String>,
+}
+
+/// The body of a user deprovisioning request.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct UserDeprovisionRequest {
+    pub tenant_id: Option<String>,
+    pub user_id: Option<String>,
 }
 
 /// One lifecycle operation on one engine.
 #[derive(Debug, Clone)]
 pub enum Lifecycle {
-    ProvisionTenant(wit::TenantInfo),
+    ProvisionTenant(TenantProfile),
     DeprovisionTenant { tenant_id: String },
-    ProvisionUser(wit::UserInfo),
+    ProvisionUser(UserProfile),
     DeprovisionUser { tenant_id: String, user_id: String },
 }
 
@@ -56,7 +95,7 @@ impl Lifecycle {
         }
     }
 
-    fn tenant_id(&self) -> &str {
+    pub fn tenant_id(&self) -> &str {
         match self {
             Lifecycle::ProvisionTenant(tenant) => &tenant.tenant_id,
             Lifecycle::DeprovisionTenant { tenant_id }
@@ -66,10 +105,33 @@ impl Lifecycle {
     }
 }
 
+impl From<&TenantProfile> for wit::TenantInfo {
+    fn from(tenant: &TenantProfile) -> Self {
+        Self {
+            tenant_id: tenant.tenant_id.clone(),
+            tenant_short_id: tenant.tenant_short_id.clone(),
+            name: tenant.name.clone(),
+        }
+    }
+}
+
+impl From<&UserProfile> for wit::UserInfo {
+    fn from(user: &UserProfile) -> Self {
+        Self {
+            tenant_id: user.tenant_id.clone(),
+            user_id: user.user_id.clone(),
+            email: user.email.clone(),
+            first_name: user.first_name.clone(),
+            last_name: user.last_name.clone(),
+            user_type: user.user_type.clone(),
+        }
+    }
+}
+
 /// Runs a lifecycle export in the tenant's scope. `Err` carries the reason: the engine's own
 /// error, a trap or a timeout.
 pub async fn run(
-    state: &AppState,
+    runtime: &EngineRuntime,
     engine: &LoadedEngine,
     operation: &Lifecycle,
 ) -> Result<(), String> {
@@ -77,8 +139,8 @@ pub async fn run(
         engine_code: engine.descriptor.code.clone(),
         tenant_id: Some(operation.tenant_id().to_owned()),
         correlation_id: None,
+        outbound_hosts: engine.outbound_hosts.clone(),
     };
-    let runtime = state.engines.runtime();
     let outcome = runtime
         .call(
             &engine.pre,
@@ -86,12 +148,14 @@ pub async fn run(
             runtime.config().lifecycle_timeout,
             async |guest, store| match operation {
                 Lifecycle::ProvisionTenant(tenant) => {
-                    guest.call_provision_tenant(store, tenant).await
+                    guest.call_provision_tenant(store, &tenant.into()).await
                 }
                 Lifecycle::DeprovisionTenant { tenant_id } => {
                     guest.call_deprovision_tenant(store, tenant_id).await
                 }
-                Lifecycle::ProvisionUser(user) => guest.call_provision_user(store, user).await,
+                Lifecycle::ProvisionUser(user) => {
+                    guest.call_provision_user(store, &user.into()).await
+                }
                 Lifecycle::DeprovisionUser { tenant_id, user_id } => {
                     guest.call_deprovision_user(store, tenant_id, user_id).await
                 }
@@ -124,14 +188,29 @@ fn require(errors: &mut ValidationErrors, field: &str, value: Option<String>) ->
     }
 }
 
-impl TenantProvision {
-    pub fn validate(self) -> Result<wit::TenantInfo, ApiError> {
+/// A required UUID, in its canonical lower-case hyphenated form.
+fn require_uuid(errors: &mut ValidationErrors, field: &str, value: Option<String>) -> String {
+    let value = require(errors, field, value);
+    if value.is_empty() {
+        return value;
+    }
+    match uuid::Uuid::try_parse(&value) {
+        Ok(parsed) => parsed.hyphenated().to_string(),
+        Err(_) => {
+            errors.add(field, "uuid");
+            value
+        }
+    }
+}
+
+impl TenantProvisionRequest {
+    pub fn validate(self) -> Result<TenantProfile, ApiError> {
         let mut errors = ValidationErrors::new();
-        let tenant_id = require(&mut errors, "tenant_id", self.tenant_id);
+        let tenant_id = require_uuid(&mut errors, "tenant_id", self.tenant_id);
         let tenant_short_id = require(&mut errors, "tenant_short_id", self.tenant_short_id);
         let name = require(&mut errors, "name", self.name);
         errors.into_result()?;
-        Ok(wit::TenantInfo {
+        Ok(TenantProfile {
             tenant_id,
             tenant_short_id,
             name,
@@ -139,37 +218,50 @@ impl TenantProvision {
     }
 }
 
-impl UserProvision {
-    pub fn validate(self) -> Result<wit::UserInfo, ApiError> {
+impl UserProvisionRequest {
+    pub fn validate(self) -> Result<UserProfile, ApiError> {
         let mut errors = ValidationErrors::new();
-        let tenant_id = require(&mut errors, "tenant_id", self.tenant_id);
-        let user_id = require(&mut errors, "user_id", self.user_id);
+        let tenant_id = require_uuid(&mut errors, "tenant_id", self.tenant_id);
+        let user_id = require_uuid(&mut errors, "user_id", self.user_id);
         let email = require(&mut errors, "email", self.email);
-        let user_type = self.user_type.unwrap_or_else(|| "user".into());
-        if !["user", "guest", "agent"].contains(&user_type.as_str()) {
+        if !email.is_empty() && !crate::tenancy::is_valid_email(&email) {
+            errors.add("email", "email");
+        }
+        let first_name = require(&mut errors, "first_name", self.first_name);
+        let last_name = require(&mut errors, "last_name", self.last_name);
+        let user_type = require(&mut errors, "type", self.user_type);
+        if !user_type.is_empty() && !["user", "guest", "agent"].contains(&user_type.as_str()) {
             errors.add("type", "in");
         }
         errors.into_result()?;
-        Ok(wit::UserInfo {
+        Ok(UserProfile {
             tenant_id,
             user_id,
             email,
-            first_name: self.first_name.unwrap_or_default(),
-            last_name: self.last_name.unwrap_or_default(),
+            first_name,
+            last_name,
             user_type,
         })
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct TenantOnly {
-    tenant_id: Option<String>,
+impl TenantDeprovisionRequest {
+    pub fn validate(self) -> Result<String, ApiError> {
+        let mut errors = ValidationErrors::new();
+        let tenant_id = require_uuid(&mut errors, "tenant_id", self.tenant_id);
+        errors.into_result()?;
+        Ok(tenant_id)
+    }
 }
 
-#[derive(Debug, Deserialize)]
-struct TenantAndUser {
-    tenant_id: Option<String>,
-    user_id: Option<String>,
+impl UserDeprovisionRequest {
+    pub fn validate(self) -> Result<(String, String), ApiError> {
+        let mut errors = ValidationErrors::new();
+        let tenant_id = require_uuid(&mut errors, "tenant_id", self.tenant_id);
+        let user_id = require_uuid(&mut errors, "user_id", self.user_id);
+        errors.into_result()?;
+        Ok((tenant_id, user_id))
+    }
 }
 
 /// `/<code>/api/internal/<code>/…` (the code twice, as CONTRACT §5 writes it).
@@ -210,7 +302,7 @@ async fn endpoint<B>(
         .get(&code)
         .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))?;
     let operation = operation(body)?;
-    match run(state, &engine, &operation).await {
+    match run(state.engines.runtime(), &engine, &operation).await {
         Ok(()) => Ok(envelope::ok(
             json!({ "status": operation.outcome(), "engine": engine.descriptor.code }),
         )),
@@ -224,7 +316,7 @@ async fn endpoint<B>(
 async fn provision_tenant(
     State(state): State<AppState>,
     Path(codes): Path<(String, String)>,
-    SignedJson(body): SignedJson<TenantProvision>,
+    SignedJson(body): SignedJson<TenantProvisionRequest>,
 ) -> ApiResult<Response> {
     endpoint(&state, codes, body, |body| {
         Ok(Lifecycle::ProvisionTenant(body.validate()?))
@@ -235,13 +327,12 @@ async fn provision_tenant(
 async fn deprovision_tenant(
     State(state): State<AppState>,
     Path(codes): Path<(String, String)>,
-    SignedJson(body): SignedJson<TenantOnly>,
+    SignedJson(body): SignedJson<TenantDeprovisionRequest>,
 ) -> ApiResult<Response> {
     endpoint(&state, codes, body, |body| {
-        let mut errors = ValidationErrors::new();
-        let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
-        errors.into_result()?;
-        Ok(Lifecycle::DeprovisionTenant { tenant_id })
+        Ok(Lifecycle::DeprovisionTenant {
+            tenant_id: body.validate()?,
+        })
     })
     .await
 }
@@ -249,7 +340,7 @@ async fn deprovision_tenant(
 async fn provision_user(
     State(state): State<AppState>,
     Path(codes): Path<(String, String)>,
-    SignedJson(body): SignedJson<UserProvision>,
+    SignedJson(body): SignedJson<UserProvisionRequest>,
 ) -> ApiResult<Response> {
     endpoint(&state, codes, body, |body| {
         Ok(Lifecycle::ProvisionUser(body.validate()?))
@@ -260,13 +351,10 @@ async fn provision_user(
 async fn deprovision_user(
     State(state): State<AppState>,
     Path(codes): Path<(String, String)>,
-    SignedJson(body): SignedJson<TenantAndUser>,
+    SignedJson(body): SignedJson<UserDeprovisionRequest>,
 ) -> ApiResult<Response> {
     endpoint(&state, codes, body, |body| {
-        let mut errors = ValidationErrors::new();
-        let tenant_id = require(&mut errors, "tenant_id", body.tenant_id);
-        let user_id = require(&mut errors, "user_id", body.user_id);
-        errors.into_result()?;
+        let (tenant_id, user_id) = body.validate()?;
         Ok(Lifecycle::DeprovisionUser { tenant_id, user_id })
     })
     .await

@@ -2,12 +2,44 @@
 //! call, with a deadline, a memory cap and only the imports of the engine world.
 
 pub mod bindings;
+pub mod bus;
 pub mod engine;
 pub mod registry;
 pub mod store;
 
-pub use engine::{CallError, EngineRuntime, RuntimeConfig};
-pub use registry::{EngineDescriptor, EngineRegistry, LoadedEngine};
 pub mod lifecycle;
+pub mod outbound;
 pub mod routes;
 pub mod watcher;
+pub mod work;
+
+use std::sync::Arc;
+
+pub use engine::{CallError, EngineRuntime, RuntimeConfig};
+pub use registry::{EngineDescriptor, EngineRegistry, LoadedEngine, RegistryRole};
+
+use crate::config::Config;
+use crate::storage::Database;
+
+/// Starts the runtime and loads every engine of the plugins dir. A serving host first marks
+/// every recorded engine inactive, so the engine list shows what it actually serves.
+pub async fn start_engines(
+    config: &Config,
+    database: &Database,
+    role: RegistryRole,
+) -> anyhow::Result<Arc<EngineRegistry>> {
+    let runtime = EngineRuntime::new(
+        config.runtime.clone(),
+        store::HostServices::new(config, database.clone())?,
+    )?;
+    let engines = Arc::new(EngineRegistry::new(
+        Arc::new(runtime),
+        database.clone(),
+        role,
+    ));
+    if role == RegistryRole::Serving {
+        engines.mark_all_inactive().await?;
+    }
+    engines.load_directory(&config.plugins_dir).await?;
+    Ok(engines)
+}

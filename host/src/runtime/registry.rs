@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::bindings::v0_1::EnginePre;
 use super::engine::{CallError, EngineRuntime};
+use super::outbound::AllowedHosts;
 use super::store::{CallScope, StoreState};
 use crate::on_pool;
 use crate::storage::{Database, time};
@@ -28,6 +29,8 @@ pub struct EngineDescriptor {
     pub requires_tenant_provision: bool,
     pub requires_user_provision: bool,
     pub subscriptions: Vec<String>,
+    /// Outbound host patterns the engine declared (`outbound-hosts`), as written.
+    pub outbound_hosts: Vec<String>,
 }
 
 /// A loaded component, ready to instantiate. Calls hold an `Arc`, so a replaced or removed
@@ -37,6 +40,8 @@ pub struct LoadedEngine {
     pub path: PathBuf,
     pub sha256: String,
     pub pre: EnginePre<StoreState>,
+    /// `descriptor.outbound_hosts`, parsed; handed to every call's scope.
+    pub outbound_hosts: Arc<AllowedHosts>,
 }
 
 /// An item of `GET /core/api/v1/engines`.
@@ -51,9 +56,20 @@ pub struct EngineRecord {
     pub requires_user_provision: bool,
 }
 
+/// Whether a registry speaks for a serving host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryRole {
+    /// A `tessera serve` host: what it loads is what the engine list shows (`engines` table).
+    Serving,
+    /// An admin command: loads the same files to run lifecycle exports, and leaves the
+    /// `engines` table to the servers.
+    Borrowing,
+}
+
 pub struct EngineRegistry {
     runtime: Arc<EngineRuntime>,
     database: Database,
+    role: RegistryRole,
     engines: RwLock<HashMap<String, Arc<LoadedEngine>>>,
 }
 
@@ -67,10 +83,11 @@ fn valid_code(code: &str) -> bool {
 }
 
 impl EngineRegistry {
-    pub fn new(runtime: Arc<EngineRuntime>, database: Database) -> Self {
+    pub fn new(runtime: Arc<EngineRuntime>, database: Database, role: RegistryRole) -> Self {
         Self {
             runtime,
             database,
+            role,
             engines: RwLock::new(HashMap::new()),
         }
     }
@@ -161,6 +178,7 @@ impl EngineRegistry {
             engine_code: String::new(),
             tenant_id: None,
             correlation_id: None,
+            outbound_hosts: Arc::default(),
         };
         let described = self
             .runtime
@@ -179,12 +197,16 @@ impl EngineRegistry {
             requires_tenant_provision: described.requires_tenant_provision,
             requires_user_provision: described.requires_user_provision,
             subscriptions: described.subscriptions,
+            outbound_hosts: described.outbound_hosts,
         };
         anyhow::ensure!(
             valid_code(&descriptor.code),
             "the engine code {:?} is not 1-32 lower-case letters, digits or hyphens starting with a letter, or is reserved",
             descriptor.code
         );
+        let outbound_hosts = AllowedHosts::parse(&descriptor.outbound_hosts).map_err(|error| {
+            anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code)
+        })?;
         {
             let engines = self.engines.read().expect("engine registry lock");
             if let Some(other) = engines.get(&descriptor.code)
@@ -209,11 +231,17 @@ impl EngineRegistry {
             path: path.to_path_buf(),
             sha256,
             pre,
+            outbound_hosts: Arc::new(outbound_hosts),
         });
         self.engines
             .write()
             .expect("engine registry lock")
             .insert(descriptor.code.clone(), loaded);
+        self.runtime
+            .services()
+            .bus
+            .subscriptions()
+            .set(&descriptor.code, descriptor.subscriptions.clone());
         tracing::info!(engine = %descriptor.code, version = %descriptor.version, file = %path.display(), "engine loaded");
         Ok(descriptor)
     }
@@ -226,7 +254,8 @@ impl EngineRegistry {
             .write()
             .expect("engine registry lock")
             .remove(code);
-        if removed.is_some() {
+        self.runtime.services().bus.subscriptions().remove(code);
+        if removed.is_some() && self.role == RegistryRole::Serving {
             on_pool!(self.database, pool => sqlx::query("UPDATE engines SET is_active = FALSE, updated_at = $2 WHERE code = $1")
                 .bind(code)
                 .bind(time::now())
@@ -245,6 +274,9 @@ impl EngineRegistry {
         sha256: &str,
         is_active: bool,
     ) -> anyhow::Result<()> {
+        if self.role == RegistryRole::Borrowing {
+            return Ok(());
+        }
         on_pool!(self.database, pool => sqlx::query(
             "INSERT INTO engines (code, name, version, requires_tenant_provision, requires_user_provision, is_active, component_sha256, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

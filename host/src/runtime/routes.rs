@@ -99,6 +99,7 @@ async fn handle_engine_request(
         engine_code: code.clone(),
         tenant_id: Some(caller.tenant_id.clone()),
         correlation_id: Some(correlation_id.clone()),
+        outbound_hosts: engine.outbound_hosts.clone(),
     };
     let runtime = state.engines.runtime();
     let outcome = runtime

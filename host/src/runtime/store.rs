@@ -2,11 +2,16 @@
 //! acts in the call's scope (engine code, tenant) as the host set it; an engine has no way to
 //! name another engine or another tenant.
 
+use std::sync::Arc;
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::v0_1::tessera::engine as world;
+use super::bus::{BusEvent, EventBus, check_event_type};
+use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
+use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use crate::storage::Database;
 use crate::storage::engine_kv::{self, KvScope};
 
@@ -24,12 +29,34 @@ pub struct CallScope {
     /// `None` for calls outside any tenant (`describe`): storage is refused there.
     pub tenant_id: Option<String>,
     pub correlation_id: Option<String>,
+    /// The outbound hosts the engine declared (`LoadedEngine::outbound_hosts`); the operator's
+    /// list replaces them at call time when it names the engine. Empty outside an engine.
+    pub outbound_hosts: Arc<AllowedHosts>,
 }
 
 /// What the host lends every store.
 #[derive(Clone)]
 pub struct HostServices {
     pub database: Database,
+    /// The one outbound HTTP client and its policy.
+    pub outbound: Arc<OutboundClient>,
+    /// Durable jobs and event deliveries.
+    pub queue: WorkQueue,
+    /// The event bus (subscriptions kept in step with the registry).
+    pub bus: EventBus,
+}
+
+impl HostServices {
+    /// The services of a host (server or admin CLI) configured by `config`.
+    pub fn new(config: &crate::config::Config, database: Database) -> anyhow::Result<Self> {
+        let queue = WorkQueue::new(database.clone());
+        Ok(Self {
+            database,
+            outbound: Arc::new(OutboundClient::new(config)?),
+            bus: EventBus::new(queue.clone()),
+            queue,
+        })
+    }
 }
 
 pub struct StoreState {
@@ -185,21 +212,81 @@ impl world::storage::Host for StoreState {
     }
 }
 
+impl StoreState {
+    /// The tenant of the call, for imports that act in one.
+    fn tenant(&self, what: &str) -> Result<&str, String> {
+        self.scope
+            .tenant_id
+            .as_deref()
+            .ok_or_else(|| format!("{what} is only available in calls made for a tenant"))
+    }
+
+    /// Logs a failure of the host side of an import and hands the engine a plain message.
+    fn import_failure(&self, import: &str, error: anyhow::Error) -> String {
+        tracing::error!(
+            engine = %self.scope.engine_code,
+            correlation_id = self.scope.correlation_id.as_deref().unwrap_or(""),
+            error = format!("{error:#}"),
+            "engine {import} failed"
+        );
+        format!("{import} is temporarily unavailable")
+    }
+}
+
 impl world::scheduler::Host for StoreState {
     async fn schedule(
         &mut self,
-        _at_unix_ms: u64,
-        _payload: Vec<u8>,
+        at_unix_ms: u64,
+        payload: Vec<u8>,
     ) -> wasmtime::Result<Result<String, String>> {
-        Ok(Err(
-            "this host does not offer the durable scheduler yet".into()
-        ))
+        let tenant_id = match self.tenant("the scheduler") {
+            Ok(tenant_id) => tenant_id.to_owned(),
+            Err(message) => return Ok(Err(message)),
+        };
+        if payload.len() > MAX_PAYLOAD_BYTES {
+            return Ok(Err(format!(
+                "job payloads are at most {MAX_PAYLOAD_BYTES} bytes"
+            )));
+        }
+        // A time in the past is due now; beyond what a timestamp holds is refused.
+        let Some(due_at) = i64::try_from(at_unix_ms)
+            .ok()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .filter(|due_at| due_at.timestamp() < 253_402_300_800)
+        else {
+            return Ok(Err(format!(
+                "{at_unix_ms} is not a time the scheduler accepts"
+            )));
+        };
+        let work = NewWork {
+            engine_code: self.scope.engine_code.clone(),
+            tenant_id,
+            kind: WorkKind::Job,
+            payload,
+            due_at,
+        };
+        Ok(match self.services.queue.enqueue(&[work]).await {
+            Ok(mut ids) => Ok(ids.remove(0)),
+            Err(error) => Err(self.import_failure("the scheduler", error)),
+        })
     }
 
-    async fn cancel(&mut self, _job_id: String) -> wasmtime::Result<Result<bool, String>> {
-        Ok(Err(
-            "this host does not offer the durable scheduler yet".into()
-        ))
+    async fn cancel(&mut self, job_id: String) -> wasmtime::Result<Result<bool, String>> {
+        let tenant_id = match self.tenant("the scheduler") {
+            Ok(tenant_id) => tenant_id.to_owned(),
+            Err(message) => return Ok(Err(message)),
+        };
+        Ok(
+            match self
+                .services
+                .queue
+                .cancel_job(&self.scope.engine_code, &tenant_id, &job_id)
+                .await
+            {
+                Ok(cancelled) => Ok(cancelled),
+                Err(error) => Err(self.import_failure("the scheduler", error)),
+            },
+        )
     }
 }
 
@@ -207,10 +294,49 @@ impl world::events::Host for StoreState {
     async fn publish(
         &mut self,
         event_type: String,
-        _payload: String,
+        payload: String,
     ) -> wasmtime::Result<Result<(), String>> {
-        tracing::debug!(engine = %self.scope.engine_code, %event_type, "event publishing refused: no bus yet");
-        Ok(Err("this host does not offer the event bus yet".into()))
+        let tenant_id = match self.tenant("publishing events") {
+            Ok(tenant_id) => tenant_id.to_owned(),
+            Err(message) => return Ok(Err(message)),
+        };
+        if let Err(message) = check_event_type(&event_type) {
+            return Ok(Err(message));
+        }
+        if payload.len() > MAX_PAYLOAD_BYTES {
+            return Ok(Err(format!("events are at most {MAX_PAYLOAD_BYTES} bytes")));
+        }
+        let payload = match serde_json::from_str::<serde_json::Value>(&payload) {
+            Ok(payload @ serde_json::Value::Object(_)) => payload,
+            _ => return Ok(Err("an event payload is a JSON object".into())),
+        };
+        let event = BusEvent {
+            id: uuid::Uuid::new_v4().to_string(),
+            event_type,
+            tenant_id,
+            occurred_at: crate::storage::time::now(),
+            actor_id: None,
+            correlation_id: self
+                .scope
+                .correlation_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            payload,
+        };
+        Ok(
+            match self
+                .services
+                .bus
+                .publish(&event, Some(&self.scope.engine_code))
+                .await
+            {
+                Ok(deliveries) => {
+                    tracing::debug!(engine = %self.scope.engine_code, event_type = %event.event_type, deliveries, "event published");
+                    Ok(())
+                }
+                Err(error) => Err(self.import_failure("publishing events", error)),
+            },
+        )
     }
 }
 
@@ -219,12 +345,28 @@ impl world::outbound_http::Host for StoreState {
         &mut self,
         request: world::outbound_http::OutboundRequest,
     ) -> wasmtime::Result<Result<world::outbound_http::OutboundResponse, String>> {
-        // Deny by default: no engine has an outbound allow-list yet.
-        tracing::warn!(engine = %self.scope.engine_code, url = %request.url, "outbound HTTP refused by policy");
-        Ok(Err(format!(
-            "outbound HTTP is not allowed for the engine {}",
-            self.scope.engine_code
-        )))
+        let outbound = &self.services.outbound;
+        let allowed = outbound.allowed_hosts(&self.scope.engine_code, &self.scope.outbound_hosts);
+        let caller = FetchCaller {
+            engine_code: &self.scope.engine_code,
+            correlation_id: self.scope.correlation_id.as_deref().unwrap_or(""),
+        };
+        let request = FetchRequest {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+            timeout_ms: request.timeout_ms,
+        };
+        Ok(outbound
+            .fetch(caller, allowed, request)
+            .await
+            .map(|response| world::outbound_http::OutboundResponse {
+                status: response.status,
+                headers: response.headers,
+                body: response.body,
+                elapsed_ms: response.elapsed_ms,
+            }))
     }
 }
 

@@ -4,11 +4,16 @@
 
 mod store;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::auth::password::{PasswordHasher, PasswordPolicy};
 use crate::core::families;
 use crate::http::ValidationErrors;
+use crate::orchestrator::routes::{EngineOutcomeBody, Timestamps, outcome_bodies};
+use crate::orchestrator::{Orchestrator, ProvisioningStatus, record_pending_tenant};
+use crate::runtime::lifecycle::{TenantProfile, UserProfile};
 use crate::storage::{Database, time};
 
 pub use store::{Tenant, User};
@@ -82,11 +87,11 @@ fn describe(errors: &ValidationErrors) -> String {
 }
 
 /// The provisioning report of a new tenant: every engine that requires tenant provisioning,
-/// with its outcome. Engines join in with the orchestrator; until then the map is empty.
+/// with its outcome (`{status, error?}`), as the orchestration endpoint reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProvisioningReport {
-    pub status: String,
-    pub engines: serde_json::Map<String, serde_json::Value>,
+    pub status: ProvisioningStatus,
+    pub engines: BTreeMap<String, EngineOutcomeBody>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -139,6 +144,7 @@ pub struct TenancyService {
     database: Database,
     password_policy: PasswordPolicy,
     password_hasher: PasswordHasher,
+    orchestrator: Orchestrator,
 }
 
 impl TenancyService {
@@ -146,15 +152,20 @@ impl TenancyService {
         database: Database,
         password_policy: PasswordPolicy,
         password_hasher: PasswordHasher,
+        orchestrator: Orchestrator,
     ) -> Self {
         Self {
             database,
             password_policy,
             password_hasher,
+            orchestrator,
         }
     }
 
-    /// Creates a tenant with its default workspace and default families, in one transaction.
+    /// Creates a tenant with its default workspace, default families and a `pending`
+    /// provisioning record in one transaction, then provisions it on every engine that
+    /// requires it (the orchestrator's best-effort run; a failed engine is reported, not
+    /// rolled back, and retry completes it).
     pub async fn create_tenant(
         &self,
         slug: &str,
@@ -187,16 +198,23 @@ impl TenancyService {
         .await?
         .map_err(|_| anyhow::anyhow!("a brand-new tenant already had a default workspace"))?;
         families::create_default_families(&mut tx, &tenant_id).await?;
+        let profile = TenantProfile {
+            tenant_id: tenant_id.clone(),
+            tenant_short_id: slug.clone(),
+            name: name.clone(),
+        };
+        record_pending_tenant(&mut tx, &profile).await?;
         tx.commit().await?;
 
+        let provisioning = self.orchestrator.provision_tenant(&profile).await?;
         Ok(CreatedTenant {
             tenant_id,
             slug,
             name,
             workspace_id,
             provisioning: ProvisioningReport {
-                status: "completed".into(),
-                engines: Default::default(),
+                status: provisioning.status,
+                engines: outcome_bodies(&provisioning.engines, Timestamps::Hidden),
             },
         })
     }
@@ -248,6 +266,21 @@ impl TenancyService {
             .await?
             .map_err(|_| anyhow::anyhow!("a brand-new user was already a member"))?;
         tx.commit().await?;
+
+        let provisioning = self
+            .orchestrator
+            .provision_user(&UserProfile {
+                tenant_id: tenant.id.clone(),
+                user_id: user_id.clone(),
+                email: user.email.clone(),
+                first_name: user.first_name.clone(),
+                last_name: user.last_name.clone(),
+                user_type: user.user_type.clone(),
+            })
+            .await?;
+        if provisioning.status != ProvisioningStatus::Completed {
+            tracing::warn!(user_id = %user_id, status = provisioning.status.as_str(), "the user was created; some engines did not provision it");
+        }
         Ok(CreatedUser {
             user_id,
             tenant_id: tenant.id,

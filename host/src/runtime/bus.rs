@@ -1,0 +1,187 @@
+//! The host's event bus: an event published in a tenant (by an engine through the `events`
+//! import, or by the host) becomes one durable delivery per subscribed engine, run by the work
+//! worker (`on-event`) with retries. Subscriptions come from each loaded engine's `describe`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+
+use super::bindings::v0_1::tessera::engine::types as wit;
+use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
+
+/// An event as the bus stores and delivers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusEvent {
+    pub id: String,
+    pub event_type: String,
+    pub tenant_id: String,
+    /// RFC 3339 UTC.
+    pub occurred_at: String,
+    pub actor_id: Option<String>,
+    pub correlation_id: String,
+    /// A JSON object.
+    pub payload: serde_json::Value,
+}
+
+impl BusEvent {
+    pub fn to_wit(&self) -> wit::Event {
+        wit::Event {
+            id: self.id.clone(),
+            event_type: self.event_type.clone(),
+            tenant_id: self.tenant_id.clone(),
+            occurred_at: self.occurred_at.clone(),
+            actor_id: self.actor_id.clone(),
+            correlation_id: self.correlation_id.clone(),
+            payload: self.payload.to_string(),
+        }
+    }
+}
+
+/// Event types are 1 to 100 characters of lower-case letters, digits, `.`, `_` and `-`,
+/// starting with a letter (`message.created`).
+pub fn check_event_type(event_type: &str) -> Result<(), String> {
+    let well_formed = (1..=100).contains(&event_type.len())
+        && event_type.as_bytes()[0].is_ascii_lowercase()
+        && event_type
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+    if well_formed {
+        Ok(())
+    } else {
+        Err(format!(
+            "{event_type:?} is not an event type (1-100 lower-case letters, digits, '.', '_' or '-', starting with a letter)"
+        ))
+    }
+}
+
+/// Whether a subscription pattern takes an event type: the exact type, `prefix.*` for every
+/// type under `prefix.`, or `*` for all.
+pub fn pattern_matches(pattern: &str, event_type: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some("") => true,
+        Some(prefix) if prefix.ends_with('.') => event_type.starts_with(prefix),
+        _ => pattern == event_type,
+    }
+}
+
+/// Which engine subscribes to what, kept in step with the registry.
+#[derive(Clone, Default)]
+pub struct Subscriptions {
+    by_engine: Arc<RwLock<BTreeMap<String, Vec<String>>>>,
+}
+
+impl Subscriptions {
+    pub fn set(&self, engine_code: &str, patterns: Vec<String>) {
+        self.by_engine
+            .write()
+            .expect("subscriptions lock")
+            .insert(engine_code.to_owned(), patterns);
+    }
+
+    pub fn remove(&self, engine_code: &str) {
+        self.by_engine
+            .write()
+            .expect("subscriptions lock")
+            .remove(engine_code);
+    }
+
+    /// The engines subscribed to `event_type`, by code.
+    pub fn subscribers(&self, event_type: &str) -> Vec<String> {
+        self.by_engine
+            .read()
+            .expect("subscriptions lock")
+            .iter()
+            .filter(|(_, patterns)| {
+                patterns
+                    .iter()
+                    .any(|pattern| pattern_matches(pattern, event_type))
+            })
+            .map(|(code, _)| code.clone())
+            .collect()
+    }
+}
+
+/// Publishes events; cheap to clone.
+#[derive(Clone)]
+pub struct EventBus {
+    queue: WorkQueue,
+    subscriptions: Subscriptions,
+}
+
+impl EventBus {
+    pub fn new(queue: WorkQueue) -> Self {
+        Self {
+            queue,
+            subscriptions: Subscriptions::default(),
+        }
+    }
+
+    pub fn subscriptions(&self) -> &Subscriptions {
+        &self.subscriptions
+    }
+
+    /// Stores one delivery per subscribed engine, except `publisher` (an engine does not
+    /// receive its own events); returns how many.
+    pub async fn publish(
+        &self,
+        event: &BusEvent,
+        publisher: Option<&str>,
+    ) -> anyhow::Result<usize> {
+        let payload = serde_json::to_vec(event)?;
+        anyhow::ensure!(
+            payload.len() <= MAX_PAYLOAD_BYTES,
+            "events are at most {MAX_PAYLOAD_BYTES} bytes"
+        );
+        let deliveries: Vec<NewWork> = self
+            .subscriptions
+            .subscribers(&event.event_type)
+            .into_iter()
+            .filter(|code| Some(code.as_str()) != publisher)
+            .map(|engine_code| NewWork {
+                engine_code,
+                tenant_id: event.tenant_id.clone(),
+                kind: WorkKind::Event,
+                payload: payload.clone(),
+                due_at: Utc::now(),
+            })
+            .collect();
+        self.queue.enqueue(&deliveries).await?;
+        Ok(deliveries.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_and_event_types() {
+        assert!(pattern_matches("message.created", "message.created"));
+        assert!(!pattern_matches("message.created", "message.updated"));
+        assert!(pattern_matches("message.*", "message.updated"));
+        assert!(!pattern_matches("message.*", "messages.updated"));
+        assert!(pattern_matches("*", "anything.at_all"));
+        assert!(!pattern_matches("mess*", "message.created"));
+        assert!(check_event_type("entity.status_changed").is_ok());
+        assert!(check_event_type("Entity.Created").is_err());
+        assert!(check_event_type("").is_err());
+        assert!(check_event_type("1.created").is_err());
+        assert!(check_event_type("a b").is_err());
+
+        let subscriptions = Subscriptions::default();
+        subscriptions.set("chat", vec!["message.*".into()]);
+        subscriptions.set("activity", vec!["*".into()]);
+        subscriptions.set("notes", vec!["note.created".into()]);
+        assert_eq!(
+            subscriptions.subscribers("message.created"),
+            vec!["activity".to_owned(), "chat".to_owned()]
+        );
+        subscriptions.remove("activity");
+        assert_eq!(
+            subscriptions.subscribers("note.created"),
+            vec!["notes".to_owned()]
+        );
+    }
+}

@@ -1,0 +1,412 @@
+//! Durable engine work: jobs engines schedule (`scheduler.schedule` → `run-job`) and events
+//! delivered to subscribers (`events.publish` → `on-event`), kept in the `engine_work` table and
+//! run by a worker on every serving host. A host claims due items with a lease, so hosts sharing
+//! one database never run an item at the same time, and an item whose host died is taken over
+//! once its lease runs out. A failed run is retried with backoff, then kept as `failed`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::bindings::v0_1::tessera::engine::types as wit;
+use super::bus::BusEvent;
+use super::engine::CallError;
+use super::registry::EngineRegistry;
+use super::store::CallScope;
+use crate::storage::{Database, DatabaseKind, time};
+use crate::{on_pool, on_tx};
+
+/// Runs of one item before it is kept as `failed`.
+pub const MAX_ATTEMPTS: u32 = 5;
+/// Largest job payload or event an engine may enqueue.
+pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// What an item of work delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkKind {
+    /// A job the engine scheduled, to `run-job`.
+    Job,
+    /// An event the engine subscribed to, to `on-event`.
+    Event,
+}
+
+impl WorkKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Job => "job",
+            Self::Event => "event",
+        }
+    }
+
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        match text {
+            "job" => Ok(Self::Job),
+            "event" => Ok(Self::Event),
+            other => anyhow::bail!("unknown work kind {other:?}"),
+        }
+    }
+}
+
+/// An item to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewWork {
+    pub engine_code: String,
+    pub tenant_id: String,
+    pub kind: WorkKind,
+    pub payload: Vec<u8>,
+    pub due_at: DateTime<Utc>,
+}
+
+/// An item this host claimed and must run.
+#[derive(Debug, Clone)]
+pub struct ClaimedWork {
+    pub id: String,
+    pub engine_code: String,
+    pub tenant_id: String,
+    pub kind: WorkKind,
+    pub payload: Vec<u8>,
+    /// 1 on the first run.
+    pub attempt: u32,
+}
+
+/// The delay before run `attempt + 1` after run `attempt` failed: 1 s, 4 s, 16 s, 64 s.
+pub fn backoff(attempt: u32) -> Duration {
+    Duration::from_secs(4u64.saturating_pow(attempt.saturating_sub(1)).min(3600))
+}
+
+/// The queue: cheap to clone, shared by the imports that enqueue and the worker that runs.
+#[derive(Clone)]
+pub struct WorkQueue {
+    database: Database,
+    wake: Arc<Notify>,
+}
+
+impl WorkQueue {
+    pub fn new(database: Database) -> Self {
+        Self {
+            database,
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Stores the items in one transaction and wakes this host's worker; returns their ids.
+    pub async fn enqueue(&self, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = time::now();
+        let mut ids = Vec::with_capacity(items.len());
+        let mut tx = self.database.begin().await?;
+        for item in items {
+            let id = uuid::Uuid::new_v4().to_string();
+            on_tx!(&mut tx, conn => sqlx::query(
+                "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 0, 'pending', $7)",
+            )
+            .bind(&id)
+            .bind(&item.engine_code)
+            .bind(&item.tenant_id)
+            .bind(item.kind.as_str())
+            .bind(&item.payload)
+            .bind(time::format(item.due_at))
+            .bind(&now)
+            .execute(&mut **conn)
+            .await
+            .map(drop))
+            .context("enqueuing engine work")?;
+            ids.push(id);
+        }
+        tx.commit().await?;
+        self.wake.notify_one();
+        Ok(ids)
+    }
+
+    /// Cancels a pending job of this engine and tenant; true when it was still pending.
+    pub async fn cancel_job(
+        &self,
+        engine_code: &str,
+        tenant_id: &str,
+        job_id: &str,
+    ) -> anyhow::Result<bool> {
+        let deleted = on_pool!(self.database, pool => sqlx::query(
+            "DELETE FROM engine_work WHERE id = $1 AND engine_code = $2 AND tenant_id = $3
+             AND kind = 'job' AND status = 'pending'",
+        )
+        .bind(job_id)
+        .bind(engine_code)
+        .bind(tenant_id)
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected()))
+        .context("cancelling a job")?;
+        Ok(deleted > 0)
+    }
+
+    /// Claims up to `limit` due items of the given engines (pending and due, or running with
+    /// an expired lease) for `lease`, counting the run.
+    pub async fn claim(
+        &self,
+        engine_codes: &[String],
+        limit: u32,
+        lease: Duration,
+    ) -> anyhow::Result<Vec<ClaimedWork>> {
+        if engine_codes.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let now = time::now();
+        let lease_until = time::format(Utc::now() + lease);
+        let placeholders = (0..engine_codes.len())
+            .map(|index| format!("${}", index + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // PostgreSQL: rows another host is claiming right now are skipped. SQLite: the write
+        // transaction (BEGIN IMMEDIATE) already excludes every other claimer.
+        let locking = match self.database.kind() {
+            DatabaseKind::Postgres => " FOR UPDATE SKIP LOCKED",
+            DatabaseKind::Sqlite => "",
+        };
+        let select = format!(
+            "SELECT id FROM engine_work
+             WHERE engine_code IN ({placeholders})
+               AND ((status = 'pending' AND due_at <= $1) OR (status = 'running' AND locked_until <= $1))
+             ORDER BY due_at LIMIT $2{locking}"
+        );
+        let mut tx = self.database.begin().await?;
+        let ids: Vec<String> = on_tx!(&mut tx, conn => {
+            let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(select.clone()))
+                .bind(&now)
+                .bind(i64::from(limit));
+            for code in engine_codes {
+                query = query.bind(code);
+            }
+            query.fetch_all(&mut **conn).await
+        })
+        .context("finding due engine work")?;
+        let mut claimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row: (String, String, String, String, Vec<u8>, i64) =
+                on_tx!(&mut tx, conn => sqlx::query_as(
+                "UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
+                 WHERE id = $1
+                 RETURNING id, engine_code, tenant_id, kind, payload, attempt",
+            )
+            .bind(&id)
+            .bind(&lease_until)
+            .fetch_one(&mut **conn)
+            .await)
+                .context("claiming engine work")?;
+            let (id, engine_code, tenant_id, kind, payload, attempt) = row;
+            claimed.push(ClaimedWork {
+                id,
+                engine_code,
+                tenant_id,
+                kind: WorkKind::parse(&kind)?,
+                payload,
+                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+            });
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// The run succeeded: the item is done. Does nothing when another host has claimed the
+    /// item again since (this host's lease ran out).
+    pub async fn complete(&self, work: &ClaimedWork) -> anyhow::Result<()> {
+        on_pool!(self.database, pool => sqlx::query(
+            "DELETE FROM engine_work WHERE id = $1 AND attempt = $2",
+        )
+        .bind(&work.id)
+        .bind(i64::from(work.attempt))
+        .execute(pool)
+        .await
+        .map(drop))
+        .context("completing engine work")
+    }
+
+    /// The run failed: retried after [`backoff`], or kept as `failed` after [`MAX_ATTEMPTS`].
+    pub async fn fail(&self, work: &ClaimedWork, error: &str) -> anyhow::Result<()> {
+        let (status, due_at) = if work.attempt >= MAX_ATTEMPTS {
+            ("failed", time::now())
+        } else {
+            ("pending", time::format(Utc::now() + backoff(work.attempt)))
+        };
+        on_pool!(self.database, pool => sqlx::query(
+            "UPDATE engine_work SET status = $3, due_at = $4, locked_until = NULL, last_error = $5
+             WHERE id = $1 AND attempt = $2",
+        )
+        .bind(&work.id)
+        .bind(i64::from(work.attempt))
+        .bind(status)
+        .bind(due_at)
+        .bind(error)
+        .execute(pool)
+        .await
+        .map(drop))
+        .context("recording failed engine work")
+    }
+
+    /// Resolves when an item was enqueued on this host.
+    async fn enqueued(&self) {
+        self.wake.notified().await;
+    }
+}
+
+/// How the worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Items run at once on this host.
+    pub concurrency: usize,
+    /// How often the worker looks for due items when nothing woke it.
+    pub poll_interval: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Runs due work of the engines loaded on this host until `shutdown`, then waits for the runs
+/// in flight (each bounded by the lifecycle deadline).
+pub async fn run_worker(
+    engines: Arc<EngineRegistry>,
+    queue: WorkQueue,
+    config: WorkerConfig,
+    shutdown: CancellationToken,
+) {
+    let permits = Arc::new(Semaphore::new(config.concurrency));
+    let running = TaskTracker::new();
+    // A run may take the whole lifecycle deadline; the lease outlives it.
+    let lease = engines.runtime().config().lifecycle_timeout + Duration::from_secs(30);
+    while !shutdown.is_cancelled() {
+        let codes: Vec<String> = engines
+            .loaded()
+            .iter()
+            .map(|engine| engine.descriptor.code.clone())
+            .collect();
+        let free = u32::try_from(permits.available_permits()).unwrap_or(u32::MAX);
+        let claimed = match queue.claim(&codes, free, lease).await {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "claiming engine work failed");
+                Vec::new()
+            }
+        };
+        if claimed.is_empty() {
+            tokio::select! {
+                () = queue.enqueued() => {}
+                () = tokio::time::sleep(config.poll_interval) => {}
+                () = shutdown.cancelled() => break,
+            }
+            continue;
+        }
+        for work in claimed {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let engines = engines.clone();
+            let queue = queue.clone();
+            running.spawn(async move {
+                run_one(&engines, &queue, work).await;
+                drop(permit);
+            });
+        }
+    }
+    running.close();
+    running.wait().await;
+}
+
+/// Runs one claimed item and records its outcome.
+async fn run_one(engines: &EngineRegistry, queue: &WorkQueue, work: ClaimedWork) {
+    let outcome = deliver(engines, &work).await;
+    let recorded = match &outcome {
+        Ok(()) => queue.complete(&work).await,
+        Err(error) => {
+            tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, %error, "engine work failed");
+            queue.fail(&work, error).await
+        }
+    };
+    if let Err(error) = recorded {
+        tracing::error!(work_id = %work.id, error = format!("{error:#}"), "recording the outcome of engine work failed; it runs again when its lease ends");
+    }
+}
+
+async fn deliver(engines: &EngineRegistry, work: &ClaimedWork) -> Result<(), String> {
+    let engine = engines
+        .get(&work.engine_code)
+        .ok_or_else(|| format!("the engine {} is not loaded", work.engine_code))?;
+    let event = match work.kind {
+        WorkKind::Event => Some(
+            serde_json::from_slice::<BusEvent>(&work.payload)
+                .map_err(|error| format!("an undeliverable event: {error}"))?,
+        ),
+        WorkKind::Job => None,
+    };
+    let scope = CallScope {
+        engine_code: engine.descriptor.code.clone(),
+        tenant_id: Some(work.tenant_id.clone()),
+        correlation_id: Some(
+            event
+                .as_ref()
+                .map_or_else(|| work.id.clone(), |event| event.correlation_id.clone()),
+        ),
+        outbound_hosts: engine.outbound_hosts.clone(),
+    };
+    let runtime = engines.runtime();
+    let outcome = runtime
+        .call(
+            &engine.pre,
+            scope,
+            runtime.config().lifecycle_timeout,
+            async |guest, store| match &event {
+                Some(event) => guest.call_on_event(store, &event.to_wit()).await,
+                None => {
+                    let job = wit::Job {
+                        id: work.id.clone(),
+                        tenant_id: work.tenant_id.clone(),
+                        payload: work.payload.clone(),
+                        attempt: work.attempt,
+                    };
+                    guest.call_run_job(store, &job).await
+                }
+            },
+        )
+        .await;
+    match outcome {
+        Ok(result) => result,
+        Err(CallError::Timeout(deadline)) => {
+            Err(format!("the engine did not answer within {deadline:?}"))
+        }
+        Err(error @ CallError::Trap(_)) => {
+            tracing::error!(engine = %engine.descriptor.code, work_id = %work.id, error = %error, "engine work trapped");
+            Err("the engine failed (trap)".into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_and_stop() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(4));
+        assert_eq!(backoff(4), Duration::from_secs(64));
+        assert_eq!(backoff(40), Duration::from_secs(3600));
+        assert_eq!(WorkKind::parse("job").unwrap(), WorkKind::Job);
+        assert_eq!(
+            WorkKind::parse(WorkKind::Event.as_str()).unwrap(),
+            WorkKind::Event
+        );
+        assert!(WorkKind::parse("other").is_err());
+    }
+}

@@ -1,0 +1,299 @@
+//! Durable engine work: the scheduler import (jobs run when due, retried, cancelled, kept across
+//! a restart and taken over after a host dies mid-run) and the event bus (deliveries to
+//! subscribers, retried, scoped to the tenant, never back to the publisher).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::database_test;
+use crate::helpers::{AppOptions, TestApp, json_with_status, spawn_app_with};
+
+/// Generous: the worker polls every 500 ms and retries after 1 s.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+async fn spawn_with(backend: crate::helpers::Backend, plugins: Vec<&'static str>) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions {
+            plugins,
+            ..AppOptions::default()
+        },
+    )
+    .await
+}
+
+async fn post_as(app: &TestApp, path: &str, token: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("POST")
+}
+
+async fn delete_as(app: &TestApp, path: &str, token: &str) -> reqwest::Response {
+    app.client
+        .delete(app.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("DELETE")
+}
+
+async fn list(app: &TestApp, path: &str, token: &str) -> Vec<Value> {
+    let body = json_with_status(app.get_as(path, token).await, 200).await;
+    body["data"].as_array().unwrap().clone()
+}
+
+/// Polls `path` until `done` holds for its `data` list, or panics after [`PATIENCE`].
+async fn wait_for(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let started = std::time::Instant::now();
+    loop {
+        let items = list(app, path, token).await;
+        if done(&items) {
+            return items;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "gave up waiting on {path}; last seen: {items:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn runs_of<'a>(runs: &'a [Value], payload: &str) -> Vec<&'a Value> {
+    runs.iter()
+        .filter(|run| run["payload"] == payload)
+        .collect()
+}
+
+async fn schedule(app: &TestApp, token: &str, in_ms: u64, payload: &str) -> String {
+    let body = json_with_status(
+        post_as(
+            app,
+            "/jobber/api/v1/jobs",
+            token,
+            &json!({ "in_ms": in_ms, "payload": payload }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    body["data"]["job_id"].as_str().unwrap().to_owned()
+}
+
+async fn work_rows(app: &TestApp, engine_code: &str) -> i64 {
+    let database = &app.state().database;
+    tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM engine_work WHERE engine_code = $1",
+    )
+    .bind(engine_code)
+    .fetch_one(pool)
+    .await)
+    .unwrap()
+}
+
+database_test!(
+    scheduled_jobs_run_when_due_retry_cancel_and_survive_a_restart,
+    |backend| async move {
+        let app = spawn_with(backend, vec!["jobber"]).await;
+        let tenant = uuid();
+        let other_tenant = uuid();
+        let token = app.token(&tenant, &uuid(), "editor");
+        let other_token = app.token(&other_tenant, &uuid(), "editor");
+
+        schedule(&app, &token, 0, "now").await;
+        schedule(&app, &token, 0, "fail-once").await;
+        let cancelled = schedule(&app, &token, 600_000, "cancelled").await;
+        let cancel = json_with_status(
+            delete_as(&app, &format!("/jobber/api/v1/jobs/{cancelled}"), &token).await,
+            200,
+        )
+        .await;
+        assert_eq!(cancel["data"]["cancelled"], true);
+        // Another tenant cannot cancel it, and a cancelled job cannot be cancelled again.
+        let cancel = json_with_status(
+            delete_as(
+                &app,
+                &format!("/jobber/api/v1/jobs/{cancelled}"),
+                &other_token,
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(cancel["data"]["cancelled"], false);
+
+        let runs = wait_for(&app, "/jobber/api/v1/runs", &token, |runs| {
+            runs_of(runs, "now").len() == 1 && runs_of(runs, "fail-once").len() == 2
+        })
+        .await;
+        assert_eq!(runs_of(&runs, "now")[0]["attempt"], 1);
+        let retried: Vec<&Value> = runs_of(&runs, "fail-once")
+            .into_iter()
+            .map(|run| &run["attempt"])
+            .collect();
+        assert_eq!(retried, [&json!(1), &json!(2)], "a failed run is retried");
+        assert!(runs_of(&runs, "cancelled").is_empty());
+        assert!(
+            list(&app, "/jobber/api/v1/runs", &other_token)
+                .await
+                .is_empty(),
+            "jobs run in the tenant that scheduled them"
+        );
+
+        // A host that died mid-run: its lease runs out and another run takes over.
+        let orphan = schedule(&app, &token, 600_000, "orphan").await;
+        let database = &app.state().database;
+        let past = "2000-01-01T00:00:00.000000Z";
+        tessera_host::on_pool!(database, pool => sqlx::query(
+            "UPDATE engine_work SET status = 'running', attempt = 1, due_at = $2, locked_until = $2 WHERE id = $1",
+        )
+        .bind(&orphan)
+        .bind(past)
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        let runs = wait_for(&app, "/jobber/api/v1/runs", &token, |runs| {
+            !runs_of(runs, "orphan").is_empty()
+        })
+        .await;
+        assert_eq!(runs_of(&runs, "orphan")[0]["attempt"], 2);
+
+        // Scheduled, then the host stops before it is due: the next host runs it.
+        let pending = schedule(&app, &token, 2_000, "after-restart").await;
+        let database = app.stop_keeping_database().await;
+        let connection = database.connect().await;
+        let status: String = tessera_host::on_pool!(connection, pool => sqlx::query_scalar(
+            "SELECT status FROM engine_work WHERE id = $1",
+        )
+        .bind(&pending)
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(status, "pending", "the job had not run when the first host stopped");
+        connection.close().await;
+        let restarted = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["jobber"],
+                database: Some(database),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let runs = wait_for(&restarted, "/jobber/api/v1/runs", &token, |runs| {
+            !runs_of(runs, "after-restart").is_empty()
+        })
+        .await;
+        assert_eq!(runs_of(&runs, "after-restart").len(), 1);
+        assert_eq!(
+            work_rows(&restarted, "jobber").await,
+            0,
+            "done work is removed"
+        );
+        restarted.stop().await;
+    }
+);
+
+database_test!(
+    published_events_reach_each_subscriber_in_the_tenant_with_retries,
+    |backend| async move {
+        let app = spawn_with(backend, vec!["jobber", "listener"]).await;
+        let tenant = uuid();
+        let other_tenant = uuid();
+        let token = app.token(&tenant, &uuid(), "editor");
+        let other_token = app.token(&other_tenant, &uuid(), "editor");
+
+        for body in [
+            json!({ "event_type": "ping.hello", "payload": { "n": 1 } }),
+            json!({ "event_type": "ping.flaky", "payload": { "fail_once": true } }),
+            json!({ "event_type": "other.thing", "payload": {} }),
+        ] {
+            json_with_status(
+                post_as(&app, "/jobber/api/v1/events", &token, &body).await,
+                202,
+            )
+            .await;
+        }
+        for (body, reason) in [
+            (
+                json!({ "event_type": "Not A Type", "payload": {} }),
+                "not an event type",
+            ),
+            (
+                json!({ "event_type": "ping.list", "payload": [1, 2] }),
+                "JSON object",
+            ),
+        ] {
+            let refused = json_with_status(
+                post_as(&app, "/jobber/api/v1/events", &token, &body).await,
+                409,
+            )
+            .await;
+            assert!(
+                refused["message"].as_str().unwrap().contains(reason),
+                "{refused}"
+            );
+        }
+
+        let events = wait_for(&app, "/listener/api/v1/events", &token, |events| {
+            events
+                .iter()
+                .filter(|event| event["event_type"] == "ping.flaky")
+                .count()
+                == 2
+                && events
+                    .iter()
+                    .any(|event| event["event_type"] == "ping.hello")
+        })
+        .await;
+        let hello: Vec<&Value> = events
+            .iter()
+            .filter(|event| event["event_type"] == "ping.hello")
+            .collect();
+        assert_eq!(hello.len(), 1, "delivered once: {events:?}");
+        assert_eq!(hello[0]["payload"], json!({ "n": 1 }));
+        assert_eq!(hello[0]["tenant_id"], tenant);
+        let flaky_attempts: Vec<&Value> = events
+            .iter()
+            .filter(|event| event["event_type"] == "ping.flaky")
+            .map(|event| &event["attempt"])
+            .collect();
+        assert_eq!(
+            flaky_attempts,
+            [&json!(1), &json!(2)],
+            "a failed delivery is retried"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|event| event["event_type"] == "other.thing"),
+            "only subscribed types are delivered"
+        );
+        assert!(
+            list(&app, "/listener/api/v1/events", &other_token)
+                .await
+                .is_empty(),
+            "events stay in their tenant"
+        );
+        assert_eq!(
+            work_rows(&app, "jobber").await,
+            0,
+            "the publisher, though subscribed to ping.*, is not sent its own events"
+        );
+        app.stop().await;
+    }
+);
