@@ -22,7 +22,8 @@ use tessera_host::server::Application;
 use tessera_host::state::AppState;
 
 const LATENCY_SAMPLES: usize = 3000;
-const THROUGHPUT_WINDOW: Duration = Duration::from_secs(3);
+const THROUGHPUT_WINDOW: Duration = Duration::from_secs(1);
+const THROUGHPUT_ROUNDS: usize = 5;
 
 fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
     samples.sort_unstable();
@@ -31,6 +32,36 @@ fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
 
 fn micros(duration: Duration) -> String {
     format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+}
+
+/// Requests per second completed by `connections` clients, each its own connection, for
+/// [`THROUGHPUT_WINDOW`].
+async fn requests_per_second(url: &str, token: &str, connections: usize) -> anyhow::Result<f64> {
+    let completed = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + THROUGHPUT_WINDOW;
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let client = reqwest::Client::new();
+            let (url, token, completed) = (url.to_owned(), token.to_owned(), completed.clone());
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    if client
+                        .get(&url)
+                        .bearer_auth(&token)
+                        .send()
+                        .await
+                        .is_ok_and(|response| response.status() == 204)
+                    {
+                        completed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await?;
+    }
+    Ok(completed.load(Ordering::Relaxed) as f64 / THROUGHPUT_WINDOW.as_secs_f64())
 }
 
 async fn native_noop(_caller: Caller) -> StatusCode {
@@ -96,57 +127,54 @@ async fn main() -> anyhow::Result<()> {
         iat: now,
         exp: now + 3600,
     })?;
-    let client = reqwest::Client::new();
     let native_url = format!("http://{address}/native/api/v1/noop");
     let engine_url = format!("http://{address}/echo/api/v1/noop");
-    let mut latencies = Vec::new();
-    for url in [&native_url, &engine_url] {
-        let mut samples = Vec::with_capacity(LATENCY_SAMPLES);
-        for _ in 0..200 {
-            client.get(url).bearer_auth(&token).send().await?;
-        }
-        for _ in 0..LATENCY_SAMPLES {
-            let started = Instant::now();
-            let response = client.get(url).bearer_auth(&token).send().await?;
-            assert_eq!(response.status(), 204);
-            samples.push(started.elapsed());
-        }
-        latencies.push(samples);
-    }
+    // Measured from a task on the runtime (as the throughput clients are), alternating native
+    // and engine requests so that both see the same machine state.
+    let latencies = {
+        let (native_url, engine_url, token) =
+            (native_url.clone(), engine_url.clone(), token.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let urls = [&native_url, &engine_url];
+            for _ in 0..200 {
+                for url in urls {
+                    client.get(url).bearer_auth(&token).send().await?;
+                }
+            }
+            let mut samples = [
+                Vec::with_capacity(LATENCY_SAMPLES),
+                Vec::with_capacity(LATENCY_SAMPLES),
+            ];
+            for _ in 0..LATENCY_SAMPLES {
+                for (index, url) in urls.iter().enumerate() {
+                    let started = Instant::now();
+                    let response = client.get(*url).bearer_auth(&token).send().await?;
+                    assert_eq!(response.status(), 204);
+                    samples[index].push(started.elapsed());
+                }
+            }
+            anyhow::Ok(samples)
+        })
+        .await??
+    };
+    let mut latencies = latencies;
 
-    // 3. Throughput at 1, 8 and 64 connections.
+    // 3. Throughput at 1, 8 and 64 connections: rounds alternating native and engine, the
+    // median round of each quoted (the machine is noisy).
     let mut throughput = Vec::new();
     for connections in [1usize, 8, 64] {
-        let mut row = Vec::new();
-        for url in [&native_url, &engine_url] {
-            let completed = Arc::new(AtomicU64::new(0));
-            let deadline = Instant::now() + THROUGHPUT_WINDOW;
-            let workers: Vec<_> = (0..connections)
-                .map(|_| {
-                    let client = reqwest::Client::new();
-                    let (url, token, completed) =
-                        (url.to_string(), token.clone(), completed.clone());
-                    tokio::spawn(async move {
-                        while Instant::now() < deadline {
-                            if client
-                                .get(&url)
-                                .bearer_auth(&token)
-                                .send()
-                                .await
-                                .is_ok_and(|r| r.status() == 204)
-                            {
-                                completed.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for worker in workers {
-                worker.await?;
+        let mut rounds = [Vec::new(), Vec::new()];
+        for _ in 0..THROUGHPUT_ROUNDS {
+            for (index, url) in [&native_url, &engine_url].into_iter().enumerate() {
+                rounds[index].push(requests_per_second(url, &token, connections).await?);
             }
-            row.push(completed.load(Ordering::Relaxed) as f64 / THROUGHPUT_WINDOW.as_secs_f64());
         }
-        throughput.push((connections, row));
+        let [native, engine] = rounds.map(|mut round| {
+            round.sort_by(f64::total_cmp);
+            round[round.len() / 2]
+        });
+        throughput.push((connections, [native, engine]));
     }
 
     let (native_p50, native_p99) = (

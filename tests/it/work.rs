@@ -183,7 +183,10 @@ database_test!(
         .fetch_one(pool)
         .await)
         .unwrap();
-        assert_eq!(status, "pending", "the job had not run when the first host stopped");
+        assert_eq!(
+            status, "pending",
+            "the job had not run when the first host stopped"
+        );
         connection.close().await;
         let restarted = spawn_app_with(
             backend,
