@@ -13,5 +13,6 @@ mod health;
 mod openapi;
 mod orchestration;
 mod outbound;
+mod scaffold;
 mod storage;
 mod work;

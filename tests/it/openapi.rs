@@ -20,6 +20,45 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
     ] {
         assert!(paths[path]["get"].is_object(), "{path} is documented");
     }
+    for (method, path) in [
+        ("get", "/core/api/v1/engines"),
+        ("post", "/core/api/internal/orchestration/provision/tenant"),
+        ("post", "/core/api/internal/orchestration/provision/user"),
+        ("post", "/core/api/internal/orchestration/deprovision/user"),
+        (
+            "post",
+            "/core/api/internal/orchestration/deprovision/tenant",
+        ),
+        (
+            "get",
+            "/core/api/internal/orchestration/provision/tenant/{tenantId}/status",
+        ),
+        (
+            "post",
+            "/core/api/internal/orchestration/provision/tenant/{tenantId}/retry",
+        ),
+        (
+            "post",
+            "/{engine}/api/internal/{engine_again}/provision/tenant",
+        ),
+        (
+            "post",
+            "/{engine}/api/internal/{engine_again}/deprovision/tenant",
+        ),
+        (
+            "post",
+            "/{engine}/api/internal/{engine_again}/provision/user",
+        ),
+        (
+            "post",
+            "/{engine}/api/internal/{engine_again}/deprovision/user",
+        ),
+    ] {
+        assert!(
+            paths[path][method].is_object(),
+            "{method} {path} is documented"
+        );
+    }
     for method in ["get", "post", "put", "patch", "delete"] {
         assert!(
             paths["/{engine}/api/v1/{path}"][method].is_object(),

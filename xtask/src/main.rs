@@ -4,7 +4,8 @@
 //!   serve on the embedded defaults.
 //! - `test [cargo test args…]`: build everything and run the whole test suite.
 //! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
-//! - `new-engine NAME`: scaffold a working engine crate `engines/NAME` on the guest SDK.
+//! - `new-engine NAME [--engines-dir DIR]`: scaffold a working engine crate `engines/NAME` on
+//!   the guest SDK (in another engine workspace with `--engines-dir`).
 //!
 //! Each installs the `wasm32-wasip2` target first when it is missing.
 
@@ -64,8 +65,11 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
         }
         "build-engines" => build_engines(),
         "new-engine" => match rest {
-            [name] => new_engine(&workspace_root(), name),
-            _ => bail!("usage: cargo xtask new-engine NAME"),
+            [name] => new_engine(&workspace_root().join("engines"), name),
+            [name, flag, engines_dir] if flag == "--engines-dir" => {
+                new_engine(Path::new(engines_dir), name)
+            }
+            _ => bail!("usage: cargo xtask new-engine NAME [--engines-dir DIR]"),
         },
         "help" | "--help" | "-h" => {
             println!(
@@ -184,7 +188,9 @@ fn build_engines() -> anyhow::Result<()> {
 
 /// Scaffolds `engines/NAME`: a routed, provisioned engine on the SDK, added to the engines
 /// workspace, ready for `cargo xtask build-engines`.
-fn new_engine(root: &Path, name: &str) -> anyhow::Result<()> {
+/// Writes `<engines>/<name>` (a routed engine whose tenant and user provisioning are the SDK's
+/// defaults) and adds it to the members of `<engines>/Cargo.toml`.
+fn new_engine(engines: &Path, name: &str) -> anyhow::Result<()> {
     let valid = (1..=32).contains(&name.len())
         && name.as_bytes()[0].is_ascii_lowercase()
         && name
@@ -196,13 +202,13 @@ fn new_engine(root: &Path, name: &str) -> anyhow::Result<()> {
             "{name:?} is not a valid engine code: 1-32 lower-case letters, digits or hyphens, starting with a letter, not auth/core/api/sdk"
         );
     }
-    let engines = root.join("engines");
     let crate_dir = engines.join(name);
     if crate_dir.exists() {
         bail!("{} already exists", crate_dir.display());
     }
     let manifest_path = engines.join("Cargo.toml");
-    let manifest = std::fs::read_to_string(&manifest_path).context("reading engines/Cargo.toml")?;
+    let manifest = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
     let members_start = manifest
         .find("members = [")
         .context("engines/Cargo.toml has no members list")?;
@@ -252,12 +258,12 @@ tessera-sdk.workspace = true
         format!(
             r#"//! The {name} engine: served by the host under `/{name}/api/v1/…`.
 //!
-//! Storage (tenant-scoped by the host): `tenant`, `users/<user_id>`, `greetings/<id>`.
+//! Tenant and user provisioning are the SDK's defaults: the tenant is recorded under `tenant`
+//! and each user under `users/<user_id>` (storage is scoped to the engine and tenant by the
+//! host); deprovisioning removes them. Override the `Engine` hooks to keep more.
 
 use tessera_sdk::serde_json::json;
-use tessera_sdk::{{
-    Context, Descriptor, Engine, HandlerResult, Request, Response, Router, TenantInfo, UserInfo, storage, tenancy,
-}};
+use tessera_sdk::{{Context, Descriptor, Engine, HandlerResult, Request, Response, Router, tenancy}};
 
 /// The engine code, also its path prefix.
 const CODE: &str = "{name}";
@@ -284,35 +290,17 @@ impl Engine for {type_name} {{
             .get("/api/v1/hello", hello)
             .handle(ctx, request)
     }}
-
-    fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {{
-        tenancy::record_tenant(tenant)?;
-        Ok(())
-    }}
-
-    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {{
-        storage::delete_prefix("")?;
-        Ok(())
-    }}
-
-    fn provision_user(user: &UserInfo) -> Result<(), String> {{
-        tenancy::record_user(user)?;
-        Ok(())
-    }}
-
-    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {{
-        tenancy::forget_user(user_id)?;
-        Ok(())
-    }}
 }}
 
 tessera_sdk::export_engine!({type_name});
 "#
         ),
     )?;
-    std::fs::write(&manifest_path, updated).context("adding the engine to engines/Cargo.toml")?;
+    std::fs::write(&manifest_path, updated)
+        .with_context(|| format!("adding the engine to {}", manifest_path.display()))?;
     println!(
-        "created engines/{name}; next: `cargo xtask build-engines` puts plugins/{name}.wasm in place,"
+        "created {}; next: `cargo xtask build-engines` puts plugins/{name}.wasm in place,",
+        crate_dir.display()
     );
     println!(
         "and a running `tessera serve` loads it: GET /{name}/api/v1/hello with a bearer token."
