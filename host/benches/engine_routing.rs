@@ -15,7 +15,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use tessera_host::auth::caller::Caller;
-use tessera_host::auth::tokens::AccessClaims;
+use tessera_host::auth::sessions::TokenScope;
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::runtime::store::CallScope;
 use tessera_host::server::Application;
@@ -82,7 +82,9 @@ async fn main() -> anyhow::Result<()> {
         public_url: None,
         max_body_bytes: 1024 * 1024,
     };
-    let config = Config::from_serve_args(args)?;
+    let mut config = Config::from_serve_args(args)?;
+    // Tens of thousands of reads per second with one token: rate limiting off for reads (0).
+    config.rate_limits.read_per_minute = 0;
     let native: Router<AppState> = Router::new().route("/native/api/v1/noop", get(native_noop));
     let application = Application::build_with_routes(config, native).await?;
     let address = application.local_addr();
@@ -115,18 +117,18 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // 2. Latency through HTTP: native handler vs engine route, same token check, same 204.
-    let now = chrono::Utc::now().timestamp();
-    let token = state.access_tokens.issue(&AccessClaims {
-        sub: "bench-user".into(),
-        tid: uuid::Uuid::new_v4().to_string(),
-        wid: None,
-        role: "editor".into(),
-        typ: "user".into(),
-        sid: "bench".into(),
-        jti: "bench".into(),
-        iat: now,
-        exp: now + 3600,
-    })?;
+    // A real session, as a login opens: the bearer check includes the session lookup.
+    let (_, token_set) = state
+        .sessions
+        .open(&TokenScope {
+            user_id: uuid::Uuid::new_v4().to_string(),
+            tenant_id: uuid::Uuid::new_v4().to_string(),
+            workspace_id: None,
+            role: "editor".into(),
+            user_type: "user".into(),
+        })
+        .await?;
+    let token = token_set.access_token;
     let native_url = format!("http://{address}/native/api/v1/noop");
     let engine_url = format!("http://{address}/echo/api/v1/noop");
     // Measured from a task on the runtime (as the throughput clients are), alternating native

@@ -11,7 +11,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::keys::SigningKeys;
 use crate::auth::password::PasswordHasher;
+use crate::auth::sessions::Sessions;
 use crate::auth::tokens::AccessTokens;
 use crate::config::Config;
 use crate::core::workers::WorkerRegistry;
@@ -36,7 +38,11 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         Some(secret) => secret.clone(),
         None => secrets::load_or_generate(&config.data_dir, "service_secret")?,
     };
-    let token_signing_key = secrets::load_or_generate(&config.data_dir, "token_signing_key")?;
+    let signing_keys = SigningKeys::load_or_create(database.clone(), config.auth.token_lifetime)
+        .await
+        .context("loading the token signing keys")?;
+    let access_tokens = AccessTokens::new(signing_keys);
+    let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
     let engines = crate::runtime::start_engines(&config, &database, RegistryRole::Serving).await?;
     let orchestrator = Orchestrator::new(database.clone(), engines.clone());
     Ok(AppState {
@@ -46,7 +52,13 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         workers: WorkerRegistry::default(),
         password_hasher: PasswordHasher::new(password_hash_concurrency()),
         service_secret,
-        access_tokens: AccessTokens::new(&token_signing_key),
+        access_tokens,
+        sessions,
+        dummy_password_hash: Arc::from(
+            tokio::task::spawn_blocking(crate::auth::password::dummy_hash)
+                .await
+                .context("computing the dummy password hash")?,
+        ),
         engines,
         orchestrator,
     })

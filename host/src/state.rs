@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::password::PasswordHasher;
+use crate::auth::sessions::Sessions;
 use crate::auth::tokens::AccessTokens;
 use crate::config::{Config, Secret};
 use crate::core::workers::WorkerRegistry;
@@ -20,6 +21,9 @@ pub struct AppState {
     pub password_hasher: PasswordHasher,
     pub service_secret: Secret,
     pub access_tokens: AccessTokens,
+    pub sessions: Sessions,
+    /// Checked when a login names no account, so unknown logins cost the same time.
+    pub dummy_password_hash: Arc<str>,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
 }

@@ -25,7 +25,9 @@ async fn misbehaving_engines_fail_alone_and_the_host_keeps_serving() {
         ..AppOptions::default()
     };
     let app = spawn_app_with(Backend::Sqlite, options).await;
-    let token = app.token(&tenant(), &uuid::Uuid::new_v4().to_string(), "editor");
+    let token = app
+        .token(&tenant(), &uuid::Uuid::new_v4().to_string(), "editor")
+        .await;
 
     let cases = [
         ("/looper/api/v1/spin", 504, "/looper/api/v1/ok"),
@@ -51,7 +53,7 @@ async fn engine_routes_require_a_valid_token_and_see_the_verified_caller() {
     let app = spawn_app_with_plugins(Backend::Sqlite, &["echo"]).await;
     let tenant_id = tenant();
     let user_id = uuid::Uuid::new_v4().to_string();
-    let token = app.token(&tenant_id, &user_id, "viewer");
+    let token = app.token(&tenant_id, &user_id, "viewer").await;
 
     json_with_status(app.get("/echo/api/v1/echo").await, 401).await;
     json_with_status(app.get_as("/echo/api/v1/echo", "not-a-jwt").await, 401).await;
@@ -128,7 +130,7 @@ database_test!(
         std::fs::remove_file(app.database.data_dir.join("plugins").join("trapper.wasm")).unwrap();
         let trapper = wait_for_engine(&app, "trapper", false).await;
         assert_eq!(trapper["is_active"], false);
-        let token = app.token(&tenant(), "u", "editor");
+        let token = app.token(&tenant(), "u", "editor").await;
         json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
         app.stop().await;
     }
@@ -138,8 +140,8 @@ database_test!(
     an_engine_cannot_read_another_tenants_or_another_engines_storage,
     |backend| async move {
         let app = spawn_app_with_plugins(backend, &["probe-alpha", "probe-beta"]).await;
-        let tenant_a = app.token(&tenant(), "user-a", "editor");
-        let tenant_b = app.token(&tenant(), "user-b", "editor");
+        let tenant_a = app.token(&tenant(), "user-a", "editor").await;
+        let tenant_b = app.token(&tenant(), "user-b", "editor").await;
 
         let stored = app
             .put_as(
@@ -231,7 +233,7 @@ async fn compiled_components_are_cached_across_restarts() {
         before,
         "the restart reused the artifact instead of recompiling"
     );
-    let token = restarted.token(&tenant(), "u", "owner");
+    let token = restarted.token(&tenant(), "u", "owner").await;
     json_with_status(restarted.get_as("/echo/api/v1/echo", &token).await, 200).await;
     restarted.stop().await;
 }
@@ -240,7 +242,7 @@ async fn compiled_components_are_cached_across_restarts() {
 async fn a_component_dropped_into_the_plugins_dir_is_loaded_and_unloaded_live() {
     let app = spawn_app_with_plugins(Backend::Sqlite, &["echo"]).await;
     let plugins = app.database.data_dir.join("plugins");
-    let token = app.token(&tenant(), "u", "editor");
+    let token = app.token(&tenant(), "u", "editor").await;
     json_with_status(app.get_as("/trapper/api/v1/ok", &token).await, 404).await;
 
     // Copy under a temporary name, then rename: what a careful operator (or `install`) does.
@@ -363,7 +365,7 @@ database_test!(
             done["data"],
             serde_json::json!({ "status": "provisioned", "engine": "flaky-provision" })
         );
-        let token = app.token(&tenant_id, "u", "viewer");
+        let token = app.token(&tenant_id, "u", "viewer").await;
         let attempts = json_with_status(
             app.get_as("/flaky-provision/api/v1/attempts", &token).await,
             200,
@@ -438,7 +440,7 @@ database_test!(
 
         let tenant_id = tenant();
         let user_id = uuid::Uuid::new_v4().to_string();
-        let token = app.token(&tenant_id, &user_id, "viewer");
+        let token = app.token(&tenant_id, &user_id, "viewer").await;
         for code in crate::components::ENGINES {
             let status = json_with_status(
                 app.get_as(&format!("/{code}/api/v1/status"), &token).await,

@@ -355,20 +355,23 @@ impl TestApp {
     }
 
     /// A valid access token for a user of a tenant with a role.
-    pub fn token(&self, tenant_id: &str, user_id: &str, role: &str) -> String {
-        let now = chrono::Utc::now().timestamp();
-        let claims = tessera_host::auth::tokens::AccessClaims {
-            sub: user_id.into(),
-            tid: tenant_id.into(),
-            wid: None,
+    /// An access token for a user in a tenant with a role, from a real session (as a login
+    /// would open), so the bearer extractor accepts it until the session ends.
+    pub async fn token(&self, tenant_id: &str, user_id: &str, role: &str) -> String {
+        let scope = tessera_host::auth::sessions::TokenScope {
+            user_id: user_id.into(),
+            tenant_id: tenant_id.into(),
+            workspace_id: None,
             role: role.into(),
-            typ: "user".into(),
-            sid: uuid::Uuid::new_v4().to_string(),
-            jti: uuid::Uuid::new_v4().to_string(),
-            iat: now,
-            exp: now + 3600,
+            user_type: "user".into(),
         };
-        self.state.access_tokens.issue(&claims).unwrap()
+        let (_, token_set) = self
+            .state
+            .sessions
+            .open(&scope)
+            .await
+            .expect("opening a session");
+        token_set.access_token
     }
 
     pub async fn get_as(&self, path: &str, token: &str) -> reqwest::Response {

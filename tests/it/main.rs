@@ -6,6 +6,8 @@
 mod components;
 mod helpers;
 
+mod audit;
+mod auth;
 mod cli;
 mod conventions;
 mod engines;
@@ -13,6 +15,7 @@ mod health;
 mod openapi;
 mod orchestration;
 mod outbound;
+mod rate_limit;
 mod scaffold;
 mod storage;
 mod work;

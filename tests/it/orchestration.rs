@@ -70,7 +70,7 @@ database_test!(
         );
 
         // The failure stopped nothing: the other engine provisioned and the host serves.
-        let token = app.token(&tenant_id, &uuid(), "viewer");
+        let token = app.token(&tenant_id, &uuid(), "viewer").await;
         let notes = json_with_status(app.get_as("/notes/api/v1/status", &token).await, 200).await;
         assert_eq!(notes["data"]["tenant_provisioned"], true);
 
@@ -158,7 +158,7 @@ database_test!(
             user["data"]["engines"],
             json!({ "notes": { "status": "provisioned" } })
         );
-        let user_token = app.token(&tenant_id, &user_id, "editor");
+        let user_token = app.token(&tenant_id, &user_id, "editor").await;
         let notes =
             json_with_status(app.get_as("/notes/api/v1/status", &user_token).await, 200).await;
         assert_eq!(notes["data"]["user_provisioned"], true);
@@ -358,7 +358,7 @@ database_test!(
         )
         .json();
         let user_id = user["user_id"].as_str().unwrap();
-        let token = app.token(&tenant_id, user_id, "editor");
+        let token = app.token(&tenant_id, user_id, "editor").await;
         let notes = json_with_status(app.get_as("/notes/api/v1/status", &token).await, 200).await;
         assert_eq!(notes["data"]["tenant_provisioned"], true);
         assert_eq!(notes["data"]["user_provisioned"], true);

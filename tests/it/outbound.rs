@@ -151,11 +151,13 @@ async fn spawn(
         },
     )
     .await;
-    let token = app.token(
-        &uuid::Uuid::new_v4().to_string(),
-        &uuid::Uuid::new_v4().to_string(),
-        "editor",
-    );
+    let token = app
+        .token(
+            &uuid::Uuid::new_v4().to_string(),
+            &uuid::Uuid::new_v4().to_string(),
+            "editor",
+        )
+        .await;
     (app, token)
 }
 

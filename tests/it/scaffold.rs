@@ -109,7 +109,7 @@ async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
 
     let tenant_id = uuid::Uuid::new_v4().to_string();
     let user_id = uuid::Uuid::new_v4().to_string();
-    let token = app.token(&tenant_id, &user_id, "viewer");
+    let token = app.token(&tenant_id, &user_id, "viewer").await;
     let greeting = json_with_status(
         app.get_as("/hello-world/api/v1/hello?name=Ada", &token)
             .await,

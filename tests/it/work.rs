@@ -110,8 +110,8 @@ database_test!(
         let app = spawn_with(backend, vec!["jobber"]).await;
         let tenant = uuid();
         let other_tenant = uuid();
-        let token = app.token(&tenant, &uuid(), "editor");
-        let other_token = app.token(&other_tenant, &uuid(), "editor");
+        let token = app.token(&tenant, &uuid(), "editor").await;
+        let other_token = app.token(&other_tenant, &uuid(), "editor").await;
 
         schedule(&app, &token, 0, "now").await;
         schedule(&app, &token, 0, "fail-once").await;
@@ -217,8 +217,8 @@ database_test!(
         let app = spawn_with(backend, vec!["jobber", "listener"]).await;
         let tenant = uuid();
         let other_tenant = uuid();
-        let token = app.token(&tenant, &uuid(), "editor");
-        let other_token = app.token(&other_tenant, &uuid(), "editor");
+        let token = app.token(&tenant, &uuid(), "editor").await;
+        let other_token = app.token(&other_tenant, &uuid(), "editor").await;
 
         for body in [
             json!({ "event_type": "ping.hello", "payload": { "n": 1 } }),

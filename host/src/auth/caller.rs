@@ -42,7 +42,12 @@ impl FromRequestParts<AppState> for Caller {
         let claims = state
             .access_tokens
             .verify(token)
+            .await
             .ok_or(ApiError::Unauthenticated)?;
+        // A logged-out or revoked session's tokens are refused before they expire.
+        if !state.sessions.is_active(&claims.sid).await? {
+            return Err(ApiError::Unauthenticated);
+        }
         Ok(Caller {
             user_id: claims.sub,
             tenant_id: claims.tid,

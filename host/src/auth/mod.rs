@@ -1,9 +1,16 @@
 //! The authentication service (`/auth`): health today; login, tokens, sessions and MFA build
 //! on the password module here.
 
+pub mod audit;
 pub mod caller;
+pub mod keys;
+mod lockout;
 pub mod password;
+mod routes;
+pub mod sessions;
+mod store;
 pub mod tokens;
+pub mod totp;
 
 use axum::Json;
 use serde::Serialize;
@@ -30,7 +37,10 @@ impl ServiceHealth {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health))
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .merge(audit::router())
+        .merge(routes::router())
 }
 
 /// Liveness of the authentication service.

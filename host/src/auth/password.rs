@@ -106,6 +106,63 @@ impl PasswordHasher {
     }
 }
 
+/// The outcome of checking a password against a stored hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    No,
+    Yes,
+    /// Right, and the hash uses other parameters than today's: store a new hash.
+    YesNeedsRehash,
+}
+
+/// A hash of a random password under today's parameters, checked when the account does not
+/// exist so that an unknown login costs the same time as a known one.
+pub fn dummy_hash() -> String {
+    let salt = SaltString::generate(&mut OsRng);
+    argon2()
+        .hash_password(uuid::Uuid::new_v4().as_bytes(), &salt)
+        .expect("hashing a random password")
+        .to_string()
+}
+
+impl PasswordHasher {
+    /// Checks `password` against a PHC string on the blocking pool, under the same bound as
+    /// hashing. An unparsable hash never verifies.
+    pub async fn verify(&self, password: String, phc: String) -> anyhow::Result<Verified> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .context("the password hasher is closed")?;
+        tokio::task::spawn_blocking(move || {
+            use argon2::PasswordVerifier as _;
+            let Ok(parsed) = argon2::PasswordHash::new(&phc) else {
+                return Verified::No;
+            };
+            if argon2()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_err()
+            {
+                return Verified::No;
+            }
+            let current = argon2_params();
+            let same = parsed.algorithm == Algorithm::Argon2id.ident()
+                && Params::try_from(&parsed).is_ok_and(|params| {
+                    params.m_cost() == current.m_cost()
+                        && params.t_cost() == current.t_cost()
+                        && params.p_cost() == current.p_cost()
+                });
+            if same {
+                Verified::Yes
+            } else {
+                Verified::YesNeedsRehash
+            }
+        })
+        .await
+        .context("the password verification task failed")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +198,41 @@ mod tests {
         let parsed = PasswordHash::new(&hash).unwrap();
         assert!(argon2().verify_password(b"Correct1horse", &parsed).is_ok());
         assert!(argon2().verify_password(b"wrong", &parsed).is_err());
+    }
+
+    #[tokio::test]
+    async fn verification_reports_outdated_parameters() {
+        let hasher = PasswordHasher::new(2);
+        let hash = hasher.hash("Correct1horse".into()).await.unwrap();
+        assert_eq!(
+            hasher
+                .verify("Correct1horse".into(), hash.clone())
+                .await
+                .unwrap(),
+            Verified::Yes
+        );
+        assert_eq!(
+            hasher.verify("wrong".into(), hash).await.unwrap(),
+            Verified::No
+        );
+        let weaker = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(8 * 1024, 1, 1, None).unwrap(),
+        )
+        .hash_password(b"Correct1horse", &SaltString::generate(&mut OsRng))
+        .unwrap()
+        .to_string();
+        assert_eq!(
+            hasher.verify("Correct1horse".into(), weaker).await.unwrap(),
+            Verified::YesNeedsRehash
+        );
+        assert_eq!(
+            hasher
+                .verify("x".into(), "not a hash".into())
+                .await
+                .unwrap(),
+            Verified::No
+        );
     }
 }

@@ -1,11 +1,10 @@
 //! Access tokens: JWTs with the claims of CONTRACT §4 (`sub`, `tid`, `wid`, `role`, `typ`,
-//! `sid`, `jti`, `iat`, `exp`), signed with a key generated into the data dir on first start.
-//! Verification accepts exactly the host's algorithm, so `alg: none` and foreign keys fail.
+//! `sid`, `jti`, `iat`, `exp`), signed with the Ed25519 keys of `keys.rs`.
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Secret;
+use super::keys::SigningKeys;
 
 /// The claims of an access token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,34 +27,42 @@ pub struct AccessClaims {
     pub exp: i64,
 }
 
-/// Signs and verifies access tokens.
+/// Signs and verifies access tokens with the signing keys (EdDSA). Verification accepts only
+/// `EdDSA` with a known `kid`, so `alg: none`, HMAC confusion and foreign keys fail.
 #[derive(Clone)]
 pub struct AccessTokens {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    keys: SigningKeys,
     validation: Validation,
 }
 
 impl AccessTokens {
-    pub fn new(signing_key: &Secret) -> Self {
-        let mut validation = Validation::new(Algorithm::HS256);
+    pub fn new(keys: SigningKeys) -> Self {
+        let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "iat", "sub"]);
-        Self {
-            encoding: EncodingKey::from_secret(signing_key.expose().as_bytes()),
-            decoding: DecodingKey::from_secret(signing_key.expose().as_bytes()),
-            validation,
-        }
+        Self { keys, validation }
+    }
+
+    pub fn keys(&self) -> &SigningKeys {
+        &self.keys
     }
 
     pub fn issue(&self, claims: &AccessClaims) -> anyhow::Result<String> {
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+        let (kid, key) = self.keys.signer()?;
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(kid);
+        jsonwebtoken::encode(&header, claims, &key)
             .map_err(|error| anyhow::anyhow!("signing an access token: {error}"))
     }
 
-    /// The claims of a valid, unexpired token signed by this host; `None` otherwise.
-    pub fn verify(&self, token: &str) -> Option<AccessClaims> {
-        jsonwebtoken::decode::<AccessClaims>(token, &self.decoding, &self.validation)
+    /// The claims of a valid, unexpired token signed by one of the keys; `None` otherwise.
+    pub async fn verify(&self, token: &str) -> Option<AccessClaims> {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        if header.alg != Algorithm::EdDSA {
+            return None;
+        }
+        let key = self.keys.verifier(header.kid.as_deref()?).await?;
+        jsonwebtoken::decode::<AccessClaims>(token, &key, &self.validation)
             .ok()
             .map(|data| data.claims)
     }

@@ -6,6 +6,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod paging;
+pub mod rate_limit;
 pub mod signature;
 
 use axum::Router;
@@ -32,6 +33,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .split_for_parts();
     let openapi = std::sync::Arc::new(openapi);
     let body_limit = state.config.http.max_body_bytes;
+    let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
 
     routes
         .merge(crate::runtime::routes::engine_router())
@@ -49,5 +51,9 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .layer(CatchPanicLayer::custom(conventions::panic_response))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            rate_limits,
+            rate_limit::enforce,
+        ))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
 }

@@ -1,0 +1,235 @@
+//! Token signing keys: Ed25519 (JWT `EdDSA`), generated on first start and kept in the
+//! database so that every host sharing it signs and verifies the same tokens. The newest key
+//! signs; older ones stay verifiable (and in the JWKS) until the tokens they signed have expired.
+//! A host that meets a `kid` it does not know reloads the keys (at most once a second), so keys
+//! made by another host are picked up without a restart.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use chrono::Utc;
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::EncodePrivateKey as _;
+use jsonwebtoken::{DecodingKey, EncodingKey};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::on_pool;
+use crate::storage::{Database, time};
+
+/// A signing key stops signing after this long and a new one takes over.
+pub const ROTATION_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How often an unknown `kid` may trigger a reload from the database.
+const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One key as the host holds it.
+struct Key {
+    kid: String,
+    /// Base64url of the 32-byte public key (the JWK `x`).
+    public_x: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    created_at: String,
+    /// When it stopped signing; `None` for the signing key.
+    retired_at: Option<String>,
+}
+
+/// A public key of the JWKS document (RFC 8037 OKP).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PublicJwk {
+    pub kty: &'static str,
+    pub crv: &'static str,
+    pub alg: &'static str,
+    #[serde(rename = "use")]
+    pub usage: &'static str,
+    pub kid: String,
+    pub x: String,
+}
+
+/// `{keys: [...]}` at `/auth/.well-known/jwks.json`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Jwks {
+    pub keys: Vec<PublicJwk>,
+}
+
+/// The keys; cheap to clone.
+#[derive(Clone)]
+pub struct SigningKeys {
+    database: Database,
+    keys: Arc<RwLock<Vec<Arc<Key>>>>,
+    last_reload: Arc<Mutex<Option<Instant>>>,
+    /// Retired keys stay verifiable this long (the access token lifetime).
+    token_lifetime: Duration,
+}
+
+type KeyRow = (String, String, String, Option<String>);
+
+fn build_key((kid, seed, created_at, retired_at): KeyRow) -> anyhow::Result<Key> {
+    let seed: [u8; 32] = STANDARD
+        .decode(seed)
+        .context("decoding a signing key")?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("a signing key is not 32 bytes"))?;
+    let signing = SigningKey::from_bytes(&seed);
+    let der = signing
+        .to_pkcs8_der()
+        .map_err(|error| anyhow::anyhow!("encoding a signing key: {error}"))?;
+    let public_x = URL_SAFE_NO_PAD.encode(signing.verifying_key().to_bytes());
+    Ok(Key {
+        decoding: DecodingKey::from_ed_components(&public_x)
+            .map_err(|error| anyhow::anyhow!("a verifying key: {error}"))?,
+        encoding: EncodingKey::from_ed_der(der.as_bytes()),
+        public_x,
+        kid,
+        created_at,
+        retired_at,
+    })
+}
+
+impl SigningKeys {
+    /// Loads the keys, creating the first one (or a successor of one older than
+    /// [`ROTATION_AGE`]).
+    pub async fn load_or_create(
+        database: Database,
+        token_lifetime: Duration,
+    ) -> anyhow::Result<Self> {
+        let keys = Self {
+            database,
+            keys: Arc::default(),
+            last_reload: Arc::default(),
+            token_lifetime,
+        };
+        keys.reload().await?;
+        let due = match keys.signing_key() {
+            None => true,
+            Some(key) => {
+                let created = time::parse(&key.created_at)?;
+                Utc::now() - created > chrono::Duration::from_std(ROTATION_AGE)?
+            }
+        };
+        if due {
+            keys.rotate().await?;
+        }
+        Ok(keys)
+    }
+
+    /// Makes a new signing key; the previous one retires (it still verifies its tokens).
+    pub async fn rotate(&self) -> anyhow::Result<()> {
+        let seed: [u8; 32] = rand::random();
+        let kid = uuid::Uuid::new_v4().simple().to_string();
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        crate::on_tx!(&mut tx, conn => sqlx::query(
+            "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL",
+        )
+        .bind(&now)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("retiring the signing key")?;
+        crate::on_tx!(&mut tx, conn => sqlx::query(
+            "INSERT INTO signing_keys (kid, algorithm, private_seed, created_at) VALUES ($1, 'EdDSA', $2, $3)",
+        )
+        .bind(&kid)
+        .bind(STANDARD.encode(seed))
+        .bind(&now)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("storing a signing key")?;
+        tx.commit().await?;
+        tracing::info!(%kid, "new token signing key");
+        self.reload().await
+    }
+
+    /// Reads every key still useful: the signing key and retired keys whose tokens may not have
+    /// expired yet.
+    pub async fn reload(&self) -> anyhow::Result<()> {
+        let oldest_useful =
+            time::format(Utc::now() - chrono::Duration::from_std(self.token_lifetime)?);
+        let rows: Vec<KeyRow> = on_pool!(self.database, pool => sqlx::query_as(
+            "SELECT kid, private_seed, created_at, retired_at FROM signing_keys
+             WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC",
+        )
+        .bind(oldest_useful)
+        .fetch_all(pool)
+        .await)
+        .context("reading signing keys")?;
+        let keys = rows
+            .into_iter()
+            .map(|row| build_key(row).map(Arc::new))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        *self.keys.write().expect("signing keys lock") = keys;
+        *self.last_reload.lock().expect("reload lock") = Some(Instant::now());
+        Ok(())
+    }
+
+    fn signing_key(&self) -> Option<Arc<Key>> {
+        self.keys
+            .read()
+            .expect("signing keys lock")
+            .iter()
+            .find(|key| key.retired_at.is_none())
+            .cloned()
+    }
+
+    /// The key that signs new tokens: `(kid, key)`.
+    pub fn signer(&self) -> anyhow::Result<(String, EncodingKey)> {
+        let key = self.signing_key().context("no signing key is loaded")?;
+        Ok((key.kid.clone(), key.encoding.clone()))
+    }
+
+    /// The verifying key of `kid`, reloading once (rate-limited) when it is unknown.
+    pub async fn verifier(&self, kid: &str) -> Option<DecodingKey> {
+        if let Some(key) = self.find(kid) {
+            return Some(key);
+        }
+        let may_reload = self
+            .last_reload
+            .lock()
+            .expect("reload lock")
+            .is_none_or(|at| at.elapsed() >= RELOAD_INTERVAL);
+        if may_reload {
+            if let Err(error) = self.reload().await {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "reloading signing keys failed"
+                );
+            }
+            return self.find(kid);
+        }
+        None
+    }
+
+    fn find(&self, kid: &str) -> Option<DecodingKey> {
+        self.keys
+            .read()
+            .expect("signing keys lock")
+            .iter()
+            .find(|key| key.kid == kid)
+            .map(|key| key.decoding.clone())
+    }
+
+    /// The public keys, for `/auth/.well-known/jwks.json`.
+    pub fn jwks(&self) -> Jwks {
+        Jwks {
+            keys: self
+                .keys
+                .read()
+                .expect("signing keys lock")
+                .iter()
+                .map(|key| PublicJwk {
+                    kty: "OKP",
+                    crv: "Ed25519",
+                    alg: "EdDSA",
+                    usage: "sig",
+                    kid: key.kid.clone(),
+                    x: key.public_x.clone(),
+                })
+                .collect(),
+        }
+    }
+}

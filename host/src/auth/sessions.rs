@@ -1,0 +1,325 @@
+//! Sessions and token sets. A login opens a session (one refresh-token family); each refresh
+//! rotates the refresh token (stored only as a SHA-256 hash) and presenting a rotated one again
+//! is treated as theft: the whole session is revoked. Access tokens name their session, and the
+//! bearer extractor refuses tokens of revoked sessions at once (a small per-host cache that a
+//! revocation on this host clears; other hosts see it within [`ACTIVE_CACHE_TTL`]).
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Utc;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use utoipa::ToSchema;
+
+use super::tokens::{AccessClaims, AccessTokens};
+use crate::config::AuthConfig;
+use crate::storage::{Database, Tx, time};
+use crate::{on_pool, on_tx};
+
+/// How long a host trusts its last look at a session.
+pub const ACTIVE_CACHE_TTL: Duration = Duration::from_secs(5);
+
+/// `data` of login, refresh and switch-context.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TokenSet {
+    pub access_token: String,
+    pub refresh_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    /// Seconds.
+    pub expires_in: u64,
+}
+
+/// What a token set is scoped to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenScope {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub workspace_id: Option<String>,
+    pub role: String,
+    pub user_type: String,
+}
+
+/// Why a refresh was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("unknown, expired or revoked refresh token")]
+    Invalid,
+    /// An already rotated token: the session is revoked.
+    #[error("a rotated refresh token was presented again")]
+    Reused { session_id: String, user_id: String },
+    #[error(transparent)]
+    Storage(#[from] anyhow::Error),
+}
+
+/// session, tenant, workspace, expires_at, used_at, user, session revoked_at
+type RefreshRow = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+);
+
+fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Sessions and the tokens of each; cheap to clone.
+#[derive(Clone)]
+pub struct Sessions {
+    database: Database,
+    tokens: AccessTokens,
+    config: AuthConfig,
+    active: moka::future::Cache<String, bool>,
+}
+
+impl Sessions {
+    pub fn new(database: Database, tokens: AccessTokens, config: AuthConfig) -> Self {
+        Self {
+            database,
+            tokens,
+            config,
+            active: moka::future::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(ACTIVE_CACHE_TTL)
+                .build(),
+        }
+    }
+
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+
+    /// Opens a session and returns its first token set; beyond `max_active_sessions` the
+    /// user's oldest sessions end (`evicted`). Returns the session id too.
+    pub async fn open(&self, scope: &TokenScope) -> anyhow::Result<(String, TokenSet)> {
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let now = Utc::now();
+        let expires_at = now + chrono::Duration::from_std(self.config.refresh_token_lifetime)?;
+        let mut tx = self.database.begin().await?;
+        on_tx!(&mut tx, conn => sqlx::query(
+            "INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&session_id)
+        .bind(&scope.user_id)
+        .bind(time::format(now))
+        .bind(time::format(expires_at))
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("opening a session")?;
+        // Every active session of the user beyond the newest `max`, oldest first.
+        let active: Vec<String> = on_tx!(&mut tx, conn => sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
+             ORDER BY created_at DESC, id DESC",
+        )
+        .bind(&scope.user_id)
+        .bind(time::format(now))
+        .fetch_all(&mut **conn)
+        .await)
+        .context("finding sessions beyond the limit")?;
+        let max = usize::try_from(self.config.max_active_sessions.max(1)).unwrap_or(usize::MAX);
+        let evicted: Vec<String> = active.into_iter().skip(max).collect();
+        for id in &evicted {
+            revoke_in(&mut tx, id, "evicted").await?;
+        }
+        let token_set = self.issue_in(&mut tx, &session_id, scope).await?;
+        tx.commit().await?;
+        for id in evicted {
+            self.active.invalidate(&id).await;
+        }
+        Ok((session_id, token_set))
+    }
+
+    /// A new token set in an existing session (switch-context): earlier tokens stay valid.
+    pub async fn reissue(&self, session_id: &str, scope: &TokenScope) -> anyhow::Result<TokenSet> {
+        let mut tx = self.database.begin().await?;
+        let token_set = self.issue_in(&mut tx, session_id, scope).await?;
+        tx.commit().await?;
+        Ok(token_set)
+    }
+
+    async fn issue_in(
+        &self,
+        tx: &mut Tx,
+        session_id: &str,
+        scope: &TokenScope,
+    ) -> anyhow::Result<TokenSet> {
+        let now = Utc::now();
+        let refresh_token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
+        let refresh_expires = now + chrono::Duration::from_std(self.config.refresh_token_lifetime)?;
+        on_tx!(tx, conn => sqlx::query(
+            "INSERT INTO refresh_tokens (token_hash, session_id, tenant_id, workspace_id, issued_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(hash_token(&refresh_token))
+        .bind(session_id)
+        .bind(&scope.tenant_id)
+        .bind(&scope.workspace_id)
+        .bind(time::format(now))
+        .bind(time::format(refresh_expires))
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("storing a refresh token")?;
+        let lifetime = self.config.token_lifetime.as_secs();
+        let access_token = self.tokens.issue(&AccessClaims {
+            sub: scope.user_id.clone(),
+            tid: scope.tenant_id.clone(),
+            wid: scope.workspace_id.clone(),
+            role: scope.role.clone(),
+            typ: scope.user_type.clone(),
+            sid: session_id.to_owned(),
+            jti: uuid::Uuid::new_v4().to_string(),
+            iat: now.timestamp(),
+            exp: now.timestamp() + i64::try_from(lifetime)?,
+        })?;
+        Ok(TokenSet {
+            access_token,
+            refresh_token,
+            token_type: "Bearer",
+            expires_in: lifetime,
+        })
+    }
+
+    /// Rotates a refresh token: the presented one is spent and a new set is issued, scoped as
+    /// before with the user's current role. A spent token revokes its session.
+    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenSet, RefreshError> {
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        let row: Option<RefreshRow> = on_tx!(&mut tx, conn => sqlx::query_as(
+                "SELECT r.session_id, r.tenant_id, r.workspace_id, r.expires_at, r.used_at, s.user_id, s.revoked_at
+                 FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = $1",
+            )
+            .bind(hash_token(refresh_token))
+            .fetch_optional(&mut **conn)
+            .await)
+            .context("reading a refresh token")?;
+        let Some((session_id, tenant_id, workspace_id, expires_at, used_at, user_id, revoked_at)) =
+            row
+        else {
+            return Err(RefreshError::Invalid);
+        };
+        if revoked_at.is_some() || expires_at <= now {
+            return Err(RefreshError::Invalid);
+        }
+        let spent = on_tx!(&mut tx, conn => sqlx::query(
+            "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
+        )
+        .bind(hash_token(refresh_token))
+        .bind(&now)
+        .execute(&mut **conn)
+        .await
+        .map(|result| result.rows_affected()))
+        .context("spending a refresh token")?;
+        if used_at.is_some() || spent == 0 {
+            revoke_in(&mut tx, &session_id, "refresh_token_reused").await?;
+            tx.commit().await?;
+            self.active.invalidate(&session_id).await;
+            return Err(RefreshError::Reused {
+                session_id,
+                user_id,
+            });
+        }
+        let Some((role, user_type)) = membership(&mut tx, &user_id, &tenant_id).await? else {
+            // No longer a member of that tenant: the session ends.
+            revoke_in(&mut tx, &session_id, "membership_ended").await?;
+            tx.commit().await?;
+            self.active.invalidate(&session_id).await;
+            return Err(RefreshError::Invalid);
+        };
+        let scope = TokenScope {
+            user_id,
+            tenant_id,
+            workspace_id,
+            role,
+            user_type,
+        };
+        let token_set = self.issue_in(&mut tx, &session_id, &scope).await?;
+        tx.commit().await?;
+        Ok(token_set)
+    }
+
+    /// Ends one session (logout).
+    pub async fn revoke(&self, session_id: &str, reason: &str) -> anyhow::Result<()> {
+        let mut tx = self.database.begin().await?;
+        revoke_in(&mut tx, session_id, reason).await?;
+        tx.commit().await?;
+        self.active.invalidate(session_id).await;
+        Ok(())
+    }
+
+    /// Ends every session of a user (logout everywhere).
+    pub async fn revoke_all(&self, user_id: &str, reason: &str) -> anyhow::Result<()> {
+        let ids: Vec<String> = on_pool!(self.database, pool => sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(user_id)
+        .fetch_all(pool)
+        .await)
+        .context("listing a user's sessions")?;
+        let mut tx = self.database.begin().await?;
+        for id in &ids {
+            revoke_in(&mut tx, id, reason).await?;
+        }
+        tx.commit().await?;
+        for id in ids {
+            self.active.invalidate(&id).await;
+        }
+        Ok(())
+    }
+
+    /// Whether a session may still be used (not revoked, not expired).
+    pub async fn is_active(&self, session_id: &str) -> anyhow::Result<bool> {
+        if let Some(active) = self.active.get(session_id).await {
+            return Ok(active);
+        }
+        let active: Option<String> = on_pool!(self.database, pool => sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2",
+        )
+        .bind(session_id)
+        .bind(time::now())
+        .fetch_optional(pool)
+        .await)
+        .context("checking a session")?;
+        let active = active.is_some();
+        self.active.insert(session_id.to_owned(), active).await;
+        Ok(active)
+    }
+}
+
+async fn revoke_in(tx: &mut Tx, session_id: &str, reason: &str) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
+    )
+    .bind(session_id)
+    .bind(time::now())
+    .bind(reason)
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .context("revoking a session")
+}
+
+/// The user's role in a tenant and the user's type; `None` when not a member.
+pub async fn membership(
+    tx: &mut Tx,
+    user_id: &str,
+    tenant_id: &str,
+) -> anyhow::Result<Option<(String, String)>> {
+    on_tx!(tx, conn => sqlx::query_as(
+        "SELECT m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
+         WHERE m.user_id = $1 AND m.tenant_id = $2",
+    )
+    .bind(user_id)
+    .bind(tenant_id)
+    .fetch_optional(&mut **conn)
+    .await)
+    .context("reading a membership")
+}

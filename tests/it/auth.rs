@@ -1,0 +1,463 @@
+//! The authentication service: login, tokens, sessions, lockout, context switching.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use crate::database_test;
+use crate::helpers::{AppOptions, Backend, TestApp, json_with_status, spawn_app_with};
+
+const PASSWORD: &str = "Correct1horse";
+const LOGIN: &str = "/auth/api/v1/auth/login";
+const REFRESH: &str = "/auth/api/v1/auth/refresh";
+const ME: &str = "/auth/api/v1/auth/me";
+
+async fn spawn(
+    backend: Backend,
+    configure: impl FnOnce(&mut tessera_host::config::Config) + Send + 'static,
+) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions {
+            configure: Some(Box::new(configure)),
+            ..AppOptions::default()
+        },
+    )
+    .await
+}
+
+/// A tenant with a user; returns (tenant_id, user_id).
+fn tenant_with_user(app: &TestApp, slug: &str, email: &str) -> (String, String) {
+    let tenant = app
+        .admin(&["create-tenant", "--slug", slug, "--name", slug])
+        .json();
+    let user = app
+        .admin(&[
+            "create-user",
+            "--tenant",
+            slug,
+            "--email",
+            email,
+            "--password",
+            PASSWORD,
+            "--role",
+            "owner",
+        ])
+        .json();
+    (
+        tenant["tenant_id"].as_str().unwrap().to_owned(),
+        user["user_id"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn login(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+    app.post_json(LOGIN, &json!({ "login": email, "password": password }))
+        .await
+}
+
+async fn logged_in(app: &TestApp, email: &str) -> Value {
+    json_with_status(login(app, email, PASSWORD).await, 200).await
+}
+
+async fn post_as(app: &TestApp, path: &str, token: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn access(body: &Value) -> String {
+    body["data"]["access_token"].as_str().unwrap().to_owned()
+}
+
+fn refresh_token(body: &Value) -> String {
+    body["data"]["refresh_token"].as_str().unwrap().to_owned()
+}
+
+database_test!(
+    login_gives_a_token_set_that_refreshes_once_and_reuse_kills_the_session,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        let (tenant_id, user_id) = tenant_with_user(&app, "acme", "ada@example.com");
+
+        let wrong =
+            json_with_status(login(&app, "ada@example.com", "Wrong1horse").await, 401).await;
+        let unknown =
+            json_with_status(login(&app, "nobody@example.com", PASSWORD).await, 401).await;
+        assert_eq!(
+            wrong, unknown,
+            "the same answer whether or not the account exists"
+        );
+        let invalid = json_with_status(
+            app.post_json(LOGIN, &json!({ "login": "not-an-email" }))
+                .await,
+            422,
+        )
+        .await;
+        assert_eq!(invalid["errors"]["login"], json!(["email"]));
+        assert_eq!(invalid["errors"]["password"], json!(["required"]));
+
+        let body = logged_in(&app, "Ada@Example.com").await;
+        assert_eq!(body["data"]["token_type"], "Bearer");
+        let trail =
+            json_with_status(app.get_as("/auth/api/v1/audit", &access(&body)).await, 200).await;
+        let events: Vec<&str> = trail["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            events,
+            ["login.succeeded", "login.failed"],
+            "the owner sees its tenant's logins; the unknown account's failure is in no tenant"
+        );
+        assert_eq!(body["data"]["expires_in"], 3600);
+        let services = body["meta"]["services"].as_object().unwrap();
+        assert_eq!(services.len(), 9);
+        assert_eq!(services["chat"], format!("http://{}/chat", app.address));
+
+        let me = json_with_status(app.get_as(ME, &access(&body)).await, 200).await;
+        assert_eq!(me["data"]["user_id"], user_id);
+        assert_eq!(me["data"]["tenant_id"], tenant_id);
+        assert_eq!(me["data"]["email"], "ada@example.com");
+        assert_eq!(me["data"]["role"], "owner");
+        assert_eq!(me["data"]["type"], "user");
+        assert!(me["data"]["workspace_id"].is_string());
+
+        let first_refresh = refresh_token(&body);
+        let refreshed = json_with_status(
+            app.post_json(REFRESH, &json!({ "refresh_token": first_refresh }))
+                .await,
+            200,
+        )
+        .await;
+        assert_ne!(refresh_token(&refreshed), first_refresh);
+        json_with_status(app.get_as(ME, &access(&refreshed)).await, 200).await;
+
+        // The spent token again: theft. The whole session ends, new tokens included.
+        json_with_status(
+            app.post_json(REFRESH, &json!({ "refresh_token": first_refresh }))
+                .await,
+            401,
+        )
+        .await;
+        json_with_status(app.get_as(ME, &access(&refreshed)).await, 401).await;
+        json_with_status(
+            app.post_json(
+                REFRESH,
+                &json!({ "refresh_token": refresh_token(&refreshed) }),
+            )
+            .await,
+            401,
+        )
+        .await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    logout_ends_one_session_and_logout_all_every_one,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let phone = logged_in(&app, "ada@example.com").await;
+        let laptop = logged_in(&app, "ada@example.com").await;
+        let tablet = logged_in(&app, "ada@example.com").await;
+
+        let response = post_as(
+            &app,
+            "/auth/api/v1/auth/logout",
+            &access(&phone),
+            &json!({}),
+        )
+        .await;
+        assert_eq!(response.status(), 204);
+        assert!(response.text().await.unwrap().is_empty());
+        json_with_status(app.get_as(ME, &access(&phone)).await, 401).await;
+        json_with_status(
+            app.post_json(REFRESH, &json!({ "refresh_token": refresh_token(&phone) }))
+                .await,
+            401,
+        )
+        .await;
+        json_with_status(app.get_as(ME, &access(&laptop)).await, 200).await;
+
+        let response = post_as(
+            &app,
+            "/auth/api/v1/auth/logout/all",
+            &access(&laptop),
+            &json!({}),
+        )
+        .await;
+        assert_eq!(response.status(), 204);
+        for device in [&laptop, &tablet] {
+            json_with_status(app.get_as(ME, &access(device)).await, 401).await;
+        }
+        json_with_status(
+            post_as(&app, "/auth/api/v1/auth/logout", "not-a-token", &json!({})).await,
+            401,
+        )
+        .await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    a_login_beyond_the_session_limit_ends_the_oldest,
+    |backend| async move {
+        let app = spawn(backend, |config| config.auth.max_active_sessions = 3).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let mut sessions = Vec::new();
+        for _ in 0..4 {
+            sessions.push(logged_in(&app, "ada@example.com").await);
+        }
+        json_with_status(app.get_as(ME, &access(&sessions[0])).await, 401).await;
+        for session in &sessions[1..] {
+            json_with_status(app.get_as(ME, &access(session)).await, 200).await;
+        }
+        app.stop().await;
+    }
+);
+
+database_test!(
+    tampered_unsigned_foreign_and_expired_tokens_are_refused,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        let other = spawn(backend, |_| {}).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let token = access(&logged_in(&app, "ada@example.com").await);
+        json_with_status(app.get_as(ME, &token).await, 200).await;
+
+        let parts: Vec<&str> = token.split('.').collect();
+        let mut claims: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        claims["role"] = json!("owner");
+        claims["tid"] = json!(uuid::Uuid::new_v4().to_string());
+        let tampered = format!(
+            "{}.{}.{}",
+            parts[0],
+            URL_SAFE_NO_PAD.encode(claims.to_string()),
+            parts[2]
+        );
+        json_with_status(app.get_as(ME, &tampered).await, 401).await;
+
+        let none_header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#);
+        let unsigned = format!("{none_header}.{}.", parts[1]);
+        json_with_status(app.get_as(ME, &unsigned).await, 401).await;
+
+        // A real token of another host with its own keys, for a user and session of this one.
+        let foreign = other
+            .token(claims["tid"].as_str().unwrap(), "u", "owner")
+            .await;
+        json_with_status(app.get_as(ME, &foreign).await, 401).await;
+
+        // Signed by this host, but expired.
+        let now = chrono::Utc::now().timestamp();
+        let decoded: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        let expired = app
+            .state()
+            .access_tokens
+            .issue(&tessera_host::auth::tokens::AccessClaims {
+                sub: decoded["sub"].as_str().unwrap().into(),
+                tid: decoded["tid"].as_str().unwrap().into(),
+                wid: None,
+                role: "owner".into(),
+                typ: "user".into(),
+                sid: decoded["sid"].as_str().unwrap().into(),
+                jti: "expired".into(),
+                iat: now - 7200,
+                exp: now - 3600,
+            })
+            .unwrap();
+        json_with_status(app.get_as(ME, &expired).await, 401).await;
+        json_with_status(app.get(ME).await, 401).await;
+
+        // The JWKS names the key the token was signed with.
+        let header: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(header["alg"], "EdDSA");
+        let jwks = json_with_status(app.get("/auth/.well-known/jwks.json").await, 200).await;
+        let key = jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|key| key["kid"] == header["kid"])
+            .expect("the signing key is published");
+        assert_eq!(key["kty"], "OKP");
+        assert_eq!(key["crv"], "Ed25519");
+        other.stop().await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    lockout_counts_known_and_unknown_logins_alike_and_lifts,
+    |backend| async move {
+        let app = spawn(backend, |config| {
+            config.auth.lockout_max_attempts = 3;
+            config.auth.lockout_duration = Duration::from_secs(2);
+        })
+        .await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        for email in ["ada@example.com", "ghost@example.com"] {
+            for _ in 0..3 {
+                json_with_status(login(&app, email, "Wrong1horse").await, 401).await;
+            }
+            let locked = login(&app, email, PASSWORD).await;
+            assert_eq!(locked.status(), 429, "{email}");
+            let retry_after: u64 = locked.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..=2).contains(&retry_after), "{retry_after}");
+            let body: Value = locked.json().await.unwrap();
+            assert!(body["message"].is_string());
+        }
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        logged_in(&app, "ada@example.com").await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    twenty_parallel_wrong_passwords_count_exactly_up_to_the_limit,
+    |backend| async move {
+        let app = spawn(backend, |config| config.auth.lockout_max_attempts = 5).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..20 {
+            let (client, url) = (app.client.clone(), app.url(LOGIN));
+            attempts.spawn(async move {
+                client
+                    .post(url)
+                    .json(&json!({ "login": "ada@example.com", "password": "Wrong1horse" }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            });
+        }
+        let statuses: Vec<u16> = attempts.join_all().await;
+        assert_eq!(
+            statuses.iter().filter(|&&status| status == 401).count(),
+            5,
+            "{statuses:?}"
+        );
+        assert_eq!(
+            statuses.iter().filter(|&&status| status == 429).count(),
+            15,
+            "{statuses:?}"
+        );
+        assert_eq!(login(&app, "ada@example.com", PASSWORD).await.status(), 429);
+        app.stop().await;
+    }
+);
+
+database_test!(
+    switch_context_scopes_a_new_token_set_and_keeps_the_old_one,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        let (first_tenant, _) = tenant_with_user(&app, "acme", "ada@example.com");
+        let second = app
+            .admin(&["create-tenant", "--slug", "globex", "--name", "Globex"])
+            .json();
+        let second_tenant = second["tenant_id"].as_str().unwrap().to_owned();
+        let third = app
+            .admin(&["create-tenant", "--slug", "initech", "--name", "Initech"])
+            .json();
+        app.admin(&[
+            "add-member",
+            "--tenant",
+            "globex",
+            "--email",
+            "ada@example.com",
+            "--role",
+            "viewer",
+        ])
+        .json();
+        let sales = app
+            .admin(&["create-workspace", "--tenant", "globex", "--name", "Sales"])
+            .json();
+
+        let original = access(&logged_in(&app, "ada@example.com").await);
+        let switch = "/auth/api/v1/auth/switch-context";
+        let switched = json_with_status(
+            post_as(
+                &app,
+                switch,
+                &original,
+                &json!({ "tenant_id": second_tenant, "workspace_id": sales["workspace_id"] }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(switched["meta"]["services"].as_object().unwrap().len(), 9);
+        let me = json_with_status(app.get_as(ME, &access(&switched)).await, 200).await;
+        assert_eq!(me["data"]["tenant_id"], second_tenant);
+        assert_eq!(me["data"]["workspace_id"], sales["workspace_id"]);
+        assert_eq!(me["data"]["role"], "viewer");
+        let still = json_with_status(app.get_as(ME, &original).await, 200).await;
+        assert_eq!(
+            still["data"]["tenant_id"], first_tenant,
+            "the previous token stays valid"
+        );
+
+        json_with_status(
+            post_as(
+                &app,
+                switch,
+                &original,
+                &json!({ "tenant_id": third["tenant_id"] }),
+            )
+            .await,
+            403,
+        )
+        .await;
+        json_with_status(
+            post_as(
+                &app,
+                switch,
+                &original,
+                &json!({ "workspace_id": sales["workspace_id"] }),
+            )
+            .await,
+            404,
+        )
+        .await;
+        let invalid = json_with_status(
+            post_as(&app, switch, &original, &json!({ "tenant_id": "nope" })).await,
+            422,
+        )
+        .await;
+        assert_eq!(invalid["errors"]["tenant_id"], json!(["uuid"]));
+        app.stop().await;
+    }
+);
+
+database_test!(the_config_reports_the_real_settings, |backend| async move {
+    let app = spawn(backend, |config| config.auth.max_active_sessions = 4).await;
+    let config = json_with_status(app.get("/auth/api/v1/auth/config").await, 200).await;
+    assert_eq!(
+        config["data"],
+        json!({
+            "mfa_methods": [],
+            "password_policy": {
+                "min_length": 8, "require_uppercase": true, "require_lowercase": true,
+                "require_number": true, "require_special": false,
+            },
+            "session": { "token_lifetime": 3600, "refresh_token_lifetime": 604800, "max_active_sessions": 4 },
+            "lockout": { "max_attempts": 5, "lockout_duration": 900 },
+        })
+    );
+    app.stop().await;
+});
