@@ -450,7 +450,7 @@ database_test!(the_config_reports_the_real_settings, |backend| async move {
     assert_eq!(
         config["data"],
         json!({
-            "mfa_methods": [],
+            "mfa_methods": ["totp"],
             "password_policy": {
                 "min_length": 8, "require_uppercase": true, "require_lowercase": true,
                 "require_number": true, "require_special": false,
@@ -461,3 +461,204 @@ database_test!(the_config_reports_the_real_settings, |backend| async move {
     );
     app.stop().await;
 });
+
+/// Logs in as Ada, whose MFA is on: the `mfa_token` of the 202.
+async fn challenge(app: &TestApp) -> String {
+    let body = json_with_status(login(app, "ada@example.com", PASSWORD).await, 202).await;
+    assert_eq!(body["data"]["methods"], json!(["totp"]));
+    assert!(body["message"].is_string());
+    assert!(body["data"].get("access_token").is_none());
+    body["data"]["mfa_token"].as_str().unwrap().to_owned()
+}
+
+async fn verify_mfa(app: &TestApp, mfa_token: &str, method: &str, code: &str) -> reqwest::Response {
+    app.post_json(
+        "/auth/api/v1/auth/mfa/verify",
+        &json!({ "mfa_token": mfa_token, "method": method, "code": code }),
+    )
+    .await
+}
+
+/// The current TOTP step, after waiting out the end of a step that has under 8 s left, so a
+/// test's codes all belong to one step window.
+async fn fresh_step() -> i64 {
+    let now = chrono::Utc::now().timestamp();
+    if now % 30 >= 22 {
+        tokio::time::sleep(Duration::from_secs(u64::try_from(30 - now % 30).unwrap())).await;
+    }
+    tessera_host::auth::totp::step_at(chrono::Utc::now().timestamp())
+}
+
+database_test!(
+    totp_setup_confirm_challenge_verify_recovery_and_disable,
+    |backend| async move {
+        use tessera_host::auth::totp::{TotpSecret, code_at};
+        let app = spawn(backend, |_| {}).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let token = access(&logged_in(&app, "ada@example.com").await);
+
+        let setup = json_with_status(
+            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            200,
+        )
+        .await;
+        let otpauth = setup["data"]["otpauth_url"].as_str().unwrap();
+        assert!(
+            otpauth.starts_with("otpauth://totp/Tessera:ada%40example.com?"),
+            "{otpauth}"
+        );
+        let secret = TotpSecret::from_base32(setup["data"]["secret"].as_str().unwrap()).unwrap();
+        let step = fresh_step().await;
+        let confirm = "/auth/api/v1/auth/mfa/totp/confirm";
+
+        let wrong = json_with_status(
+            post_as(
+                &app,
+                confirm,
+                &token,
+                &json!({ "code": code_at(&secret, step - 5) }),
+            )
+            .await,
+            422,
+        )
+        .await;
+        assert_eq!(wrong["errors"]["code"], json!(["invalid"]));
+        let enabled = json_with_status(
+            post_as(
+                &app,
+                confirm,
+                &token,
+                &json!({ "code": code_at(&secret, step - 1) }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(enabled["data"]["enabled"], true);
+        let recovery: Vec<String> = enabled["data"]["recovery_codes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|code| code.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(recovery.len(), 10);
+        json_with_status(
+            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            409,
+        )
+        .await;
+
+        // Login now stops at the second factor.
+        let first = challenge(&app).await;
+        // The confirming code, and an older one, are spent; two steps ahead is out of range.
+        for code in [
+            code_at(&secret, step - 1),
+            code_at(&secret, step - 2),
+            code_at(&secret, step + 2),
+        ] {
+            json_with_status(verify_mfa(&app, &first, "totp", &code).await, 401).await;
+        }
+        let verified = json_with_status(
+            verify_mfa(&app, &first, "totp", &code_at(&secret, step)).await,
+            200,
+        )
+        .await;
+        assert_eq!(verified["meta"]["services"].as_object().unwrap().len(), 9);
+        json_with_status(app.get_as(ME, &access(&verified)).await, 200).await;
+        // The challenge served its one verify, and the code its one use.
+        json_with_status(
+            verify_mfa(&app, &first, "totp", &code_at(&secret, step + 1)).await,
+            401,
+        )
+        .await;
+        let second = challenge(&app).await;
+        json_with_status(
+            verify_mfa(&app, &second, "totp", &code_at(&secret, step)).await,
+            401,
+        )
+        .await;
+
+        // A recovery code works once.
+        json_with_status(
+            verify_mfa(&app, &second, "recovery_code", &recovery[0]).await,
+            200,
+        )
+        .await;
+        let third = challenge(&app).await;
+        json_with_status(
+            verify_mfa(&app, &third, "recovery_code", &recovery[0]).await,
+            401,
+        )
+        .await;
+        let invalid = json_with_status(verify_mfa(&app, &third, "sms", "1").await, 422).await;
+        assert_eq!(invalid["errors"]["method"], json!(["in"]));
+
+        // Disabling takes a fresh code; then login is one step again.
+        let disable = |code: String| {
+            app.client
+                .delete(app.url("/auth/api/v1/auth/mfa/totp"))
+                .bearer_auth(&token)
+                .json(&json!({ "code": code }))
+                .send()
+        };
+        json_with_status(disable(code_at(&secret, step)).await.unwrap(), 422).await;
+        let response = disable(code_at(&secret, step + 1)).await.unwrap();
+        assert_eq!(response.status(), 204);
+        logged_in(&app, "ada@example.com").await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    wrong_second_factors_count_toward_the_lockout,
+    |backend| async move {
+        let app = spawn(backend, |config| config.auth.lockout_max_attempts = 3).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let token = access(&logged_in(&app, "ada@example.com").await);
+        let setup = json_with_status(
+            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            200,
+        )
+        .await;
+        let secret = tessera_host::auth::totp::TotpSecret::from_base32(
+            setup["data"]["secret"].as_str().unwrap(),
+        )
+        .unwrap();
+        let step = fresh_step().await;
+        json_with_status(
+            post_as(
+                &app,
+                "/auth/api/v1/auth/mfa/totp/confirm",
+                &token,
+                &json!({ "code": tessera_host::auth::totp::code_at(&secret, step) }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        let mfa_token = challenge(&app).await;
+        for _ in 0..3 {
+            json_with_status(
+                verify_mfa(
+                    &app,
+                    &mfa_token,
+                    "totp",
+                    &tessera_host::auth::totp::code_at(&secret, step - 9),
+                )
+                .await,
+                401,
+            )
+            .await;
+        }
+        let locked = verify_mfa(
+            &app,
+            &mfa_token,
+            "totp",
+            &tessera_host::auth::totp::code_at(&secret, step + 1),
+        )
+        .await;
+        assert_eq!(locked.status(), 429, "even the right code");
+        assert_eq!(login(&app, "ada@example.com", PASSWORD).await.status(), 429);
+        app.stop().await;
+    }
+);

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod caller;
 pub mod keys;
 mod lockout;
+mod mfa;
 pub mod password;
 mod routes;
 pub mod sessions;
@@ -41,6 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(health))
         .merge(audit::router())
         .merge(routes::router())
+        .merge(mfa::router())
 }
 
 /// Liveness of the authentication service.

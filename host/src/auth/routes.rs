@@ -50,7 +50,7 @@ pub struct TokenSetWithServices {
     pub meta: ServicesMeta,
 }
 
-fn with_services(state: &AppState, token_set: TokenSet) -> Response {
+pub(super) fn with_services(state: &AppState, token_set: TokenSet) -> Response {
     let services = SERVICES
         .iter()
         .map(|name| (*name, format!("{}/{name}", state.config.public_url)))
@@ -126,7 +126,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(jwks))
 }
 
-fn required(errors: &mut ValidationErrors, field: &str, value: Option<String>) -> String {
+pub(super) fn required(
+    errors: &mut ValidationErrors,
+    field: &str,
+    value: Option<String>,
+) -> String {
     match value.filter(|value| !value.trim().is_empty()) {
         Some(value) => value,
         None => {
@@ -238,28 +242,50 @@ async fn login(
         let rehashed = state.password_hasher.hash(password).await?;
         store::update_password_hash(&state.database, &account.user_id, &rehashed).await?;
     }
-    let membership = store::membership(&state.database, &account.user_id, None)
+    if super::mfa::enabled(&state.database, &account.user_id).await? {
+        return super::mfa::challenge(&state, &account.user_id, &login, &origin).await;
+    }
+    open_session(
+        &state,
+        &account.user_id,
+        &login,
+        &origin,
+        AuditEvent::LoginSucceeded,
+    )
+    .await
+}
+
+/// The end of a successful login (password, or password and second factor): a session in the
+/// user's first tenant and its default workspace, answered with the token set and services.
+pub(super) async fn open_session(
+    state: &AppState,
+    user_id: &str,
+    login: &str,
+    origin: &RequestOrigin,
+    event: AuditEvent,
+) -> ApiResult<Response> {
+    let membership = store::membership(&state.database, user_id, None)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
     let workspace_id = store::default_workspace(&state.database, &membership.tenant_id).await?;
     let (session_id, token_set) = state
         .sessions
         .open(&TokenScope {
-            user_id: account.user_id.clone(),
+            user_id: user_id.to_owned(),
             tenant_id: membership.tenant_id.clone(),
             workspace_id,
             role: membership.role,
             user_type: membership.user_type,
         })
         .await?;
-    let entry = AuditEntry::new(AuditEvent::LoginSucceeded)
+    let entry = AuditEntry::new(event)
         .tenant(membership.tenant_id)
-        .user(account.user_id)
-        .login(&login)
-        .origin(&origin)
+        .user(user_id)
+        .login(login)
+        .origin(origin)
         .detail("session_id", session_id);
     audit::record(&state.database, &entry).await?;
-    Ok(with_services(&state, token_set))
+    Ok(with_services(state, token_set))
 }
 
 /// Rotates a refresh token into a new token set.
@@ -461,8 +487,7 @@ async fn config(State(state): State<AppState>, _: NoQuery) -> Json<Data<AuthConf
     let auth = &state.config.auth;
     Json(Data {
         data: AuthConfiguration {
-            // TOTP joins once its endpoints are served.
-            mfa_methods: Vec::new(),
+            mfa_methods: vec!["totp"],
             password_policy: auth.password_policy.clone(),
             session: SessionSettings {
                 token_lifetime: auth.token_lifetime.as_secs(),

@@ -1,0 +1,469 @@
+//! MFA with TOTP (CONTRACT §4): setup, confirm (ten single-use recovery codes), the login
+//! challenge and its verify step, and disabling. The secret is stored sealed with a key derived
+//! from the service secret; the last accepted time step is stored with a conditional update, so
+//! no code is ever accepted twice, not even by two parallel requests. A wrong code at verify
+//! counts toward the login's lockout like a wrong password.
+
+use anyhow::Context as _;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
+use super::caller::Caller;
+use super::lockout::{self, Lock};
+use super::routes::{TokenSetWithServices, open_session, required};
+use super::totp::{self, TotpSecret};
+use crate::http::envelope::Data;
+use crate::http::extract::ApiJson;
+use crate::http::{ApiError, ApiResult, ValidationErrors};
+use crate::state::AppState;
+use crate::storage::{Database, time};
+use crate::{on_pool, on_tx};
+
+/// How long an `mfa_token` may be used.
+pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
+
+fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn sealing_key(state: &AppState) -> [u8; 32] {
+    totp::derive_key(state.service_secret.expose())
+}
+
+/// Whether the user logs in with a second factor.
+pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
+    let enabled: Option<Option<String>> = on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT enabled_at FROM user_mfa WHERE user_id = $1",
+    )
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await)
+    .context("reading a user's MFA")?;
+    Ok(matches!(enabled, Some(Some(_))))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MfaChallenge {
+    pub mfa_token: String,
+    pub methods: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MfaChallengeBody {
+    pub data: MfaChallenge,
+    pub message: &'static str,
+}
+
+/// The 202 of a login whose password was right: an `mfa_token` for the verify step.
+pub async fn challenge(
+    state: &AppState,
+    user_id: &str,
+    login: &str,
+    origin: &RequestOrigin,
+) -> ApiResult<Response> {
+    let mfa_token = base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        rand::random::<[u8; 32]>(),
+    );
+    let now = Utc::now();
+    on_pool!(state.database, pool => sqlx::query(
+        "INSERT INTO mfa_challenges (token_hash, user_id, login, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(hash(&mfa_token))
+    .bind(user_id)
+    .bind(login)
+    .bind(time::format(now + CHALLENGE_LIFETIME))
+    .bind(time::format(now))
+    .execute(pool)
+    .await
+    .map(drop))
+    .context("storing an MFA challenge")?;
+    audit::record(
+        &state.database,
+        &AuditEntry::new(AuditEvent::MfaChallenged)
+            .user(user_id)
+            .login(login)
+            .origin(origin),
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(MfaChallengeBody {
+            data: MfaChallenge {
+                mfa_token,
+                methods: vec!["totp"],
+            },
+            message: "A second factor is required.",
+        }),
+    )
+        .into_response())
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(setup))
+        .routes(routes!(confirm))
+        .routes(routes!(verify))
+        .routes(routes!(disable))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TotpSetup {
+    /// Base32, for typing into an authenticator app.
+    pub secret: String,
+    pub otpauth_url: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TotpEnabled {
+    pub enabled: bool,
+    /// Shown once; each works once.
+    pub recovery_codes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CodeRequest {
+    pub code: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct VerifyRequest {
+    pub mfa_token: Option<String>,
+    /// `totp` or `recovery_code`.
+    pub method: Option<String>,
+    pub code: Option<String>,
+}
+
+/// Starts a TOTP enrolment: a new secret, pending until confirmed.
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/auth/mfa/totp/setup",
+    tag = "auth",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The secret and its otpauth URL", body = Data<TotpSetup>),
+        (status = 401, description = "Unauthenticated"),
+        (status = 409, description = "MFA is already enabled"),
+    )
+)]
+async fn setup(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Data<TotpSetup>>> {
+    if enabled(&state.database, &caller.user_id).await? {
+        return Err(ApiError::Conflict(
+            "Multi-factor authentication is already enabled.".into(),
+        ));
+    }
+    let email = super::store::email_of(&state.database, &caller.user_id)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
+    let secret = TotpSecret::generate();
+    on_pool!(state.database, pool => sqlx::query(
+        "INSERT INTO user_mfa (user_id, sealed_secret, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (user_id) DO UPDATE SET sealed_secret = excluded.sealed_secret,
+             enabled_at = NULL, last_step = NULL, created_at = excluded.created_at",
+    )
+    .bind(&caller.user_id)
+    .bind(totp::seal(&secret, &sealing_key(&state)))
+    .bind(time::now())
+    .execute(pool)
+    .await
+    .map(drop))
+    .context("storing a pending TOTP secret")?;
+    Ok(Json(Data {
+        data: TotpSetup {
+            otpauth_url: totp::otpauth_url(&secret, totp::ISSUER, &email),
+            secret: secret.to_base32(),
+        },
+    }))
+}
+
+/// The user's sealed secret and last step; `pending` selects an unconfirmed one.
+async fn secret_of(
+    state: &AppState,
+    user_id: &str,
+    pending: bool,
+) -> ApiResult<Option<(TotpSecret, Option<i64>)>> {
+    let row: Option<(String, Option<String>, Option<i64>)> =
+        on_pool!(state.database, pool => sqlx::query_as(
+        "SELECT sealed_secret, enabled_at, last_step FROM user_mfa WHERE user_id = $1",
+    )
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await)
+        .context("reading a TOTP secret")?;
+    let Some((sealed, enabled_at, last_step)) = row else {
+        return Ok(None);
+    };
+    if enabled_at.is_none() != pending {
+        return Ok(None);
+    }
+    let secret = totp::open(&sealed, &sealing_key(state))
+        .map_err(|error| anyhow::anyhow!("opening a TOTP secret: {error}"))?;
+    Ok(Some((secret, last_step)))
+}
+
+/// Accepts `code` for the user's secret at most once: the matched step is stored only if it is
+/// newer than the last one, in one conditional update.
+async fn accept_code(
+    state: &AppState,
+    user_id: &str,
+    secret: &TotpSecret,
+    last_step: Option<i64>,
+    code: &str,
+) -> ApiResult<bool> {
+    let Some(step) = totp::verify(secret, code, Utc::now().timestamp(), last_step) else {
+        return Ok(false);
+    };
+    let stored = on_pool!(state.database, pool => sqlx::query(
+        "UPDATE user_mfa SET last_step = $2 WHERE user_id = $1 AND (last_step IS NULL OR last_step < $2)",
+    )
+    .bind(user_id)
+    .bind(step)
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("storing the last TOTP step")?;
+    Ok(stored == 1)
+}
+
+fn invalid_code() -> ApiError {
+    ApiError::Validation(ValidationErrors::single("code", "invalid"))
+}
+
+/// Confirms the enrolment with a first code: MFA is on, and ten recovery codes are returned.
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/auth/mfa/totp/confirm",
+    tag = "auth",
+    security(("bearer" = [])),
+    request_body = CodeRequest,
+    responses(
+        (status = 200, description = "Enabled, with recovery codes", body = Data<TotpEnabled>),
+        (status = 401, description = "Unauthenticated"),
+        (status = 422, description = "Missing or wrong code, or no setup pending"),
+    )
+)]
+async fn confirm(
+    State(state): State<AppState>,
+    origin: RequestOrigin,
+    caller: Caller,
+    ApiJson(body): ApiJson<CodeRequest>,
+) -> ApiResult<Json<Data<TotpEnabled>>> {
+    let mut errors = ValidationErrors::new();
+    let code = required(&mut errors, "code", body.code);
+    errors.into_result()?;
+    let (secret, last_step) = secret_of(&state, &caller.user_id, true)
+        .await?
+        .ok_or_else(invalid_code)?;
+    if !accept_code(&state, &caller.user_id, &secret, last_step, &code).await? {
+        return Err(invalid_code());
+    }
+    let recovery_codes = totp::generate_recovery_codes();
+    let mut tx = state.database.begin().await?;
+    on_tx!(&mut tx, conn => sqlx::query("UPDATE user_mfa SET enabled_at = $2 WHERE user_id = $1")
+        .bind(&caller.user_id)
+        .bind(time::now())
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+    .context("enabling MFA")?;
+    on_tx!(&mut tx, conn => sqlx::query("DELETE FROM mfa_recovery_codes WHERE user_id = $1")
+        .bind(&caller.user_id)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+    .context("clearing recovery codes")?;
+    for code in &recovery_codes {
+        on_tx!(&mut tx, conn => sqlx::query(
+            "INSERT INTO mfa_recovery_codes (user_id, code_hash) VALUES ($1, $2)",
+        )
+        .bind(&caller.user_id)
+        .bind(totp::hash_recovery_code(code))
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("storing a recovery code")?;
+    }
+    audit::record_in(
+        &mut tx,
+        &AuditEntry::new(AuditEvent::MfaEnabled)
+            .caller(&caller)
+            .origin(&origin),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(Data {
+        data: TotpEnabled {
+            enabled: true,
+            recovery_codes,
+        },
+    }))
+}
+
+/// The second step of a login with MFA: the `mfa_token` and a TOTP or recovery code.
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/auth/mfa/verify",
+    tag = "auth",
+    request_body = VerifyRequest,
+    responses(
+        (status = 200, description = "Token set and service map, as a login", body = TokenSetWithServices),
+        (status = 401, description = "Unknown, expired or used mfa_token, or a wrong code (counts toward the lockout)"),
+        (status = 422, description = "Missing fields or unknown method"),
+        (status = 429, description = "Locked after too many failures"),
+    )
+)]
+async fn verify(
+    State(state): State<AppState>,
+    origin: RequestOrigin,
+    ApiJson(body): ApiJson<VerifyRequest>,
+) -> ApiResult<Response> {
+    let mut errors = ValidationErrors::new();
+    let mfa_token = required(&mut errors, "mfa_token", body.mfa_token);
+    let method = required(&mut errors, "method", body.method);
+    let code = required(&mut errors, "code", body.code);
+    if !method.is_empty() && !["totp", "recovery_code"].contains(&method.as_str()) {
+        errors.add("method", "in");
+    }
+    errors.into_result()?;
+
+    let challenge: Option<(String, String)> = on_pool!(state.database, pool => sqlx::query_as(
+        "SELECT user_id, login FROM mfa_challenges WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
+    )
+    .bind(hash(&mfa_token))
+    .bind(time::now())
+    .fetch_optional(pool)
+    .await)
+    .context("reading an MFA challenge")?;
+    let (user_id, login) = challenge.ok_or(ApiError::Unauthenticated)?;
+    let auth = &state.config.auth;
+    if let Lock::Locked {
+        retry_after_seconds,
+    } = lockout::check(&state.database, &login).await?
+    {
+        return Err(ApiError::TooManyRequests {
+            retry_after_seconds,
+        });
+    }
+    let accepted = if method == "totp" {
+        match secret_of(&state, &user_id, false).await? {
+            Some((secret, last_step)) => {
+                accept_code(&state, &user_id, &secret, last_step, &code).await?
+            }
+            None => false,
+        }
+    } else {
+        let burnt = on_pool!(state.database, pool => sqlx::query(
+            "UPDATE mfa_recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL",
+        )
+        .bind(&user_id)
+        .bind(totp::hash_recovery_code(&code))
+        .bind(time::now())
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected()))
+        .context("using a recovery code")?;
+        burnt == 1
+    };
+    if !accepted {
+        let entry = AuditEntry::new(AuditEvent::MfaFailed)
+            .user(&user_id)
+            .login(&login)
+            .origin(&origin)
+            .detail("method", method);
+        audit::record(&state.database, &entry).await?;
+        return match lockout::record_failure(
+            &state.database,
+            &login,
+            auth.lockout_max_attempts,
+            auth.lockout_duration,
+        )
+        .await?
+        {
+            Lock::Locked {
+                retry_after_seconds,
+            } => Err(ApiError::TooManyRequests {
+                retry_after_seconds,
+            }),
+            Lock::Open => Err(ApiError::Unauthenticated),
+        };
+    }
+    // One successful verify per challenge.
+    let spent = on_pool!(state.database, pool => sqlx::query(
+        "UPDATE mfa_challenges SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
+    )
+    .bind(hash(&mfa_token))
+    .bind(time::now())
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("spending an MFA challenge")?;
+    if spent != 1 {
+        return Err(ApiError::Unauthenticated);
+    }
+    lockout::clear(&state.database, &login).await?;
+    let event = if method == "totp" {
+        AuditEvent::MfaSucceeded
+    } else {
+        AuditEvent::RecoveryCodeUsed
+    };
+    open_session(&state, &user_id, &login, &origin, event).await
+}
+
+/// Turns TOTP off, given a current code.
+#[utoipa::path(
+    delete,
+    path = "/auth/api/v1/auth/mfa/totp",
+    tag = "auth",
+    security(("bearer" = [])),
+    request_body = CodeRequest,
+    responses(
+        (status = 204, description = "MFA is off"),
+        (status = 401, description = "Unauthenticated"),
+        (status = 422, description = "Missing or wrong code, or MFA is not enabled"),
+    )
+)]
+async fn disable(
+    State(state): State<AppState>,
+    origin: RequestOrigin,
+    caller: Caller,
+    ApiJson(body): ApiJson<CodeRequest>,
+) -> ApiResult<StatusCode> {
+    let mut errors = ValidationErrors::new();
+    let code = required(&mut errors, "code", body.code);
+    errors.into_result()?;
+    let (secret, last_step) = secret_of(&state, &caller.user_id, false)
+        .await?
+        .ok_or_else(invalid_code)?;
+    if !accept_code(&state, &caller.user_id, &secret, last_step, &code).await? {
+        return Err(invalid_code());
+    }
+    let mut tx = state.database.begin().await?;
+    for statement in [
+        "DELETE FROM user_mfa WHERE user_id = $1",
+        "DELETE FROM mfa_recovery_codes WHERE user_id = $1",
+    ] {
+        on_tx!(&mut tx, conn => sqlx::query(statement)
+            .bind(&caller.user_id)
+            .execute(&mut **conn)
+            .await
+            .map(drop))
+        .context("disabling MFA")?;
+    }
+    audit::record_in(
+        &mut tx,
+        &AuditEntry::new(AuditEvent::MfaDisabled)
+            .caller(&caller)
+            .origin(&origin),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
