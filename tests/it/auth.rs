@@ -662,3 +662,37 @@ database_test!(
         app.stop().await;
     }
 );
+
+database_test!(
+    rotated_keys_keep_verifying_their_tokens_and_a_restart_keeps_the_keys,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let before = access(&logged_in(&app, "ada@example.com").await);
+        app.state().access_tokens.keys().rotate().await.unwrap();
+        let after = access(&logged_in(&app, "ada@example.com").await);
+        let kid = |token: &str| -> Value {
+            let header = token.split('.').next().unwrap();
+            serde_json::from_slice::<Value>(&URL_SAFE_NO_PAD.decode(header).unwrap()).unwrap()["kid"].clone()
+        };
+        assert_ne!(kid(&before), kid(&after), "the new key signs");
+        let jwks = json_with_status(app.get("/auth/.well-known/jwks.json").await, 200).await;
+        assert_eq!(jwks["keys"].as_array().unwrap().len(), 2, "{jwks}");
+        json_with_status(app.get_as(ME, &before).await, 200).await;
+        json_with_status(app.get_as(ME, &after).await, 200).await;
+
+        // Keys live in the database: another host (here, the next start) verifies both.
+        let database = app.stop_keeping_database().await;
+        let restarted = spawn_app_with(
+            backend,
+            AppOptions {
+                database: Some(database),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        json_with_status(restarted.get_as(ME, &before).await, 200).await;
+        json_with_status(restarted.get_as(ME, &after).await, 200).await;
+        restarted.stop().await;
+    }
+);

@@ -58,3 +58,70 @@ impl FromRequestParts<AppState> for Caller {
         })
     }
 }
+
+impl Caller {
+    /// Guests read only what is shared with them and write nothing in core.
+    pub fn is_guest(&self) -> bool {
+        self.token_type == "guest"
+    }
+
+    /// 403 unless the caller may write: an `editor` or `owner` with a non-guest token
+    /// (a `viewer` reads only).
+    pub fn require_writer(&self) -> Result<(), ApiError> {
+        if !self.is_guest() && matches!(self.role.as_str(), "editor" | "owner") {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden)
+        }
+    }
+
+    /// 403 unless the caller is an `owner` (workflows, webhooks, families, the audit trail).
+    pub fn require_owner(&self) -> Result<(), ApiError> {
+        if !self.is_guest() && self.role == "owner" {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden)
+        }
+    }
+
+    /// 403 unless the caller may change a resource created by `owner_user_id`: its author (if
+    /// a writer), or a tenant owner.
+    pub fn require_may_modify(&self, owner_user_id: &str) -> Result<(), ApiError> {
+        self.require_writer()?;
+        if self.user_id == owner_user_id || self.role == "owner" {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(role: &str, token_type: &str) -> Caller {
+        Caller {
+            user_id: "u1".into(),
+            tenant_id: "t".into(),
+            workspace_id: None,
+            role: role.into(),
+            token_type: token_type.into(),
+            session_id: "s".into(),
+        }
+    }
+
+    #[test]
+    fn roles_and_token_types_decide_writes() {
+        assert!(caller("viewer", "user").require_writer().is_err());
+        assert!(caller("editor", "user").require_writer().is_ok());
+        assert!(caller("owner", "agent").require_writer().is_ok());
+        assert!(caller("owner", "guest").require_writer().is_err());
+        assert!(caller("editor", "user").require_owner().is_err());
+        assert!(caller("owner", "user").require_owner().is_ok());
+        assert!(caller("editor", "user").require_may_modify("u1").is_ok());
+        assert!(caller("editor", "user").require_may_modify("u2").is_err());
+        assert!(caller("owner", "user").require_may_modify("u2").is_ok());
+        assert!(caller("viewer", "user").require_may_modify("u1").is_err());
+    }
+}

@@ -1,5 +1,5 @@
 //! Passwords: the policy every password set must meet (HTTP and CLI alike) and argon2id
-//! hashing, run on the blocking pool so hashing never stalls the async workers.
+//! hashing, run on dedicated low-priority threads so hashing never stalls the async workers.
 
 use std::sync::Arc;
 
@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use argon2::password_hash::{PasswordHasher as _, SaltString, rand_core::OsRng};
 use argon2::{Algorithm, Argon2, Params, Version};
 use serde::Serialize;
-use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
 /// The password policy (`password_policy` of the auth config endpoint). The defaults are the
@@ -73,36 +72,81 @@ fn argon2() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, argon2_params())
 }
 
-/// Hashes passwords on the blocking pool, at most `concurrency` at a time, so a burst of
-/// logins queues here instead of exhausting memory (19 MiB each) or the blocking pool.
+/// A job for the hashing threads.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Hashes and verifies passwords on dedicated threads, never on the async workers: at most
+/// `concurrency` at a time (19 MiB each), the rest queued. On Linux the threads run at a lower
+/// priority (nice 10), so a burst of logins uses the idle CPU without starving the request
+/// handlers: cheap requests keep their latency while argon2 runs.
 #[derive(Clone)]
 pub struct PasswordHasher {
-    permits: Arc<Semaphore>,
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+/// Lowers the calling thread's scheduling priority (Linux: nice applies per thread).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls about the calling thread; no memory is handed over.
+    unsafe {
+        let thread_id = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        if libc::setpriority(libc::PRIO_PROCESS, thread_id, 10) != 0 {
+            tracing::debug!("could not lower the priority of a password hashing thread");
+        }
+    }
 }
 
 impl PasswordHasher {
     pub fn new(concurrency: usize) -> Self {
-        Self {
-            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let queue = Arc::new(std::sync::Mutex::new(queue));
+        for index in 0..concurrency.max(1) {
+            let queue = queue.clone();
+            std::thread::Builder::new()
+                .name(format!("tessera-argon2-{index}"))
+                .spawn(move || {
+                    lower_priority();
+                    loop {
+                        let job = match queue.lock() {
+                            Ok(receiver) => receiver.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            // Every `PasswordHasher` is gone.
+                            Err(_) => return,
+                        }
+                    }
+                })
+                .expect("starting a password hashing thread");
         }
+        Self { jobs }
+    }
+
+    /// Runs `work` on a hashing thread and waits for its result.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move || {
+                let _ = done.send(work());
+            }))
+            .map_err(|_| anyhow::anyhow!("the password hashing threads are gone"))?;
+        result.await.context("a password hashing job was dropped")
     }
 
     /// The PHC string of `password` under argon2id with a fresh random salt.
     pub async fn hash(&self, password: String) -> anyhow::Result<String> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .context("the password hasher is closed")?;
-        tokio::task::spawn_blocking(move || {
+        self.run(move || {
             let salt = SaltString::generate(&mut OsRng);
             argon2()
                 .hash_password(password.as_bytes(), &salt)
                 .map(|hash| hash.to_string())
                 .map_err(|error| anyhow::anyhow!("hashing a password: {error}"))
         })
-        .await
-        .context("the password hashing task failed")?
+        .await?
     }
 }
 
@@ -129,12 +173,7 @@ impl PasswordHasher {
     /// Checks `password` against a PHC string on the blocking pool, under the same bound as
     /// hashing. An unparsable hash never verifies.
     pub async fn verify(&self, password: String, phc: String) -> anyhow::Result<Verified> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .context("the password hasher is closed")?;
-        tokio::task::spawn_blocking(move || {
+        self.run(move || {
             use argon2::PasswordVerifier as _;
             let Ok(parsed) = argon2::PasswordHash::new(&phc) else {
                 return Verified::No;
@@ -159,7 +198,6 @@ impl PasswordHasher {
             }
         })
         .await
-        .context("the password verification task failed")
     }
 }
 

@@ -33,14 +33,28 @@ pub struct AccessClaims {
 pub struct AccessTokens {
     keys: SigningKeys,
     validation: Validation,
+    /// Tokens this host verified recently, by SHA-256 of the whole token: a repeated bearer
+    /// costs a hash and a lookup instead of an Ed25519 verification. Entries live at most
+    /// [`VERIFIED_CACHE_TTL`] and never past the token's `exp`.
+    verified: moka::future::Cache<[u8; 32], AccessClaims>,
 }
+
+/// How long a verified token is remembered.
+pub const VERIFIED_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl AccessTokens {
     pub fn new(keys: SigningKeys) -> Self {
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "iat", "sub"]);
-        Self { keys, validation }
+        Self {
+            keys,
+            validation,
+            verified: moka::future::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(VERIFIED_CACHE_TTL)
+                .build(),
+        }
     }
 
     pub fn keys(&self) -> &SigningKeys {
@@ -57,6 +71,16 @@ impl AccessTokens {
 
     /// The claims of a valid, unexpired token signed by one of the keys; `None` otherwise.
     pub async fn verify(&self, token: &str) -> Option<AccessClaims> {
+        let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()).into();
+        if let Some(claims) = self.verified.get(&digest).await {
+            return (claims.exp > chrono::Utc::now().timestamp()).then_some(claims);
+        }
+        let claims = self.verify_uncached(token).await?;
+        self.verified.insert(digest, claims.clone()).await;
+        Some(claims)
+    }
+
+    async fn verify_uncached(&self, token: &str) -> Option<AccessClaims> {
         let header = jsonwebtoken::decode_header(token).ok()?;
         if header.alg != Algorithm::EdDSA {
             return None;
