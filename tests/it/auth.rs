@@ -209,18 +209,66 @@ database_test!(
 );
 
 database_test!(
-    a_login_beyond_the_session_limit_ends_the_oldest,
+    the_eleventh_login_ends_the_oldest_session,
     |backend| async move {
-        let app = spawn(backend, |config| config.auth.max_active_sessions = 3).await;
+        let app = spawn(backend, |_| {}).await;
         tenant_with_user(&app, "acme", "ada@example.com");
         let mut sessions = Vec::new();
-        for _ in 0..4 {
+        for _ in 0..11 {
             sessions.push(logged_in(&app, "ada@example.com").await);
         }
         json_with_status(app.get_as(ME, &access(&sessions[0])).await, 401).await;
+        json_with_status(
+            app.post_json(
+                REFRESH,
+                &json!({ "refresh_token": refresh_token(&sessions[0]) }),
+            )
+            .await,
+            401,
+        )
+        .await;
         for session in &sessions[1..] {
             json_with_status(app.get_as(ME, &access(session)).await, 200).await;
         }
+        app.stop().await;
+    }
+);
+
+database_test!(
+    a_password_hashed_with_older_parameters_is_rehashed_at_login,
+    |backend| async move {
+        use argon2::password_hash::{PasswordHasher as _, SaltString, rand_core::OsRng};
+        let app = spawn(backend, |_| {}).await;
+        let (_, user_id) = tenant_with_user(&app, "acme", "ada@example.com");
+        let weaker = argon2::Argon2::new(
+            argon2::Algorithm::Argon2id,
+            argon2::Version::V0x13,
+            argon2::Params::new(8 * 1024, 1, 1, None).unwrap(),
+        )
+        .hash_password(PASSWORD.as_bytes(), &SaltString::generate(&mut OsRng))
+        .unwrap()
+        .to_string();
+        let database = &app.state().database;
+        tessera_host::on_pool!(database, pool => sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
+            .bind(&user_id)
+            .bind(&weaker)
+            .execute(pool)
+            .await
+            .map(drop))
+        .unwrap();
+        logged_in(&app, "ada@example.com").await;
+        let stored: String = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT password_hash FROM users WHERE id = $1",
+        )
+        .bind(&user_id)
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert!(
+            stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{stored}"
+        );
+        logged_in(&app, "ada@example.com").await;
         app.stop().await;
     }
 );
