@@ -230,6 +230,16 @@ database_test!(
         for session in &sessions[1..] {
             json_with_status(app.get_as(ME, &access(session)).await, 200).await;
         }
+        let trail = json_with_status(
+            app.get_as(
+                "/auth/api/v1/audit?event=session.evicted",
+                &access(&sessions[10]),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(trail["data"].as_array().unwrap().len(), 1, "{trail}");
         app.stop().await;
     }
 );
@@ -742,5 +752,38 @@ database_test!(
         json_with_status(restarted.get_as(ME, &before).await, 200).await;
         json_with_status(restarted.get_as(ME, &after).await, 200).await;
         restarted.stop().await;
+    }
+);
+
+database_test!(
+    the_role_guards_refuse_viewers_editors_and_guest_tokens_where_an_owner_is_needed,
+    |backend| async move {
+        let app = spawn(backend, |_| {}).await;
+        let tenant_id = uuid::Uuid::new_v4().to_string();
+        let token_as = |role: &'static str, user_type: &'static str| {
+            let (sessions, tenant_id) = (app.state().sessions.clone(), tenant_id.clone());
+            async move {
+                let scope = tessera_host::auth::sessions::TokenScope {
+                    user_id: uuid::Uuid::new_v4().to_string(),
+                    tenant_id,
+                    workspace_id: None,
+                    role: role.into(),
+                    user_type: user_type.into(),
+                };
+                sessions.open(&scope).await.unwrap().1.access_token
+            }
+        };
+        for (role, user_type, status) in [
+            ("owner", "user", 200),
+            ("owner", "agent", 200),
+            ("owner", "guest", 403),
+            ("editor", "user", 403),
+            ("viewer", "user", 403),
+        ] {
+            let token = token_as(role, user_type).await;
+            let response = app.get_as("/auth/api/v1/audit", &token).await;
+            assert_eq!(response.status(), status, "{role} {user_type}");
+        }
+        app.stop().await;
     }
 );

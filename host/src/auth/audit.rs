@@ -67,7 +67,7 @@ use crate::http::paging::{CursorMeta, CursorPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SI
 use crate::http::{ApiError, ApiResult, ValidationErrors};
 use crate::state::AppState;
 use crate::storage::{Database, Tx, time};
-use crate::tenancy::{Role, UserType, is_valid_email, normalize_email};
+use crate::tenancy::{is_valid_email, normalize_email};
 use crate::{on_pool, on_tx};
 
 /// What happened. Stored and served as a stable dotted name ([`AuditEvent::as_str`]).
@@ -582,9 +582,7 @@ async fn list_audit(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     // Authorization before the query is read: a non-owner learns nothing from its answers.
-    if caller.role != Role::Owner.as_str() || caller.token_type == UserType::Guest.as_str() {
-        return Err(ApiError::Forbidden);
-    }
+    caller.require_owner()?;
     let query: AuditQuery = parse_query(query.as_deref().unwrap_or(""))?;
     let page = CursorPage::new(
         query.cursor.as_deref(),

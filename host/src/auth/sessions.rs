@@ -14,6 +14,7 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use utoipa::ToSchema;
 
+use super::audit::{self, AuditEntry, AuditEvent};
 use super::tokens::{AccessClaims, AccessTokens};
 use crate::config::AuthConfig;
 use crate::storage::{Database, Tx, time};
@@ -128,6 +129,12 @@ impl Sessions {
         let evicted: Vec<String> = active.into_iter().skip(max).collect();
         for id in &evicted {
             revoke_in(&mut tx, id, "evicted").await?;
+            let entry = AuditEntry::new(AuditEvent::SessionEvicted)
+                .tenant(&scope.tenant_id)
+                .user(&scope.user_id)
+                .detail("session_id", id.clone())
+                .detail("by_session_id", session_id.clone());
+            audit::record_in(&mut tx, &entry).await?;
         }
         let token_set = self.issue_in(&mut tx, &session_id, scope).await?;
         tx.commit().await?;
@@ -242,6 +249,11 @@ impl Sessions {
             user_type,
         };
         let token_set = self.issue_in(&mut tx, &session_id, &scope).await?;
+        let entry = AuditEntry::new(AuditEvent::Refreshed)
+            .tenant(&scope.tenant_id)
+            .user(&scope.user_id)
+            .detail("session_id", session_id);
+        audit::record_in(&mut tx, &entry).await?;
         tx.commit().await?;
         Ok(token_set)
     }
