@@ -11,6 +11,7 @@ mod auth;
 mod cli;
 mod conventions;
 mod engines;
+mod families;
 mod health;
 mod openapi;
 mod orchestration;

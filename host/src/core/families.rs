@@ -61,3 +61,130 @@ pub async fn create_default_families(tx: &mut Tx, tenant_id: &str) -> anyhow::Re
     }
     Ok(())
 }
+
+/// A family as the API shows it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Family {
+    pub id: String,
+    pub code: String,
+    pub label: String,
+    /// The status pipeline; the first is the default of new entities.
+    pub statuses: Vec<String>,
+    pub created_at: String,
+}
+
+/// An item of `GET /core/api/v1/families`.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema, sqlx::FromRow)]
+pub struct FamilyItem {
+    pub id: String,
+    pub code: String,
+    pub label: String,
+}
+
+/// What families can be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FamilySort {
+    Code,
+    Label,
+    CreatedAt,
+}
+
+impl FamilySort {
+    fn column(self) -> &'static str {
+        match self {
+            Self::Code => "code",
+            Self::Label => "label",
+            Self::CreatedAt => "created_at",
+        }
+    }
+}
+
+/// One page of a tenant's families, and the total.
+pub async fn list(
+    database: &crate::storage::Database,
+    tenant_id: &str,
+    sort: FamilySort,
+    descending: bool,
+    page: &crate::http::paging::OffsetPage,
+) -> anyhow::Result<(Vec<FamilyItem>, u64)> {
+    let total: i64 = crate::on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM families WHERE tenant_id = $1",
+    )
+    .bind(tenant_id)
+    .fetch_one(pool)
+    .await)
+    .context("counting families")?;
+    let order = if descending { "DESC" } else { "ASC" };
+    // The column and direction come from enums, never from the request text.
+    let sql = format!(
+        "SELECT id, code, label FROM families WHERE tenant_id = $1
+         ORDER BY {} {order}, id {order} LIMIT $2 OFFSET $3",
+        sort.column()
+    );
+    let items = crate::on_pool!(database, pool => sqlx::query_as::<_, FamilyItem>(sqlx::AssertSqlSafe(sql.clone()))
+        .bind(tenant_id)
+        .bind(page.limit())
+        .bind(page.offset())
+        .fetch_all(pool)
+        .await)
+    .context("listing families")?;
+    Ok((items, u64::try_from(total).unwrap_or(0)))
+}
+
+/// A tenant's family by code.
+pub async fn find(
+    database: &crate::storage::Database,
+    tenant_id: &str,
+    code: &str,
+) -> anyhow::Result<Option<Family>> {
+    let row: Option<(String, String, String, String, String)> = crate::on_pool!(database, pool => sqlx::query_as(
+        "SELECT id, code, label, statuses, created_at FROM families WHERE tenant_id = $1 AND code = $2",
+    )
+    .bind(tenant_id)
+    .bind(code)
+    .fetch_optional(pool)
+    .await)
+    .context("reading a family")?;
+    row.map(|(id, code, label, statuses, created_at)| {
+        Ok(Family {
+            id,
+            code,
+            label,
+            statuses: serde_json::from_str(&statuses).context("decoding a family's statuses")?,
+            created_at,
+        })
+    })
+    .transpose()
+}
+
+/// Creates a family; `None` when the tenant already has one with that code.
+pub async fn create(
+    database: &crate::storage::Database,
+    tenant_id: &str,
+    code: &str,
+    label: &str,
+    statuses: &[String],
+) -> anyhow::Result<Option<Family>> {
+    let family = Family {
+        id: uuid::Uuid::new_v4().to_string(),
+        code: code.to_owned(),
+        label: label.to_owned(),
+        statuses: statuses.to_vec(),
+        created_at: time::now(),
+    };
+    let inserted = crate::on_pool!(database, pool => sqlx::query(
+        "INSERT INTO families (id, tenant_id, code, label, statuses, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, code) DO NOTHING",
+    )
+    .bind(&family.id)
+    .bind(tenant_id)
+    .bind(&family.code)
+    .bind(&family.label)
+    .bind(serde_json::to_string(&family.statuses)?)
+    .bind(&family.created_at)
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("creating a family")?;
+    Ok((inserted == 1).then_some(family))
+}

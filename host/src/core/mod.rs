@@ -1,8 +1,9 @@
-//! The core service (`/core`): health and extended health today; intentions, the event log,
-//! projections, search and workflows build on the modules here.
+//! The core service (`/core`): health and extended health, and the tenant's entity families;
+//! intentions, the event log, projections, search and workflows build on the modules here.
 
 pub mod families;
 pub mod health;
+mod routes;
 pub mod workers;
 
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -13,4 +14,5 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(health::health))
         .routes(routes!(health::extended_health))
+        .merge(routes::router())
 }
