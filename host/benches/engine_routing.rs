@@ -17,7 +17,6 @@ use axum::routing::get;
 use tessera_host::auth::caller::Caller;
 use tessera_host::auth::sessions::TokenScope;
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
-use tessera_host::runtime::store::CallScope;
 use tessera_host::server::Application;
 use tessera_host::state::AppState;
 
@@ -98,12 +97,7 @@ async fn main() -> anyhow::Result<()> {
     let runtime = state.engines.runtime().clone();
     let mut instantiate = Vec::with_capacity(LATENCY_SAMPLES);
     for _ in 0..LATENCY_SAMPLES {
-        let scope = CallScope {
-            engine_code: "echo".into(),
-            tenant_id: Some("t".into()),
-            correlation_id: None,
-            outbound_hosts: engine.outbound_hosts.clone(),
-        };
+        let scope = engine.scope("t", None);
         let started = Instant::now();
         runtime
             .call(

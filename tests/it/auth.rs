@@ -61,16 +61,6 @@ async fn logged_in(app: &TestApp, email: &str) -> Value {
     json_with_status(login(app, email, PASSWORD).await, 200).await
 }
 
-async fn post_as(app: &TestApp, path: &str, token: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 fn access(body: &Value) -> String {
     body["data"]["access_token"].as_str().unwrap().to_owned()
 }
@@ -170,13 +160,9 @@ database_test!(
         let laptop = logged_in(&app, "ada@example.com").await;
         let tablet = logged_in(&app, "ada@example.com").await;
 
-        let response = post_as(
-            &app,
-            "/auth/api/v1/auth/logout",
-            &access(&phone),
-            &json!({}),
-        )
-        .await;
+        let response = app
+            .post_as("/auth/api/v1/auth/logout", &access(&phone), &json!({}))
+            .await;
         assert_eq!(response.status(), 204);
         assert!(response.text().await.unwrap().is_empty());
         json_with_status(app.get_as(ME, &access(&phone)).await, 401).await;
@@ -188,19 +174,16 @@ database_test!(
         .await;
         json_with_status(app.get_as(ME, &access(&laptop)).await, 200).await;
 
-        let response = post_as(
-            &app,
-            "/auth/api/v1/auth/logout/all",
-            &access(&laptop),
-            &json!({}),
-        )
-        .await;
+        let response = app
+            .post_as("/auth/api/v1/auth/logout/all", &access(&laptop), &json!({}))
+            .await;
         assert_eq!(response.status(), 204);
         for device in [&laptop, &tablet] {
             json_with_status(app.get_as(ME, &access(device)).await, 401).await;
         }
         json_with_status(
-            post_as(&app, "/auth/api/v1/auth/logout", "not-a-token", &json!({})).await,
+            app.post_as("/auth/api/v1/auth/logout", "not-a-token", &json!({}))
+                .await,
             401,
         )
         .await;
@@ -449,8 +432,7 @@ database_test!(
         let original = access(&logged_in(&app, "ada@example.com").await);
         let switch = "/auth/api/v1/auth/switch-context";
         let switched = json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 switch,
                 &original,
                 &json!({ "tenant_id": second_tenant, "workspace_id": sales["workspace_id"] }),
@@ -471,8 +453,7 @@ database_test!(
         );
 
         json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 switch,
                 &original,
                 &json!({ "tenant_id": third["tenant_id"] }),
@@ -482,8 +463,7 @@ database_test!(
         )
         .await;
         json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 switch,
                 &original,
                 &json!({ "workspace_id": sales["workspace_id"] }),
@@ -493,7 +473,8 @@ database_test!(
         )
         .await;
         let invalid = json_with_status(
-            post_as(&app, switch, &original, &json!({ "tenant_id": "nope" })).await,
+            app.post_as(switch, &original, &json!({ "tenant_id": "nope" }))
+                .await,
             422,
         )
         .await;
@@ -556,7 +537,8 @@ database_test!(
         let token = access(&logged_in(&app, "ada@example.com").await);
 
         let setup = json_with_status(
-            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            app.post_as("/auth/api/v1/auth/mfa/totp/setup", &token, &json!({}))
+                .await,
             200,
         )
         .await;
@@ -570,8 +552,7 @@ database_test!(
         let confirm = "/auth/api/v1/auth/mfa/totp/confirm";
 
         let wrong = json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 confirm,
                 &token,
                 &json!({ "code": code_at(&secret, step - 5) }),
@@ -582,8 +563,7 @@ database_test!(
         .await;
         assert_eq!(wrong["errors"]["code"], json!(["invalid"]));
         let enabled = json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 confirm,
                 &token,
                 &json!({ "code": code_at(&secret, step - 1) }),
@@ -601,7 +581,8 @@ database_test!(
             .collect();
         assert_eq!(recovery.len(), 10);
         json_with_status(
-            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            app.post_as("/auth/api/v1/auth/mfa/totp/setup", &token, &json!({}))
+                .await,
             409,
         )
         .await;
@@ -674,7 +655,8 @@ database_test!(
         tenant_with_user(&app, "acme", "ada@example.com");
         let token = access(&logged_in(&app, "ada@example.com").await);
         let setup = json_with_status(
-            post_as(&app, "/auth/api/v1/auth/mfa/totp/setup", &token, &json!({})).await,
+            app.post_as("/auth/api/v1/auth/mfa/totp/setup", &token, &json!({}))
+                .await,
             200,
         )
         .await;
@@ -684,8 +666,7 @@ database_test!(
         .unwrap();
         let step = fresh_step().await;
         json_with_status(
-            post_as(
-                &app,
+            app.post_as(
                 "/auth/api/v1/auth/mfa/totp/confirm",
                 &token,
                 &json!({ "code": tessera_host::auth::totp::code_at(&secret, step) }),

@@ -412,6 +412,27 @@ impl TestApp {
             .expect("POST")
     }
 
+    /// POSTs `body` as JSON with a bearer token.
+    pub async fn post_as(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("POST")
+    }
+
+    /// DELETEs with a bearer token.
+    pub async fn delete_as(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .delete(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("DELETE")
+    }
+
     /// GETs an internal endpoint, signed now over an empty body (CONTRACT §5).
     pub async fn get_signed(&self, path: &str) -> reqwest::Response {
         let secret = self.state.service_secret.expose().as_bytes();

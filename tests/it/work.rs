@@ -27,25 +27,6 @@ async fn spawn_with(backend: crate::helpers::Backend, plugins: Vec<&'static str>
     .await
 }
 
-async fn post_as(app: &TestApp, path: &str, token: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .expect("POST")
-}
-
-async fn delete_as(app: &TestApp, path: &str, token: &str) -> reqwest::Response {
-    app.client
-        .delete(app.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("DELETE")
-}
-
 async fn list(app: &TestApp, path: &str, token: &str) -> Vec<Value> {
     let body = json_with_status(app.get_as(path, token).await, 200).await;
     body["data"].as_array().unwrap().clone()
@@ -80,8 +61,7 @@ fn runs_of<'a>(runs: &'a [Value], payload: &str) -> Vec<&'a Value> {
 
 async fn schedule(app: &TestApp, token: &str, in_ms: u64, payload: &str) -> String {
     let body = json_with_status(
-        post_as(
-            app,
+        app.post_as(
             "/jobber/api/v1/jobs",
             token,
             &json!({ "in_ms": in_ms, "payload": payload }),
@@ -117,19 +97,16 @@ database_test!(
         schedule(&app, &token, 0, "fail-once").await;
         let cancelled = schedule(&app, &token, 600_000, "cancelled").await;
         let cancel = json_with_status(
-            delete_as(&app, &format!("/jobber/api/v1/jobs/{cancelled}"), &token).await,
+            app.delete_as(&format!("/jobber/api/v1/jobs/{cancelled}"), &token)
+                .await,
             200,
         )
         .await;
         assert_eq!(cancel["data"]["cancelled"], true);
         // Another tenant cannot cancel it, and a cancelled job cannot be cancelled again.
         let cancel = json_with_status(
-            delete_as(
-                &app,
-                &format!("/jobber/api/v1/jobs/{cancelled}"),
-                &other_token,
-            )
-            .await,
+            app.delete_as(&format!("/jobber/api/v1/jobs/{cancelled}"), &other_token)
+                .await,
             200,
         )
         .await;
@@ -226,7 +203,7 @@ database_test!(
             json!({ "event_type": "other.thing", "payload": {} }),
         ] {
             json_with_status(
-                post_as(&app, "/jobber/api/v1/events", &token, &body).await,
+                app.post_as("/jobber/api/v1/events", &token, &body).await,
                 202,
             )
             .await;
@@ -242,7 +219,7 @@ database_test!(
             ),
         ] {
             let refused = json_with_status(
-                post_as(&app, "/jobber/api/v1/events", &token, &body).await,
+                app.post_as("/jobber/api/v1/events", &token, &body).await,
                 409,
             )
             .await;

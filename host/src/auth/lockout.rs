@@ -21,6 +21,20 @@ pub enum Lock {
     },
 }
 
+impl Lock {
+    /// The 429 (with `Retry-After`) of a locked login.
+    pub fn into_result(self) -> Result<(), crate::http::ApiError> {
+        match self {
+            Lock::Open => Ok(()),
+            Lock::Locked {
+                retry_after_seconds,
+            } => Err(crate::http::ApiError::TooManyRequests {
+                retry_after_seconds,
+            }),
+        }
+    }
+}
+
 fn remaining(locked_until: &str) -> Option<u64> {
     let until = time::parse(locked_until).ok()?;
     let left = (until - Utc::now()).num_milliseconds();

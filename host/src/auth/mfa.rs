@@ -11,14 +11,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use super::caller::Caller;
-use super::lockout::{self, Lock};
-use super::routes::{TokenSetWithServices, open_session, required};
+use super::lockout;
+use super::routes::{TokenSetWithServices, open_session};
+use super::sessions::hash_token;
 use super::totp::{self, TotpSecret};
 use crate::http::envelope::Data;
 use crate::http::extract::ApiJson;
@@ -29,10 +29,6 @@ use crate::{on_pool, on_tx};
 
 /// How long an `mfa_token` may be used.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
-
-fn hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
 
 fn sealing_key(state: &AppState) -> [u8; 32] {
     totp::derive_key(state.service_secret.expose())
@@ -77,7 +73,7 @@ pub async fn challenge(
     on_pool!(state.database, pool => sqlx::query(
         "INSERT INTO mfa_challenges (token_hash, user_id, login, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)",
     )
-    .bind(hash(&mfa_token))
+    .bind(hash_token(&mfa_token))
     .bind(user_id)
     .bind(login)
     .bind(time::format(now + CHALLENGE_LIFETIME))
@@ -257,7 +253,7 @@ async fn confirm(
     ApiJson(body): ApiJson<CodeRequest>,
 ) -> ApiResult<Json<Data<TotpEnabled>>> {
     let mut errors = ValidationErrors::new();
-    let code = required(&mut errors, "code", body.code);
+    let code = errors.required("code", body.code);
     errors.into_result()?;
     let (secret, last_step) = secret_of(&state, &caller.user_id, true)
         .await?
@@ -326,9 +322,9 @@ async fn verify(
     ApiJson(body): ApiJson<VerifyRequest>,
 ) -> ApiResult<Response> {
     let mut errors = ValidationErrors::new();
-    let mfa_token = required(&mut errors, "mfa_token", body.mfa_token);
-    let method = required(&mut errors, "method", body.method);
-    let code = required(&mut errors, "code", body.code);
+    let mfa_token = errors.required("mfa_token", body.mfa_token);
+    let method = errors.required("method", body.method);
+    let code = errors.required("code", body.code);
     if !method.is_empty() && !["totp", "recovery_code"].contains(&method.as_str()) {
         errors.add("method", "in");
     }
@@ -337,21 +333,16 @@ async fn verify(
     let challenge: Option<(String, String)> = on_pool!(state.database, pool => sqlx::query_as(
         "SELECT user_id, login FROM mfa_challenges WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
     )
-    .bind(hash(&mfa_token))
+    .bind(hash_token(&mfa_token))
     .bind(time::now())
     .fetch_optional(pool)
     .await)
     .context("reading an MFA challenge")?;
     let (user_id, login) = challenge.ok_or(ApiError::Unauthenticated)?;
     let auth = &state.config.auth;
-    if let Lock::Locked {
-        retry_after_seconds,
-    } = lockout::check(&state.database, &login).await?
-    {
-        return Err(ApiError::TooManyRequests {
-            retry_after_seconds,
-        });
-    }
+    lockout::check(&state.database, &login)
+        .await?
+        .into_result()?;
     let accepted = if method == "totp" {
         match secret_of(&state, &user_id, false).await? {
             Some((secret, last_step)) => {
@@ -379,27 +370,21 @@ async fn verify(
             .origin(&origin)
             .detail("method", method);
         audit::record(&state.database, &entry).await?;
-        return match lockout::record_failure(
+        lockout::record_failure(
             &state.database,
             &login,
             auth.lockout_max_attempts,
             auth.lockout_duration,
         )
         .await?
-        {
-            Lock::Locked {
-                retry_after_seconds,
-            } => Err(ApiError::TooManyRequests {
-                retry_after_seconds,
-            }),
-            Lock::Open => Err(ApiError::Unauthenticated),
-        };
+        .into_result()?;
+        return Err(ApiError::Unauthenticated);
     }
     // One successful verify per challenge.
     let spent = on_pool!(state.database, pool => sqlx::query(
         "UPDATE mfa_challenges SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
     )
-    .bind(hash(&mfa_token))
+    .bind(hash_token(&mfa_token))
     .bind(time::now())
     .execute(pool)
     .await
@@ -437,7 +422,7 @@ async fn disable(
     ApiJson(body): ApiJson<CodeRequest>,
 ) -> ApiResult<StatusCode> {
     let mut errors = ValidationErrors::new();
-    let code = required(&mut errors, "code", body.code);
+    let code = errors.required("code", body.code);
     errors.into_result()?;
     let (secret, last_step) = secret_of(&state, &caller.user_id, false)
         .await?

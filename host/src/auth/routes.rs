@@ -126,20 +126,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(jwks))
 }
 
-pub(super) fn required(
-    errors: &mut ValidationErrors,
-    field: &str,
-    value: Option<String>,
-) -> String {
-    match value.filter(|value| !value.trim().is_empty()) {
-        Some(value) => value,
-        None => {
-            errors.add(field, "required");
-            String::new()
-        }
-    }
-}
-
 /// Logs in with e-mail and password.
 #[utoipa::path(
     post,
@@ -159,8 +145,8 @@ async fn login(
     ApiJson(body): ApiJson<LoginRequest>,
 ) -> ApiResult<Response> {
     let mut errors = ValidationErrors::new();
-    let login = required(&mut errors, "login", body.login);
-    let password = required(&mut errors, "password", body.password);
+    let login = errors.required("login", body.login);
+    let password = errors.required("password", body.password);
     if !login.is_empty() && !is_valid_email(&normalize_email(&login)) {
         errors.add("login", "email");
     }
@@ -171,21 +157,13 @@ async fn login(
     let attempt = AuditEntry::new(AuditEvent::LoginFailed)
         .login(&login)
         .origin(&origin);
-    if let Lock::Locked {
-        retry_after_seconds,
-    } = lockout::check(&state.database, &login).await?
-    {
-        audit::record(
-            &state.database,
-            &AuditEntry {
-                event: AuditEvent::LockedOut,
-                ..attempt
-            },
-        )
-        .await?;
-        return Err(ApiError::TooManyRequests {
-            retry_after_seconds,
-        });
+    if let Err(locked) = lockout::check(&state.database, &login).await?.into_result() {
+        let entry = AuditEntry {
+            event: AuditEvent::LockedOut,
+            ..attempt
+        };
+        audit::record(&state.database, &entry).await?;
+        return Err(locked);
     }
     let account = store::account_by_email(&state.database, &login).await?;
     // An unknown account is checked against a dummy hash: the same work, the same answer.
@@ -216,25 +194,17 @@ async fn login(
                 auth.lockout_duration,
             )
             .await?;
-            return match outcome {
-                Lock::Locked {
-                    retry_after_seconds,
-                } => {
-                    let entry = AuditEntry {
-                        event: AuditEvent::LockedOut,
-                        ..attempt
-                    };
-                    audit::record(&state.database, &entry).await?;
-                    Err(ApiError::TooManyRequests {
-                        retry_after_seconds,
-                    })
-                }
-                Lock::Open => {
-                    audit::record(&state.database, &attempt.detail("reason", "credentials"))
-                        .await?;
-                    Err(ApiError::Unauthenticated)
+            let entry = if outcome == Lock::Open {
+                attempt.detail("reason", "credentials")
+            } else {
+                AuditEntry {
+                    event: AuditEvent::LockedOut,
+                    ..attempt
                 }
             };
+            audit::record(&state.database, &entry).await?;
+            outcome.into_result()?;
+            return Err(ApiError::Unauthenticated);
         }
     };
     lockout::clear(&state.database, &login).await?;
@@ -306,7 +276,7 @@ async fn refresh(
     ApiJson(body): ApiJson<RefreshRequest>,
 ) -> ApiResult<Json<Data<TokenSet>>> {
     let mut errors = ValidationErrors::new();
-    let refresh_token = required(&mut errors, "refresh_token", body.refresh_token);
+    let refresh_token = errors.required("refresh_token", body.refresh_token);
     errors.into_result()?;
     match state.sessions.refresh(refresh_token.trim()).await {
         Ok(token_set) => Ok(Json(Data { data: token_set })),
@@ -424,18 +394,8 @@ async fn switch_context(
     ApiJson(body): ApiJson<SwitchContextRequest>,
 ) -> ApiResult<Response> {
     let mut errors = ValidationErrors::new();
-    let mut uuid = |field: &str, value: Option<String>| {
-        let value = value?;
-        match uuid::Uuid::try_parse(value.trim()) {
-            Ok(parsed) => Some(parsed.hyphenated().to_string()),
-            Err(_) => {
-                errors.add(field, "uuid");
-                None
-            }
-        }
-    };
-    let tenant_id = uuid("tenant_id", body.tenant_id);
-    let workspace_id = uuid("workspace_id", body.workspace_id);
+    let tenant_id = errors.uuid("tenant_id", body.tenant_id);
+    let workspace_id = errors.uuid("workspace_id", body.workspace_id);
     errors.into_result()?;
 
     let tenant_id = tenant_id.unwrap_or_else(|| caller.tenant_id.clone());

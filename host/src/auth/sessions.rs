@@ -67,7 +67,9 @@ type RefreshRow = (
     Option<String>,
 );
 
-fn hash_token(token: &str) -> String {
+/// How opaque tokens (refresh tokens, `mfa_token`s) are stored: SHA-256, hex. They are 256-bit
+/// random values, so a fast hash is enough; the token itself is never stored.
+pub(super) fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
@@ -199,12 +201,13 @@ impl Sessions {
     /// before with the user's current role. A spent token revokes its session.
     pub async fn refresh(&self, refresh_token: &str) -> Result<TokenSet, RefreshError> {
         let now = time::now();
+        let token_hash = hash_token(refresh_token);
         let mut tx = self.database.begin().await?;
         let row: Option<RefreshRow> = on_tx!(&mut tx, conn => sqlx::query_as(
                 "SELECT r.session_id, r.tenant_id, r.workspace_id, r.expires_at, r.used_at, s.user_id, s.revoked_at
                  FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = $1",
             )
-            .bind(hash_token(refresh_token))
+            .bind(&token_hash)
             .fetch_optional(&mut **conn)
             .await)
             .context("reading a refresh token")?;
@@ -219,7 +222,7 @@ impl Sessions {
         let spent = on_tx!(&mut tx, conn => sqlx::query(
             "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
         )
-        .bind(hash_token(refresh_token))
+        .bind(&token_hash)
         .bind(&now)
         .execute(&mut **conn)
         .await

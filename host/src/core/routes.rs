@@ -149,16 +149,12 @@ async fn create_family(
 ) -> ApiResult<Response> {
     caller.require_owner()?;
     let mut errors = ValidationErrors::new();
-    let code = body.code.unwrap_or_default().trim().to_owned();
-    if code.is_empty() {
-        errors.add("code", "required");
-    } else if !is_code(&code) {
+    let code = errors.required("code", body.code).trim().to_owned();
+    if !code.is_empty() && !is_code(&code) {
         errors.add("code", "regex");
     }
-    let label = body.label.unwrap_or_default().trim().to_owned();
-    if label.is_empty() {
-        errors.add("label", "required");
-    } else if label.chars().count() > 100 {
+    let label = errors.required("label", body.label).trim().to_owned();
+    if label.chars().count() > 100 {
         errors.add("label", "max:100");
     }
     let statuses = body.statuses.unwrap_or_default();

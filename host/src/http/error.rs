@@ -56,6 +56,30 @@ impl ValidationErrors {
             .push(rule.into());
     }
 
+    /// `value` as given, recording `required` (and answering `""`) when it is absent or
+    /// blank.
+    pub fn required(&mut self, field: &str, value: Option<String>) -> String {
+        match value.filter(|value| !value.trim().is_empty()) {
+            Some(value) => value,
+            None => {
+                self.add(field, "required");
+                String::new()
+            }
+        }
+    }
+
+    /// An optional UUID in its canonical lower-case hyphenated form, recording `uuid` (and
+    /// answering `None`) when it is malformed.
+    pub fn uuid(&mut self, field: &str, value: Option<String>) -> Option<String> {
+        match uuid::Uuid::try_parse(value?.trim()) {
+            Ok(parsed) => Some(parsed.hyphenated().to_string()),
+            Err(_) => {
+                self.add(field, "uuid");
+                None
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }

@@ -62,6 +62,20 @@ pub enum CallError {
     Trap(String),
 }
 
+impl CallError {
+    /// The reason recorded for a lifecycle, job or event call that returned nothing: the
+    /// deadline, or "trap" (the trap's detail goes to the log, not to the record).
+    pub fn into_reason(self, engine_code: &str) -> String {
+        match self {
+            Self::Timeout(deadline) => format!("the engine did not answer within {deadline:?}"),
+            Self::Trap(detail) => {
+                tracing::error!(engine = %engine_code, error = %detail, "engine call trapped");
+                "the engine failed (trap)".into()
+            }
+        }
+    }
+}
+
 /// Stops the epoch ticker thread when the runtime goes away.
 struct Ticker {
     stop: Arc<AtomicBool>,

@@ -10,9 +10,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::bindings::v0_1::tessera::engine::types as wit;
-use super::engine::{CallError, EngineRuntime};
+use super::engine::EngineRuntime;
 use super::registry::LoadedEngine;
-use super::store::CallScope;
 use crate::http::signature::SignedJson;
 use crate::http::{ApiError, ApiResult, ValidationErrors, envelope};
 use crate::state::AppState;
@@ -135,12 +134,7 @@ pub async fn run(
     engine: &LoadedEngine,
     operation: &Lifecycle,
 ) -> Result<(), String> {
-    let scope = CallScope {
-        engine_code: engine.descriptor.code.clone(),
-        tenant_id: Some(operation.tenant_id().to_owned()),
-        correlation_id: None,
-        outbound_hosts: engine.outbound_hosts.clone(),
-    };
+    let scope = engine.scope(operation.tenant_id(), None);
     let outcome = runtime
         .call(
             &engine.pre,
@@ -163,29 +157,14 @@ pub async fn run(
         )
         .await;
     match outcome {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(reason)) => Err(reason),
-        Err(CallError::Timeout(deadline)) => {
-            Err(format!("the engine did not answer within {deadline:?}"))
-        }
-        Err(error @ CallError::Trap(_)) => {
-            tracing::error!(engine = %engine.descriptor.code, error = %error, "lifecycle call trapped");
-            Err("the engine failed (trap)".into())
-        }
+        Ok(result) => result,
+        Err(error) => Err(error.into_reason(&engine.descriptor.code)),
     }
 }
 
+/// A required, trimmed value.
 fn require(errors: &mut ValidationErrors, field: &str, value: Option<String>) -> String {
-    match value
-        .map(|value| value.trim().to_owned())
-        .filter(|value| !value.is_empty())
-    {
-        Some(value) => value,
-        None => {
-            errors.add(field, "required");
-            String::new()
-        }
-    }
+    errors.required(field, value).trim().to_owned()
 }
 
 /// A required UUID, in its canonical lower-case hyphenated form.
@@ -194,13 +173,7 @@ fn require_uuid(errors: &mut ValidationErrors, field: &str, value: Option<String
     if value.is_empty() {
         return value;
     }
-    match uuid::Uuid::try_parse(&value) {
-        Ok(parsed) => parsed.hyphenated().to_string(),
-        Err(_) => {
-            errors.add(field, "uuid");
-            value
-        }
-    }
+    errors.uuid(field, Some(value.clone())).unwrap_or(value)
 }
 
 impl TenantProvisionRequest {

@@ -44,6 +44,18 @@ pub struct LoadedEngine {
     pub outbound_hosts: Arc<AllowedHosts>,
 }
 
+impl LoadedEngine {
+    /// The scope of a call into this engine for `tenant_id`.
+    pub fn scope(&self, tenant_id: &str, correlation_id: Option<String>) -> CallScope {
+        CallScope {
+            engine_code: self.descriptor.code.clone(),
+            tenant_id: Some(tenant_id.to_owned()),
+            correlation_id,
+            outbound_hosts: self.outbound_hosts.clone(),
+        }
+    }
+}
+
 /// An item of `GET /core/api/v1/engines`.
 #[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
 pub struct EngineRecord {

@@ -12,7 +12,6 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::registry::EngineRecord;
-use super::store::CallScope;
 use crate::auth::caller::Caller;
 use crate::http::conventions::CorrelationId;
 use crate::http::envelope::Data;
@@ -95,12 +94,7 @@ async fn handle_engine_request(
         token_type: caller.token_type.clone(),
         correlation_id: correlation_id.clone(),
     };
-    let scope = CallScope {
-        engine_code: code.clone(),
-        tenant_id: Some(caller.tenant_id.clone()),
-        correlation_id: Some(correlation_id.clone()),
-        outbound_hosts: engine.outbound_hosts.clone(),
-    };
+    let scope = engine.scope(&caller.tenant_id, Some(correlation_id.clone()));
     let runtime = state.engines.runtime();
     let outcome = runtime
         .call(

@@ -84,24 +84,29 @@ impl StoreState {
     }
 
     fn kv_scope(&self) -> Result<KvScope<'_>, String> {
-        match &self.scope.tenant_id {
-            Some(tenant_id) => Ok(KvScope {
-                engine_code: &self.scope.engine_code,
-                tenant_id,
-            }),
-            None => Err("storage is only available in calls made for a tenant".into()),
-        }
+        Ok(KvScope {
+            engine_code: &self.scope.engine_code,
+            tenant_id: self.tenant("storage")?,
+        })
+    }
+
+    /// The tenant of the call, for imports that act in one.
+    fn tenant(&self, what: &str) -> Result<&str, String> {
+        self.scope
+            .tenant_id
+            .as_deref()
+            .ok_or_else(|| format!("{what} is only available in calls made for a tenant"))
     }
 
     /// Logs a failure of the host side of an import and hands the engine a plain message.
-    fn storage_failure(&self, error: anyhow::Error) -> String {
+    fn import_failure(&self, import: &str, error: anyhow::Error) -> String {
         tracing::error!(
             engine = %self.scope.engine_code,
             correlation_id = self.scope.correlation_id.as_deref().unwrap_or(""),
             error = format!("{error:#}"),
-            "engine storage failed"
+            "engine {import} failed"
         );
-        "storage is temporarily unavailable".into()
+        format!("{import} is temporarily unavailable")
     }
 }
 
@@ -132,7 +137,7 @@ impl world::storage::Host for StoreState {
         Ok(
             match engine_kv::get(&self.services.database, &scope, &key).await {
                 Ok(value) => Ok(value),
-                Err(error) => Err(self.storage_failure(error)),
+                Err(error) => Err(self.import_failure("storage", error)),
             },
         )
     }
@@ -151,7 +156,7 @@ impl world::storage::Host for StoreState {
         Ok(
             match engine_kv::set(&self.services.database, &scope, &key, &value).await {
                 Ok(()) => Ok(()),
-                Err(error) => Err(self.storage_failure(error)),
+                Err(error) => Err(self.import_failure("storage", error)),
             },
         )
     }
@@ -164,7 +169,7 @@ impl world::storage::Host for StoreState {
         Ok(
             match engine_kv::delete(&self.services.database, &scope, &key).await {
                 Ok(existed) => Ok(existed),
-                Err(error) => Err(self.storage_failure(error)),
+                Err(error) => Err(self.import_failure("storage", error)),
             },
         )
     }
@@ -193,7 +198,7 @@ impl world::storage::Host for StoreState {
             .await
             {
                 Ok(entries) => Ok(entries),
-                Err(error) => Err(self.storage_failure(error)),
+                Err(error) => Err(self.import_failure("storage", error)),
             },
         )
     }
@@ -206,30 +211,9 @@ impl world::storage::Host for StoreState {
         Ok(
             match engine_kv::delete_prefix(&self.services.database, &scope, &prefix).await {
                 Ok(count) => Ok(count),
-                Err(error) => Err(self.storage_failure(error)),
+                Err(error) => Err(self.import_failure("storage", error)),
             },
         )
-    }
-}
-
-impl StoreState {
-    /// The tenant of the call, for imports that act in one.
-    fn tenant(&self, what: &str) -> Result<&str, String> {
-        self.scope
-            .tenant_id
-            .as_deref()
-            .ok_or_else(|| format!("{what} is only available in calls made for a tenant"))
-    }
-
-    /// Logs a failure of the host side of an import and hands the engine a plain message.
-    fn import_failure(&self, import: &str, error: anyhow::Error) -> String {
-        tracing::error!(
-            engine = %self.scope.engine_code,
-            correlation_id = self.scope.correlation_id.as_deref().unwrap_or(""),
-            error = format!("{error:#}"),
-            "engine {import} failed"
-        );
-        format!("{import} is temporarily unavailable")
     }
 }
 

@@ -15,9 +15,7 @@ use tokio_util::task::TaskTracker;
 
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
-use super::engine::CallError;
 use super::registry::EngineRegistry;
-use super::store::CallScope;
 use crate::storage::{Database, DatabaseKind, time};
 use crate::{on_pool, on_tx};
 
@@ -350,16 +348,10 @@ async fn deliver(engines: &EngineRegistry, work: &ClaimedWork) -> Result<(), Str
         ),
         WorkKind::Job => None,
     };
-    let scope = CallScope {
-        engine_code: engine.descriptor.code.clone(),
-        tenant_id: Some(work.tenant_id.clone()),
-        correlation_id: Some(
-            event
-                .as_ref()
-                .map_or_else(|| work.id.clone(), |event| event.correlation_id.clone()),
-        ),
-        outbound_hosts: engine.outbound_hosts.clone(),
-    };
+    let correlation_id = event
+        .as_ref()
+        .map_or_else(|| work.id.clone(), |event| event.correlation_id.clone());
+    let scope = engine.scope(&work.tenant_id, Some(correlation_id));
     let runtime = engines.runtime();
     let outcome = runtime
         .call(
@@ -382,13 +374,7 @@ async fn deliver(engines: &EngineRegistry, work: &ClaimedWork) -> Result<(), Str
         .await;
     match outcome {
         Ok(result) => result,
-        Err(CallError::Timeout(deadline)) => {
-            Err(format!("the engine did not answer within {deadline:?}"))
-        }
-        Err(error @ CallError::Trap(_)) => {
-            tracing::error!(engine = %engine.descriptor.code, work_id = %work.id, error = %error, "engine work trapped");
-            Err("the engine failed (trap)".into())
-        }
+        Err(error) => Err(error.into_reason(&engine.descriptor.code)),
     }
 }
 
