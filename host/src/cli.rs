@@ -43,6 +43,17 @@ pub struct AdminArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
+    #[command(flatten)]
+    Tenancy(TenancyCommand),
+    /// Empty every read model (timeline, inbox, search index) and replay the event log into
+    /// it. Safe while servers run; the workflow worker is not replayed.
+    RebuildProjections,
+}
+
+/// The admin commands that manage tenants, users and workspaces (and so load the engines to
+/// provision them).
+#[derive(Debug, Subcommand)]
+pub enum TenancyCommand {
     /// Create a tenant with its default workspace and families, provisioned on every engine.
     CreateTenant {
         #[arg(long)]
@@ -145,6 +156,17 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
         max_body_bytes: 1024 * 1024,
     })?;
     let database = Database::connect_and_migrate(&config.database).await?;
+    let command = match args.command {
+        AdminCommand::RebuildProjections => {
+            let rebuilt =
+                crate::core::projections::rebuild(&database, config.projections.batch_size).await;
+            database.close().await;
+            return Ok(serde_json::to_string(
+                &serde_json::json!({ "rebuilt": rebuilt? }),
+            )?);
+        }
+        AdminCommand::Tenancy(command) => command,
+    };
     // The same engines as the servers, loaded to run their lifecycle exports; the engine list
     // stays the servers' business.
     let engines =
@@ -155,23 +177,23 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
         PasswordHasher::new(1),
         Orchestrator::new(database.clone(), engines),
     );
-    let output = run_admin_command(&tenancy, args.command).await;
+    let output = run_admin_command(&tenancy, command).await;
     database.close().await;
     output
 }
 
 async fn run_admin_command(
     tenancy: &TenancyService,
-    command: AdminCommand,
+    command: TenancyCommand,
 ) -> anyhow::Result<String> {
     fn json(value: impl Serialize) -> anyhow::Result<String> {
         Ok(serde_json::to_string(&value)?)
     }
     match command {
-        AdminCommand::CreateTenant { slug, name } => {
+        TenancyCommand::CreateTenant { slug, name } => {
             json(tenancy.create_tenant(&slug, &name).await?)
         }
-        AdminCommand::CreateUser {
+        TenancyCommand::CreateUser {
             tenant,
             email,
             password,
@@ -191,12 +213,12 @@ async fn run_admin_command(
             };
             json(tenancy.create_user(new_user).await?)
         }
-        AdminCommand::AddMember {
+        TenancyCommand::AddMember {
             tenant,
             email,
             role,
         } => json(tenancy.add_member(&tenant, &email, role).await?),
-        AdminCommand::CreateWorkspace { tenant, name } => {
+        TenancyCommand::CreateWorkspace { tenant, name } => {
             json(tenancy.create_workspace(&tenant, &name).await?)
         }
     }

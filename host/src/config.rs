@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::auth::password::PasswordPolicy;
+use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
 
@@ -153,6 +154,7 @@ pub struct Config {
     pub rate_limits: RateLimitConfig,
     pub auth: AuthConfig,
     pub runtime: RuntimeConfig,
+    pub projections: ProjectionConfig,
     /// The operator's outbound allow-lists (`TESSERA_ENGINE_OUTBOUND_HOSTS`): engine code →
     /// host patterns, replacing what that engine declares. An empty list forbids outbound
     /// HTTP to the engine.
@@ -210,6 +212,20 @@ impl Config {
                     runtime.memory_limit_bytes = bytes;
                 }
                 runtime
+            },
+            projections: {
+                let mut projections = ProjectionConfig::default();
+                if let Some(run_workers) = env_var::<bool>("TESSERA_PROJECTION_WORKERS")? {
+                    projections.run_workers = run_workers;
+                }
+                if let Some(batch_size) = env_var::<u32>("TESSERA_PROJECTION_BATCH_SIZE")? {
+                    anyhow::ensure!(
+                        (1..=10_000).contains(&batch_size),
+                        "TESSERA_PROJECTION_BATCH_SIZE must be between 1 and 10000"
+                    );
+                    projections.batch_size = batch_size;
+                }
+                projections
             },
             engine_outbound_hosts: env_var::<EngineOutboundHosts>("TESSERA_ENGINE_OUTBOUND_HOSTS")?
                 .map(|hosts| hosts.0)

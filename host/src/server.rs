@@ -16,6 +16,8 @@ use crate::auth::password::PasswordHasher;
 use crate::auth::sessions::Sessions;
 use crate::auth::tokens::AccessTokens;
 use crate::config::Config;
+use crate::core::intention_writer::IntentionWriter;
+use crate::core::projections::signal::EventSignal;
 use crate::core::workers::WorkerRegistry;
 use crate::orchestrator::Orchestrator;
 use crate::runtime::RegistryRole;
@@ -45,11 +47,14 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
     let engines = crate::runtime::start_engines(&config, &database, RegistryRole::Serving).await?;
     let orchestrator = Orchestrator::new(database.clone(), engines.clone());
+    let workers = WorkerRegistry::new(config.projections.degraded_lag);
+    let event_signal = EventSignal::default();
+    let intention_writer = IntentionWriter::start(database.clone(), event_signal.clone());
     Ok(AppState {
         config: Arc::new(config),
         database,
         cache: Cache::new(100_000, Duration::from_secs(60)),
-        workers: WorkerRegistry::default(),
+        workers,
         password_hasher: PasswordHasher::new(password_hash_concurrency()),
         service_secret,
         access_tokens,
@@ -61,6 +66,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         ),
         engines,
         orchestrator,
+        event_signal,
+        intention_writer,
     })
 }
 
@@ -145,6 +152,7 @@ impl Application {
             crate::runtime::work::WorkerConfig::default(),
             shutdown.clone(),
         ));
+        crate::core::projections::spawn_workers(&state, &background, &shutdown);
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         let stopping = shutdown.clone();
         let served = axum::serve(

@@ -6,6 +6,8 @@ use crate::auth::password::PasswordHasher;
 use crate::auth::sessions::Sessions;
 use crate::auth::tokens::AccessTokens;
 use crate::config::{Config, Secret};
+use crate::core::intention_writer::IntentionWriter;
+use crate::core::projections::signal::EventSignal;
 use crate::core::workers::WorkerRegistry;
 use crate::orchestrator::Orchestrator;
 use crate::runtime::EngineRegistry;
@@ -26,4 +28,8 @@ pub struct AppState {
     pub dummy_password_hash: Arc<str>,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
+    /// Wakes the projection workers after appends to the event log.
+    pub event_signal: EventSignal,
+    /// Group-commits intentions.
+    pub intention_writer: IntentionWriter,
 }

@@ -3,7 +3,9 @@
 use serde_json::json;
 
 use crate::database_test;
-use crate::helpers::{json_with_status, spawn_app};
+use crate::helpers::{
+    AppOptions, Backend, eventually, json_with_status, spawn_app, spawn_app_with,
+};
 
 database_test!(
     plain_health_reports_status_and_the_cargo_version,
@@ -26,30 +28,86 @@ database_test!(
     extended_health_checks_database_cache_and_workers,
     |backend| async move {
         let app = spawn_app(backend).await;
-        let body = json_with_status(app.extended_health().await, 200).await;
+        let body = eventually(10, "the workers to report", || async {
+            let body = json_with_status(app.extended_health().await, 200).await;
+            (body["status"] == "ok").then_some(body)
+        })
+        .await;
         assert_eq!(body["checks"]["database"], "ok");
         assert_eq!(body["checks"]["cache"], "ok");
-        // No background worker runs yet, so each slot is down and so is the whole (worst of all).
+        assert_eq!(
+            body["checks"]["workers"],
+            json!({ "projector": "ok", "search": "ok", "workflow": "ok" })
+        );
+        app.stop().await;
+
+        // A host that runs no workers reports each of them down, and so the whole (the worst
+        // of all checks).
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                configure: Some(Box::new(|config| config.projections.run_workers = false)),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let body = json_with_status(app.extended_health().await, 200).await;
         assert_eq!(
             body["checks"]["workers"],
             json!({ "projector": "down", "search": "down", "workflow": "down" })
         );
+        assert_eq!(body["checks"]["database"], "ok");
         assert_eq!(body["status"], "down");
-
-        app.workers()
-            .heartbeat("projector", std::time::Duration::ZERO);
-        app.workers().heartbeat("search", std::time::Duration::ZERO);
-        app.workers()
-            .heartbeat("workflow", std::time::Duration::from_secs(120));
-        let body = json_with_status(app.extended_health().await, 200).await;
-        assert_eq!(
-            body["checks"]["workers"],
-            json!({ "projector": "ok", "search": "ok", "workflow": "degraded" })
-        );
-        assert_eq!(body["status"], "degraded");
-        app.stop().await;
     }
 );
+
+/// A transaction left open holds every later event back (see the projection worker): the
+/// workers' lag grows past the threshold and they turn `degraded`, then `ok` once it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_workers_are_degraded_until_they_catch_up() {
+    if !crate::helpers::postgres_available() {
+        return;
+    }
+    let app = spawn_app_with(
+        Backend::Postgres,
+        AppOptions {
+            configure: Some(Box::new(|config| {
+                config.projections.degraded_lag = std::time::Duration::from_millis(300);
+                config.projections.idle_poll = std::time::Duration::from_millis(50);
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant = app.create_tenant("acme");
+    let token = app
+        .token(&tenant, &uuid::Uuid::new_v4().to_string(), "editor")
+        .await;
+    let held = app.state().database.begin().await.unwrap();
+    let mut held = held;
+    tessera_host::on_tx!(&mut held, conn => sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut **conn)
+        .await
+        .map(drop)
+        .unwrap());
+    app.create_entity(&token, "task", json!({"title": "waiting"}))
+        .await;
+    let body = eventually(10, "the workers to turn degraded", || async {
+        let body = json_with_status(app.extended_health().await, 200).await;
+        // Each worker measures its own lag on its own poll: wait for both.
+        let workers = &body["checks"]["workers"];
+        (workers["projector"] == "degraded" && workers["search"] == "degraded").then_some(body)
+    })
+    .await;
+    assert_eq!(body["status"], "degraded");
+    held.rollback().await.unwrap();
+    app.state().event_signal.appended();
+    eventually(10, "the workers to recover", || async {
+        let body = json_with_status(app.extended_health().await, 200).await;
+        (body["status"] == "ok").then_some(())
+    })
+    .await;
+}
 
 database_test!(
     extended_health_reports_an_unreachable_database_as_down,

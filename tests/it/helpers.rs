@@ -109,6 +109,18 @@ impl TestDatabase {
         }
     }
 
+    /// The same database for another host: its own (fresh) data dir, and owning nothing, so
+    /// dropping it leaves the database to `self`.
+    pub fn for_another_host(&self) -> Self {
+        let data_dir = std::env::temp_dir().join(format!("tessera-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        Self {
+            data_dir,
+            url: self.url.clone(),
+            postgres_name: None,
+        }
+    }
+
     /// An empty stand-in that owns nothing (used when moving a database out of a `TestApp`).
     fn placeholder() -> Self {
         Self {
@@ -209,6 +221,22 @@ pub struct AppOptions {
     /// would otherwise pass through environment variables, which are shared by all tests).
     #[allow(clippy::type_complexity)]
     pub configure: Option<Box<dyn FnOnce(&mut Config) + Send>>,
+}
+
+impl AppOptions {
+    /// A host without rate limits, for tests that write a lot.
+    pub fn unlimited() -> Self {
+        Self {
+            configure: Some(Box::new(without_rate_limits)),
+            ..Self::default()
+        }
+    }
+}
+
+/// Turns the read and write rate limits off.
+pub fn without_rate_limits(config: &mut Config) {
+    config.rate_limits.read_per_minute = 0;
+    config.rate_limits.write_per_minute = 0;
 }
 
 pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
@@ -350,10 +378,6 @@ impl TestApp {
         &self.state
     }
 
-    pub fn workers(&self) -> &tessera_host::core::workers::WorkerRegistry {
-        &self.state.workers
-    }
-
     /// A valid access token for a user of a tenant with a role.
     /// An access token for a user in a tenant with a role, from a real session (as a login
     /// would open), so the bearer extractor accepts it until the session ends.
@@ -446,6 +470,39 @@ impl TestApp {
             .expect("GET")
     }
 
+    /// Creates a tenant (with its default families) through the CLI; returns its id.
+    pub fn create_tenant(&self, slug: &str) -> String {
+        let tenant = self
+            .admin(&["create-tenant", "--slug", slug, "--name", slug])
+            .json();
+        tenant["tenant_id"].as_str().unwrap().to_owned()
+    }
+
+    /// `POST /core/api/v1/intentions` with `{type, payload}`.
+    pub async fn intention(&self, token: &str, kind: &str, payload: Value) -> reqwest::Response {
+        self.post_as(
+            "/core/api/v1/intentions",
+            token,
+            &json!({ "type": kind, "payload": payload }),
+        )
+        .await
+    }
+
+    /// Creates an entity; returns the processed intention's `data`.
+    pub async fn create_entity(&self, token: &str, family: &str, fields: Value) -> Value {
+        let body = json_with_status(
+            self.intention(
+                token,
+                "entity.create",
+                json!({ "family": family, "fields": fields }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        body["data"].clone()
+    }
+
     /// Stops the server and hands back its database (to start another host on it).
     pub async fn stop_keeping_database(mut self) -> TestDatabase {
         self.stop.cancel();
@@ -473,6 +530,26 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.stop.cancel();
+    }
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, for at most `seconds`; panics with
+/// `what` otherwise. For results of asynchronous work (projections, jobs).
+pub async fn eventually<T, F, Fut>(seconds: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {seconds} s waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 

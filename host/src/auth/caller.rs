@@ -59,6 +59,27 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// For public endpoints that scope what they show by the caller: `None` without an
+/// `Authorization` header; with one, it must hold a valid token (401 otherwise).
+#[derive(Debug, Clone)]
+pub struct OptionalCaller(pub Option<Caller>);
+
+impl FromRequestParts<AppState> for OptionalCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        if !parts.headers.contains_key(header::AUTHORIZATION) {
+            return Ok(Self(None));
+        }
+        Caller::from_request_parts(parts, state)
+            .await
+            .map(|caller| Self(Some(caller)))
+    }
+}
+
 impl Caller {
     /// Guests read only what is shared with them and write nothing in core.
     pub fn is_guest(&self) -> bool {

@@ -131,30 +131,84 @@ pub async fn list(
     Ok((items, u64::try_from(total).unwrap_or(0)))
 }
 
+type FamilyRow = (String, String, String, String, String);
+
+const FAMILY_BY_CODE: &str =
+    "SELECT id, code, label, statuses, created_at FROM families WHERE tenant_id = $1 AND code = $2";
+
+fn family_of(row: FamilyRow) -> anyhow::Result<Family> {
+    let (id, code, label, statuses, created_at) = row;
+    Ok(Family {
+        id,
+        code,
+        label,
+        statuses: serde_json::from_str(&statuses).context("decoding a family's statuses")?,
+        created_at,
+    })
+}
+
 /// A tenant's family by code.
 pub async fn find(
     database: &crate::storage::Database,
     tenant_id: &str,
     code: &str,
 ) -> anyhow::Result<Option<Family>> {
-    let row: Option<(String, String, String, String, String)> = crate::on_pool!(database, pool => sqlx::query_as(
-        "SELECT id, code, label, statuses, created_at FROM families WHERE tenant_id = $1 AND code = $2",
-    )
-    .bind(tenant_id)
-    .bind(code)
-    .fetch_optional(pool)
-    .await)
+    let row: Option<FamilyRow> = crate::on_pool!(database, pool => sqlx::query_as(FAMILY_BY_CODE)
+        .bind(tenant_id)
+        .bind(code)
+        .fetch_optional(pool)
+        .await)
     .context("reading a family")?;
-    row.map(|(id, code, label, statuses, created_at)| {
-        Ok(Family {
-            id,
-            code,
-            label,
-            statuses: serde_json::from_str(&statuses).context("decoding a family's statuses")?,
-            created_at,
-        })
-    })
-    .transpose()
+    row.map(family_of).transpose()
+}
+
+/// A tenant's family by code, inside a transaction.
+pub async fn find_in(tx: &mut Tx, tenant_id: &str, code: &str) -> anyhow::Result<Option<Family>> {
+    let row: Option<FamilyRow> = on_tx!(tx, conn => sqlx::query_as(FAMILY_BY_CODE)
+        .bind(tenant_id)
+        .bind(code)
+        .fetch_optional(&mut **conn)
+        .await)
+    .context("reading a family")?;
+    row.map(family_of).transpose()
+}
+
+/// Families by tenant and code, kept in memory: a family is never changed or deleted once
+/// created, so a cached one is never stale (absent ones are not cached).
+#[derive(Clone)]
+pub struct FamilyCache {
+    families: moka::future::Cache<(String, String), Family>,
+}
+
+impl Default for FamilyCache {
+    fn default() -> Self {
+        Self {
+            families: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
+        }
+    }
+}
+
+impl FamilyCache {
+    /// A tenant's family by code, from memory or the database.
+    pub async fn find(
+        &self,
+        database: &crate::storage::Database,
+        tenant_id: &str,
+        code: &str,
+    ) -> anyhow::Result<Option<Family>> {
+        let key = (tenant_id.to_owned(), code.to_owned());
+        if let Some(family) = self.families.get(&key).await {
+            return Ok(Some(family));
+        }
+        let found = find(database, tenant_id, code).await?;
+        if let Some(family) = &found {
+            self.families.insert(key, family.clone()).await;
+        }
+        Ok(found)
+    }
 }
 
 /// Creates a family; `None` when the tenant already has one with that code.

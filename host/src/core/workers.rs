@@ -10,7 +10,7 @@ use super::health::HealthStatus;
 /// The worker slots extended health reports, in the spec's order.
 pub const WORKER_NAMES: [&str; 3] = ["projector", "search", "workflow"];
 
-/// A worker lagging more than this behind the log is `degraded`.
+/// By default, a worker lagging more than this behind the log is `degraded`.
 pub const DEGRADED_LAG: Duration = Duration::from_secs(30);
 /// A worker silent for longer than this is `down`.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,12 +22,27 @@ struct Heartbeat {
 }
 
 /// Shared, cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct WorkerRegistry {
     heartbeats: Arc<RwLock<HashMap<&'static str, Heartbeat>>>,
+    degraded_lag: Duration,
+}
+
+impl Default for WorkerRegistry {
+    fn default() -> Self {
+        Self::new(DEGRADED_LAG)
+    }
 }
 
 impl WorkerRegistry {
+    /// A registry where workers lagging more than `degraded_lag` are `degraded`.
+    pub fn new(degraded_lag: Duration) -> Self {
+        Self {
+            heartbeats: Arc::default(),
+            degraded_lag,
+        }
+    }
+
     /// Called by a running worker after each batch (or idle poll).
     pub fn heartbeat(&self, worker: &'static str, lag: Duration) {
         let mut heartbeats = self.heartbeats.write().expect("worker registry lock");
@@ -55,7 +70,7 @@ impl WorkerRegistry {
         match heartbeats.get(worker) {
             None => HealthStatus::Down,
             Some(beat) if beat.at.elapsed() > HEARTBEAT_TIMEOUT => HealthStatus::Down,
-            Some(beat) if beat.lag > DEGRADED_LAG => HealthStatus::Degraded,
+            Some(beat) if beat.lag > self.degraded_lag => HealthStatus::Degraded,
             Some(_) => HealthStatus::Ok,
         }
     }

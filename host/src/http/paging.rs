@@ -135,6 +135,53 @@ impl<P: Serialize + DeserializeOwned> CursorPage<P> {
     }
 }
 
+/// One value a list accepts for `sort`.
+#[derive(Debug, Clone, Copy)]
+pub struct SortKey<S> {
+    pub name: &'static str,
+    pub key: S,
+    /// Timestamps sort newest first by default, names alphabetically.
+    pub is_timestamp: bool,
+}
+
+/// Parses `sort` (one of `allowed`, the first being the default) and `direction` (`asc` or
+/// `desc`; by default descending for timestamps and ascending for names, as the spec's list
+/// conventions say). Returns the key and whether to sort descending; unknown values are 422.
+pub fn sorting<S: Copy>(
+    sort: Option<&str>,
+    direction: Option<&str>,
+    allowed: &[SortKey<S>],
+) -> Result<(S, bool), ApiError> {
+    let mut errors = ValidationErrors::new();
+    let chosen = match sort {
+        None => Some(allowed[0]),
+        Some(name) => allowed.iter().copied().find(|key| key.name == name),
+    };
+    if chosen.is_none() {
+        errors.add("sort", "in");
+    }
+    let chosen = chosen.unwrap_or(allowed[0]);
+    let descending = match direction {
+        None => chosen.is_timestamp,
+        Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            errors.add("direction", "in");
+            false
+        }
+    };
+    errors.into_result()?;
+    Ok((chosen.key, descending))
+}
+
+impl<P: Serialize + DeserializeOwned + Clone> CursorPage<P> {
+    /// [`CursorPage::finish`] for rows that carry their sort position beside the item.
+    pub fn finish_positioned<T>(&self, rows: Vec<(P, T)>) -> (Vec<T>, CursorMeta) {
+        let (rows, meta) = self.finish(rows, |(position, _)| position.clone());
+        (rows.into_iter().map(|(_, item)| item).collect(), meta)
+    }
+}
+
 /// Encodes a position as an opaque, URL-safe cursor.
 pub fn encode_cursor<P: Serialize>(position: &P) -> String {
     let json = serde_json::to_vec(position).expect("cursor positions serialize");

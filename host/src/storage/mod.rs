@@ -42,8 +42,19 @@ pub enum Pool {
 }
 
 /// An open write transaction on either database. SQLite transactions start with
-/// `BEGIN IMMEDIATE` so that two processes never deadlock upgrading a read lock.
-pub enum Tx {
+/// `BEGIN IMMEDIATE` so that two processes never deadlock upgrading a read lock, and wait
+/// their turn in-process first (see [`Database::begin`]).
+pub struct Tx {
+    /// The transaction itself; reach it through [`on_tx!`]. Declared first so it is dropped
+    /// (rolled back) before the writer turn below is released.
+    #[doc(hidden)]
+    pub inner: TxInner,
+    _writer_turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    _background_turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+/// The driver-specific transaction inside a [`Tx`].
+pub enum TxInner {
     Sqlite(Transaction<'static, Sqlite>),
     Postgres(Transaction<'static, Postgres>),
 }
@@ -67,9 +78,9 @@ macro_rules! on_pool {
 #[macro_export]
 macro_rules! on_tx {
     ($tx:expr, $conn:ident => $body:expr) => {
-        match $tx {
-            $crate::storage::Tx::Sqlite($conn) => $body,
-            $crate::storage::Tx::Postgres($conn) => $body,
+        match &mut ($tx).inner {
+            $crate::storage::TxInner::Sqlite($conn) => $body,
+            $crate::storage::TxInner::Postgres($conn) => $body,
         }
     };
 }
@@ -95,6 +106,23 @@ impl DatabaseConfig {
 #[derive(Clone, Debug)]
 pub struct Database {
     pool: Pool,
+    /// SQLite's write path (`None` on PostgreSQL): see [`SqliteWriter`].
+    sqlite_writer: Option<SqliteWriter>,
+}
+
+/// SQLite has one writer at a time. Write transactions of this process queue for their turn
+/// (fairly, without spinning) instead of in SQLite's busy handler, which sleeps in growing
+/// steps and wrecks throughput and latency under concurrent writes; and they all run on one
+/// dedicated connection, whose page cache stays warm (a connection drops its cache whenever
+/// another connection has committed).
+#[derive(Clone, Debug)]
+struct SqliteWriter {
+    turn: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Background writers (projection workers) queue here first, so at most one of them
+    /// waits in `turn` at a time: a foreground writer (a request) never waits behind
+    /// several background batches.
+    background_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
+    connection: SqlitePool,
 }
 
 impl Database {
@@ -108,6 +136,7 @@ impl Database {
     /// Connects without migrating.
     pub async fn connect(config: &DatabaseConfig) -> anyhow::Result<Self> {
         let url = config.url.as_str();
+        let mut sqlite_writer = None;
         let pool = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let pool = PgPoolOptions::new()
                 .max_connections(config.max_connections)
@@ -123,7 +152,14 @@ impl Database {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
-                .busy_timeout(SQLITE_BUSY_TIMEOUT);
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                // Reads through the shared OS page cache: a connection's own cache is dropped
+                // whenever another connection commits, which the pool's connections take turns
+                // doing.
+                .pragma("mmap_size", "268435456")
+                // No checkpoint inside a committing writer (it would hold the write lock
+                // through the copy and the fsync): a background task checkpoints instead.
+                .pragma("wal_autocheckpoint", "0");
             if let Some(parent) = options.get_filename().parent()
                 && !parent.as_os_str().is_empty()
             {
@@ -133,14 +169,36 @@ impl Database {
             let pool = SqlitePoolOptions::new()
                 .max_connections(config.max_connections)
                 .acquire_timeout(Duration::from_secs(30))
-                .connect_with(options)
+                .connect_with(options.clone())
                 .await
                 .context("opening the SQLite database")?;
+            let connection = SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .acquire_timeout(Duration::from_secs(30))
+                // Every write goes through this connection: a page cache big enough for the
+                // hot index pages of the log, the entities and the read models (64 MiB).
+                .connect_with(options.pragma("cache_size", "-65536"))
+                .await
+                .context("opening the SQLite write connection")?;
+            sqlite_writer = Some(SqliteWriter {
+                turn: std::sync::Arc::default(),
+                background_turn: std::sync::Arc::default(),
+                connection,
+            });
             Pool::Sqlite(pool)
         } else {
             anyhow::bail!("unsupported database URL: expected sqlite://… or postgres://…");
         };
-        Ok(Self { pool })
+        if let Pool::Sqlite(pool) = &pool {
+            tokio::spawn(checkpoint_wal(pool.clone()));
+        }
+        Ok(Self {
+            pool,
+            sqlite_writer,
+        })
     }
 
     /// Runs the migrations of `migrations/<kind>/`. On SQLite a lock file in the data dir keeps
@@ -189,20 +247,56 @@ impl Database {
         }
     }
 
-    /// Starts a write transaction.
+    /// Starts a write transaction. On SQLite it first waits for this process's writer turn
+    /// (held until the transaction ends) and runs on the write connection, so never call it
+    /// while holding another [`Tx`].
     pub async fn begin(&self) -> anyhow::Result<Tx> {
-        Ok(match &self.pool {
-            Pool::Sqlite(pool) => Tx::Sqlite(
-                pool.begin_with("BEGIN IMMEDIATE")
+        let (inner, writer_turn) = match (&self.pool, &self.sqlite_writer) {
+            (Pool::Sqlite(_), Some(writer)) => {
+                let turn = writer.turn.clone().lock_owned().await;
+                let tx = writer
+                    .connection
+                    .begin_with("BEGIN IMMEDIATE")
                     .await
-                    .context("beginning a SQLite transaction")?,
+                    .context("beginning a SQLite transaction")?;
+                (TxInner::Sqlite(tx), Some(turn))
+            }
+            (Pool::Sqlite(pool), None) => (
+                TxInner::Sqlite(
+                    pool.begin_with("BEGIN IMMEDIATE")
+                        .await
+                        .context("beginning a SQLite transaction")?,
+                ),
+                None,
             ),
-            Pool::Postgres(pool) => Tx::Postgres(
-                pool.begin()
-                    .await
-                    .context("beginning a PostgreSQL transaction")?,
+            (Pool::Postgres(pool), _) => (
+                TxInner::Postgres(
+                    pool.begin()
+                        .await
+                        .context("beginning a PostgreSQL transaction")?,
+                ),
+                None,
             ),
+        };
+        Ok(Tx {
+            inner,
+            _writer_turn: writer_turn,
+            _background_turn: None,
         })
+    }
+
+    /// Starts a write transaction for background work (projection workers). On SQLite such
+    /// transactions take turns among themselves before joining the writers' queue, so
+    /// requests' writes wait behind at most one background batch; on PostgreSQL it is
+    /// [`Database::begin`].
+    pub async fn begin_background(&self) -> anyhow::Result<Tx> {
+        let background_turn = match &self.sqlite_writer {
+            Some(writer) => Some(writer.background_turn.clone().lock_owned().await),
+            None => None,
+        };
+        let mut tx = self.begin().await?;
+        tx._background_turn = background_turn;
+        Ok(tx)
     }
 
     /// A real round trip to the database, for health checks.
@@ -214,6 +308,9 @@ impl Database {
     }
 
     pub async fn close(&self) {
+        if let Some(writer) = &self.sqlite_writer {
+            writer.connection.close().await;
+        }
         match &self.pool {
             Pool::Sqlite(pool) => pool.close().await,
             Pool::Postgres(pool) => pool.close().await,
@@ -223,11 +320,53 @@ impl Database {
 
 impl Tx {
     pub async fn commit(self) -> anyhow::Result<()> {
-        match self {
-            Tx::Sqlite(tx) => tx.commit().await,
-            Tx::Postgres(tx) => tx.commit().await,
+        match self.inner {
+            TxInner::Sqlite(tx) => tx.commit().await,
+            TxInner::Postgres(tx) => tx.commit().await,
         }
         .context("committing the transaction")
+    }
+
+    /// Ends the transaction without keeping its writes.
+    pub async fn rollback(self) -> anyhow::Result<()> {
+        match self.inner {
+            TxInner::Sqlite(tx) => tx.rollback().await,
+            TxInner::Postgres(tx) => tx.rollback().await,
+        }
+        .context("rolling the transaction back")
+    }
+
+    pub fn kind(&self) -> DatabaseKind {
+        match self.inner {
+            TxInner::Sqlite(_) => DatabaseKind::Sqlite,
+            TxInner::Postgres(_) => DatabaseKind::Postgres,
+        }
+    }
+}
+
+/// How often the WAL of an SQLite database is copied back into the database file.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Checkpoints the WAL in the background until the pool closes: `PASSIVE` copies what it can
+/// without blocking writers or readers, so commits never wait for a checkpoint's copy and
+/// fsync; when the last connection closes, SQLite checkpoints and removes the WAL itself.
+async fn checkpoint_wal(pool: SqlitePool) {
+    let mut interval = tokio::time::interval(CHECKPOINT_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        if pool.is_closed() {
+            return;
+        }
+        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            if pool.is_closed() {
+                return;
+            }
+            tracing::warn!(%error, "checkpointing the SQLite WAL failed");
+        }
     }
 }
 

@@ -7,15 +7,17 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::families::{self, Family, FamilyItem, FamilySort};
 use crate::auth::caller::Caller;
+use crate::core::families::{self, Family, FamilyItem, FamilySort};
 use crate::http::envelope::{self, Data, DataWithMeta};
 use crate::http::extract::{ApiJson, ApiQuery, NoQuery};
-use crate::http::paging::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, OffsetMeta, OffsetPage};
+use crate::http::paging::{
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, OffsetMeta, OffsetPage, SortKey, sorting,
+};
 use crate::http::{ApiError, ApiResult, ValidationErrors};
 use crate::state::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_families, create_family))
         .routes(routes!(get_family))
@@ -33,31 +35,23 @@ pub struct FamilyListQuery {
     pub direction: Option<String>,
 }
 
-/// Parses `sort`/`direction`: the default direction is ascending for names and descending for
-/// timestamps, as the spec's list conventions say.
-fn sorting(query: &FamilyListQuery) -> Result<(FamilySort, bool), ApiError> {
-    let mut errors = ValidationErrors::new();
-    let sort = match query.sort.as_deref().unwrap_or("label") {
-        "label" => FamilySort::Label,
-        "code" => FamilySort::Code,
-        "created_at" => FamilySort::CreatedAt,
-        _ => {
-            errors.add("sort", "in");
-            FamilySort::Label
-        }
-    };
-    let descending = match query.direction.as_deref() {
-        None => sort == FamilySort::CreatedAt,
-        Some("asc") => false,
-        Some("desc") => true,
-        Some(_) => {
-            errors.add("direction", "in");
-            false
-        }
-    };
-    errors.into_result()?;
-    Ok((sort, descending))
-}
+const FAMILY_SORTS: [SortKey<FamilySort>; 3] = [
+    SortKey {
+        name: "label",
+        key: FamilySort::Label,
+        is_timestamp: false,
+    },
+    SortKey {
+        name: "code",
+        key: FamilySort::Code,
+        is_timestamp: false,
+    },
+    SortKey {
+        name: "created_at",
+        key: FamilySort::CreatedAt,
+        is_timestamp: true,
+    },
+];
 
 /// The tenant's families, offset-paged.
 #[utoipa::path(
@@ -79,7 +73,11 @@ async fn list_families(
     ApiQuery(query): ApiQuery<FamilyListQuery>,
 ) -> ApiResult<Response> {
     let page = OffsetPage::new(query.page, query.per_page, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
-    let (sort, descending) = sorting(&query)?;
+    let (sort, descending) = sorting(
+        query.sort.as_deref(),
+        query.direction.as_deref(),
+        &FAMILY_SORTS,
+    )?;
     let (items, total) =
         families::list(&state.database, &caller.tenant_id, sort, descending, &page).await?;
     Ok(envelope::ok_with_meta(items, page.meta(total)))

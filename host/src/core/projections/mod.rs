@@ -1,0 +1,135 @@
+//! Projections: the read models fed asynchronously from the event log. Each [`Projection`]
+//! is driven by one worker (`worker.rs`) that applies batches of events and moves the
+//! projection's checkpoint in the same transaction, so a crash or restart resumes exactly
+//! where the last commit left off: nothing lost, nothing applied twice.
+
+pub mod projector;
+pub mod signal;
+pub mod stats;
+pub mod worker;
+pub mod workflow;
+
+use std::future::Future;
+
+use crate::core::events::StoredEvent;
+use crate::storage::Tx;
+
+/// A consumer of the event log with its own checkpoint.
+pub trait Projection: Send + Sync + 'static {
+    /// The checkpoint row, the worker slot in extended health and the metrics key:
+    /// `projector`, `search` or `workflow`.
+    fn name(&self) -> &'static str;
+
+    /// Applies `events` (in log order, all after the checkpoint) inside `tx`; the worker
+    /// moves the checkpoint in the same transaction. An error rolls the whole batch back.
+    fn apply<'a>(
+        &'a self,
+        tx: &'a mut Tx,
+        events: &'a [StoredEvent],
+    ) -> impl Future<Output = anyhow::Result<()>> + Send + 'a;
+
+    /// Deletes everything the projection wrote, for `tessera admin rebuild-projections`.
+    /// `Ok(false)` when the projection is not a read model and must not be replayed (the
+    /// workflow worker: replaying it would run actions again).
+    fn reset<'a>(
+        &'a self,
+        tx: &'a mut Tx,
+    ) -> impl Future<Output = anyhow::Result<bool>> + Send + 'a;
+}
+
+/// Starts this host's projection workers (unless configured off) and, on PostgreSQL, the
+/// relay of append notifications between hosts.
+pub fn spawn_workers(
+    state: &crate::state::AppState,
+    background: &tokio_util::task::TaskTracker,
+    shutdown: &tokio_util::sync::CancellationToken,
+) {
+    let config = state.config.projections.clone();
+    if !config.run_workers {
+        tracing::info!("projection workers are off in this host (TESSERA_PROJECTION_WORKERS)");
+        return;
+    }
+    background.spawn(
+        state
+            .event_signal
+            .clone()
+            .run_postgres_relay(state.database.clone(), shutdown.clone()),
+    );
+    macro_rules! spawn {
+        ($projection:expr) => {
+            background.spawn(worker::run(
+                state.database.clone(),
+                std::sync::Arc::new($projection),
+                state.event_signal.clone(),
+                state.workers.clone(),
+                config.clone(),
+                shutdown.clone(),
+            ))
+        };
+    }
+    spawn!(projector::Projector);
+    spawn!(crate::core::search::SearchProjection);
+    spawn!(workflow::WorkflowConsumer);
+}
+
+/// What `tessera admin rebuild-projections` did per projection.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RebuildReport {
+    pub projection: &'static str,
+    /// Events replayed.
+    pub events: u64,
+}
+
+/// Empties every read model and replays the whole log into it. Safe while hosts serve: the
+/// reset takes each projection's checkpoint like a batch does, and replayed events are not
+/// counted again in the metrics.
+pub async fn rebuild(
+    database: &crate::storage::Database,
+    batch_size: u32,
+) -> anyhow::Result<Vec<RebuildReport>> {
+    let mut reports = Vec::new();
+    reports.extend(rebuild_one(database, &projector::Projector, batch_size).await?);
+    reports
+        .extend(rebuild_one(database, &crate::core::search::SearchProjection, batch_size).await?);
+    reports.extend(rebuild_one(database, &workflow::WorkflowConsumer, batch_size).await?);
+    Ok(reports)
+}
+
+async fn rebuild_one<P: Projection>(
+    database: &crate::storage::Database,
+    projection: &P,
+    batch_size: u32,
+) -> anyhow::Result<Option<RebuildReport>> {
+    use anyhow::Context as _;
+    let name = projection.name();
+    let mut tx = database.begin().await?;
+    // Lock the checkpoint first so no worker applies a batch while the model is emptied.
+    crate::on_tx!(&mut tx, conn => sqlx::query(
+        "UPDATE projection_checkpoints SET updated_at = updated_at WHERE projection = $1",
+    )
+    .bind(name)
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .with_context(|| format!("locking the {name} checkpoint"))?;
+    if !projection.reset(&mut tx).await? {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    crate::on_tx!(&mut tx, conn => sqlx::query(
+        "UPDATE projection_checkpoints SET transaction_id = 0, position = 0, updated_at = $2
+         WHERE projection = $1",
+    )
+    .bind(name)
+    .bind(crate::storage::time::now())
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .with_context(|| format!("rewinding the {name} checkpoint"))?;
+    tx.commit().await?;
+    let events = worker::catch_up(database, projection, batch_size).await?;
+    Ok(Some(RebuildReport {
+        projection: name,
+        events,
+    }))
+}
