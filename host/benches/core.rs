@@ -629,9 +629,11 @@ async fn write_contacts(
             let entity = contact_entity(fields, &now);
             let entries = entity_events(&entity, &now);
             let state = serde_json::to_string(&events::EntityState {
+                family: entity.family_code.clone(),
                 status: entity.status.clone(),
                 fields: entity.fields.clone(),
                 created_by: tenant.user_id.clone(),
+                changed: entity.fields.keys().cloned().collect(),
             })
             .expect("entity states serialize");
             (entity, entries, event_context(tenant), state)

@@ -39,9 +39,9 @@ CREATE TABLE events (
     -- JSON object: the event's fields beyond type, entity_id and timestamp.
     data            TEXT NOT NULL,
     occurred_at     TEXT NOT NULL,
-    -- The entity after its intention ({"status", "fields", "created_by"}; before it for a
-    -- deletion), on the last event of each intention: what workflow conditions and templates
-    -- read, exactly as the intention left it.
+    -- The entity after its intention ({"family", "status", "fields", "created_by",
+    -- "changed"}; before it for a deletion), on the first event of each intention: what
+    -- workflow conditions and templates read, exactly as the intention left it.
     entity_state    TEXT,
     UNIQUE (tenant_id, sequence)
 );

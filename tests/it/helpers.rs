@@ -447,6 +447,17 @@ impl TestApp {
             .expect("POST")
     }
 
+    /// PATCHes `body` as JSON with a bearer token.
+    pub async fn patch_as(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .patch(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("PATCH")
+    }
+
     /// DELETEs with a bearer token.
     pub async fn delete_as(&self, path: &str, token: &str) -> reqwest::Response {
         self.client
@@ -501,6 +512,13 @@ impl TestApp {
         )
         .await;
         body["data"].clone()
+    }
+
+    /// The single integer a query answers (`COUNT(*)` and the like), straight from the
+    /// database.
+    pub async fn scalar(&self, sql: &'static str) -> i64 {
+        let database = &self.state().database;
+        tessera_host::on_pool!(database, pool => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap())
     }
 
     /// Stops the server and hands back its database (to start another host on it).
@@ -600,4 +618,28 @@ pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+/// `tessera serve` as a child process on the test's database, with extra environment.
+pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> std::process::Child {
+    let mut command = std::process::Command::new(tessera_binary());
+    command
+        .env("TESSERA_RATE_LIMIT_READ", "0")
+        .env("TESSERA_RATE_LIMIT_WRITE", "0")
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(&app_database.data_dir)
+        .arg("--database-url")
+        .arg(&app_database.url)
+        .arg("--plugins-dir")
+        .arg(app_database.data_dir.join("plugins"))
+        .env_remove("TESSERA_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    command.spawn().expect("starting tessera serve")
 }

@@ -23,3 +23,4 @@ mod scaffold;
 mod search;
 mod storage;
 mod work;
+mod workflows;

@@ -4,22 +4,20 @@
 //! PostgreSQL transactions never leave an event behind.
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, eventually, json_with_status, postgres_available, spawn_app,
-    spawn_app_with, tessera_binary, without_rate_limits,
+    AppOptions, Backend, TestApp, eventually, json_with_status, postgres_available, serve,
+    spawn_app, spawn_app_with, without_rate_limits,
 };
 
 const TIMELINE: &str = "/core/api/v1/timeline";
 const INBOX: &str = "/core/api/v1/inbox";
 
 async fn scalar(app: &TestApp, sql: &'static str) -> i64 {
-    let database = &app.state().database;
-    tessera_host::on_pool!(database, pool => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap())
+    app.scalar(sql).await
 }
 
 /// Waits until the projector has applied every event of the log.
@@ -460,30 +458,6 @@ database_test!(
         );
     }
 );
-
-/// `tessera serve` as a child process on the test's database, with extra environment.
-fn serve(app_database: &crate::helpers::TestDatabase, environment: &[(&str, &str)]) -> Child {
-    let mut command = Command::new(tessera_binary());
-    command
-        .env("TESSERA_RATE_LIMIT_READ", "0")
-        .env("TESSERA_RATE_LIMIT_WRITE", "0")
-        .arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(&app_database.data_dir)
-        .arg("--database-url")
-        .arg(&app_database.url)
-        .arg("--plugins-dir")
-        .arg(app_database.data_dir.join("plugins"))
-        .env_remove("TESSERA_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (name, value) in environment {
-        command.env(name, value);
-    }
-    command.spawn().expect("starting tessera serve")
-}
 
 database_test!(
     a_worker_killed_mid_stream_resumes_and_applies_every_event_exactly_once,

@@ -120,18 +120,22 @@ pub struct AppendGroup<'a> {
     pub context: &'a EventContext,
     pub events: &'a [NewEvent],
     pub occurred_at: &'a str,
-    /// The entity as the group left it ([`EntityState`] JSON), stored on its last event.
+    /// The entity as the group left it ([`EntityState`] JSON), stored on its first event.
     pub entity_state: Option<&'a str>,
 }
 
 /// An entity as an intention left it (before it, for a deletion), recorded on the
-/// intention's last event for the workflows, which evaluate conditions and templates against
-/// exactly this state however late they run.
+/// intention's first event for the workflows, which evaluate conditions and templates against
+/// exactly this state however late they run, and whichever batch the intention's other events
+/// fall in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EntityState {
+    pub family: String,
     pub status: String,
     pub fields: Map<String, Value>,
     pub created_by: String,
+    /// The fields the intention set or changed.
+    pub changed: Vec<String>,
 }
 
 /// Appends `events` to the log inside `tx`, all with `occurred_at`, numbered on from the
@@ -196,7 +200,7 @@ pub async fn append_groups(
     for group in groups {
         let mut appended = Vec::with_capacity(group.events.len());
         for (index, event) in group.events.iter().enumerate() {
-            let last_of_group = index + 1 == group.events.len();
+            let first_of_group = index == 0;
             let sequence = next
                 .get_mut(group.context.tenant_id.as_str())
                 .expect("every tenant with events has a reservation");
@@ -210,7 +214,7 @@ pub async fn append_groups(
                 event,
                 entry.clone(),
                 Value::Object(event.data.clone()).to_string(),
-                group.entity_state.filter(|_| last_of_group),
+                group.entity_state.filter(|_| first_of_group),
             ));
             appended.push(entry);
         }
@@ -263,7 +267,7 @@ pub struct StoredEvent {
     /// JSON object text: the fields beyond type, entity id and timestamp.
     pub data: String,
     pub occurred_at: String,
-    /// [`EntityState`] JSON on the last event of an intention.
+    /// [`EntityState`] JSON on the first event of an intention.
     pub entity_state: Option<String>,
 }
 

@@ -266,16 +266,30 @@ pub async fn prepare(
     submitter: &Submitter,
     intention: Intention,
 ) -> Result<Prepared, ApiError> {
+    let family = match &intention {
+        Intention::Create { family, .. } => {
+            families
+                .find(database, &submitter.tenant_id, family)
+                .await?
+        }
+        _ => None,
+    };
+    prepare_with_family(intention, family)
+}
+
+/// [`prepare`] with the family of an `entity.create` already looked up (`None`: the tenant
+/// has no such family).
+pub fn prepare_with_family(
+    intention: Intention,
+    family: Option<families::Family>,
+) -> Result<Prepared, ApiError> {
     Ok(match intention {
         Intention::Create {
-            family,
+            family: _,
             fields,
             status,
         } => {
-            let family = families
-                .find(database, &submitter.tenant_id, &family)
-                .await?
-                .ok_or_else(|| invalid("payload.family", "exists"))?;
+            let family = family.ok_or_else(|| invalid("payload.family", "exists"))?;
             let status = match status {
                 None => family.statuses.first().cloned().unwrap_or_default(),
                 Some(status) if family.statuses.contains(&status) => status,
@@ -440,7 +454,7 @@ async fn decide(
                 }
             }));
             let entity_id = entity.id.clone();
-            let entity_state = state_of(&entity, &submitter.user_id);
+            let entity_state = state_of(&entity, &submitter.user_id, &entity.fields);
             states.insert(
                 (tenant_id.clone(), entity_id.clone()),
                 EntityState {
@@ -480,7 +494,7 @@ async fn decide(
                 .collect();
             entity.updated_at.clone_from(&now);
             state.changed = true;
-            let entity_state = state_of(entity, &state.created_by);
+            let entity_state = state_of(entity, &state.created_by, fields);
             (entity_id.clone(), domain_events, entity_state)
         }
         Prepared::Delete { entity_id } => {
@@ -490,7 +504,7 @@ async fn decide(
             };
             let entity = state.entity.take().expect("changeable entities exist");
             state.changed = true;
-            let entity_state = state_of(&entity, &state.created_by);
+            let entity_state = state_of(&entity, &state.created_by, &Map::new());
             let domain_events = vec![DomainEvent::Deleted {
                 entity_id: entity_id.clone(),
                 family: entity.family_code,
@@ -525,7 +539,7 @@ async fn decide(
             let old_status = std::mem::replace(&mut entity.status, status.clone());
             entity.updated_at.clone_from(&now);
             state.changed = true;
-            let entity_state = state_of(entity, &state.created_by);
+            let entity_state = state_of(entity, &state.created_by, &Map::new());
             let domain_events = vec![DomainEvent::StatusChanged {
                 entity_id: entity_id.clone(),
                 old_status,
@@ -557,18 +571,22 @@ async fn decide(
     }))
 }
 
-/// The [`events::EntityState`] JSON of `entity`.
-fn state_of(entity: &Entity, created_by: &str) -> String {
+/// The [`events::EntityState`] JSON of `entity`, whose fields `changed` the intention set.
+fn state_of(entity: &Entity, created_by: &str, changed: &Map<String, Value>) -> String {
     #[derive(serde::Serialize)]
     struct Borrowed<'a> {
+        family: &'a str,
         status: &'a str,
         fields: &'a Map<String, Value>,
         created_by: &'a str,
+        changed: Vec<&'a str>,
     }
     serde_json::to_string(&Borrowed {
+        family: &entity.family_code,
         status: &entity.status,
         fields: &entity.fields,
         created_by,
+        changed: changed.keys().map(String::as_str).collect(),
     })
     .expect("entity states serialize")
 }

@@ -24,4 +24,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(health::extended_health))
         .merge(routes::router())
         .merge(search::router())
+        .merge(workflows::router())
 }

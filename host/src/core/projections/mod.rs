@@ -7,7 +7,6 @@ pub mod projector;
 pub mod signal;
 pub mod stats;
 pub mod worker;
-pub mod workflow;
 
 use std::future::Future;
 
@@ -69,7 +68,7 @@ pub fn spawn_workers(
     }
     spawn!(projector::Projector);
     spawn!(crate::core::search::SearchProjection);
-    spawn!(workflow::WorkflowConsumer);
+    spawn!(crate::core::workflows::runner::WorkflowRunner);
 }
 
 /// What `tessera admin rebuild-projections` did per projection.
@@ -91,7 +90,7 @@ pub async fn rebuild(
     reports.extend(rebuild_one(database, &projector::Projector, batch_size).await?);
     reports
         .extend(rebuild_one(database, &crate::core::search::SearchProjection, batch_size).await?);
-    reports.extend(rebuild_one(database, &workflow::WorkflowConsumer, batch_size).await?);
+    // Not the workflow runner: it is no read model, and replaying it would run actions again.
     Ok(reports)
 }
 

@@ -1,5 +1,5 @@
 //! The metrics of `GET /core/api/metrics`, from the per-tenant counters the workers keep in
-//! `projection_stats`.
+//! `projection_stats` and the workflow runs.
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -39,10 +39,12 @@ pub async fn metrics(database: &Database, tenant_id: Option<&str>) -> anyhow::Re
     } else {
         0.0
     };
+    let (workflows_executed, workflows_failed) =
+        crate::core::workflows::store::run_counts(database, tenant_id).await?;
     Ok(Metrics {
         events_processed,
-        workflows_executed: 0,
-        workflows_failed: 0,
+        workflows_executed: i64::try_from(workflows_executed).unwrap_or(i64::MAX),
+        workflows_failed: i64::try_from(workflows_failed).unwrap_or(i64::MAX),
         worker_latency_avg_ms,
     })
 }

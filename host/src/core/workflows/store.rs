@@ -294,7 +294,7 @@ pub async fn delete(database: &Database, tenant_id: &str, id: &str) -> anyhow::R
 /// What a state change found.
 #[derive(Debug)]
 pub enum Activation {
-    Changed(Workflow),
+    Changed(Box<Workflow>),
     /// Already in the requested state (409).
     AlreadyThere,
     NotFound,
@@ -331,7 +331,7 @@ pub async fn set_active(
     .map(drop))
     .context("changing a workflow's state")?;
     tx.commit().await?;
-    Ok(Activation::Changed(workflow))
+    Ok(Activation::Changed(Box::new(workflow)))
 }
 
 /// The tenant's active workflows with this trigger, oldest first (their order of execution).
@@ -443,9 +443,9 @@ pub async fn run_counts(
 ) -> anyhow::Result<(u64, u64)> {
     let (completed, failed): (i64, i64) = on_pool!(database, pool => sqlx::query_as(
         "SELECT
-           COALESCE(SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0),
-           COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)
-         FROM workflow_runs WHERE ($1 IS NULL OR tenant_id = $1)",
+           CAST(COALESCE(SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0) AS BIGINT),
+           CAST(COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT)
+         FROM workflow_runs WHERE (CAST($1 AS TEXT) IS NULL OR tenant_id = $1)",
     )
     .bind(tenant_id)
     .fetch_one(pool)

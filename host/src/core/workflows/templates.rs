@@ -130,9 +130,7 @@ pub fn validate_text(text: &str) -> Result<(), String> {
     pieces(text).into_iter().try_for_each(|piece| match piece {
         Piece::Text(_) => Ok(()),
         Piece::Unclosed(source) => Err(format!("unclosed `{OPENER}` in `{source}`")),
-        Piece::Placeholder { source, name } if name.is_empty() => {
-            Err(format!("empty template `{source}`"))
-        }
+        Piece::Placeholder { source, name: "" } => Err(format!("empty template `{source}`")),
         Piece::Placeholder { name, .. } if Variable::parse(name).is_none() => {
             Err(format!("unknown template variable `{name}`"))
         }
