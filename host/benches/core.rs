@@ -21,11 +21,17 @@
 //!    tenant and 5,000 of another, fully indexed; then `GET /core/api/v1/search` with a mix of
 //!    queries (last-name prefix, first name, `city:` prefix, first name + last-name prefix, each
 //!    with and without `&family=contact`), sequentially and from 8 concurrent clients.
+//! 5. **Workflow runs**: the HTTP load of 1 on a tenant with 10 active workflows (each contact
+//!    matches one; its action an `update_field` with a template): runs/s during the window,
+//!    trigger → run completed p50/p99, and how long after the last intention the runner had
+//!    caught up; then the runs/s of a fresh host draining a backlog of 20,000 intentions,
+//!    compared with the intentions/s of 1 (the runs keep up when they are at least as many).
 //!
 //! Server and load generators share one multi-thread tokio runtime (one worker per core) on
 //! loopback, as the other host benchmarks do; rate limits are off. The result is printed as
 //! Markdown tables for BENCHMARKS.md, with the targets beside the numbers and the CPU the run
-//! and everything else on the machine used (progress goes to stderr). Run with
+//! and everything else on the machine used, and what the hypervisor stole (progress goes to
+//! stderr). Run with
 //! `TESSERA_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p tessera-host --bench core`
 //! on a quiet machine; it takes about 5 minutes with both databases, most of it seeding and
 //! indexing the 105,000 search entities.
@@ -44,6 +50,7 @@ use tessera_host::core::entities::{self, Entity};
 use tessera_host::core::events::{self, DomainEvent, EventContext, NewEvent};
 use tessera_host::core::intention_writer::MAX_BATCH;
 use tessera_host::core::projections::signal::EventSignal;
+use tessera_host::core::workflows;
 use tessera_host::server::Application;
 use tessera_host::state::AppState;
 use tessera_host::storage::{Database, time};
@@ -982,8 +989,8 @@ async fn search_benchmark(server: &Server) -> anyhow::Result<SearchRun> {
 
 struct BackendRun {
     backend: Backend,
-    /// Average cores used during the backend's run: (this process, everything else).
-    cpu: Option<(f64, f64)>,
+    /// Average cores during the backend's run: (this process, everything else, stolen).
+    cpu: Option<(f64, f64, f64)>,
     http: HttpRun,
     ceiling: CeilingRun,
     /// The same with one writer: the uncontended transaction.
@@ -996,7 +1003,160 @@ struct BackendRun {
     projector_mean_lag: Duration,
     search_mean_lag: Duration,
     search: SearchRun,
+    workflows: WorkflowPhase,
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. Workflow runs.
+
+/// The workflow phase: the HTTP load of phase 1 on a tenant with [`WORKFLOWS_PER_TENANT`]
+/// active workflows, then the runner draining a backlog.
+struct WorkflowPhase {
+    intentions_per_second: f64,
+    /// Runs completed inside the HTTP window, per second.
+    runs_per_second: f64,
+    /// Runs of the window's triggers, over the window's intentions (each triggers one).
+    runs_per_intention: f64,
+    /// `completed_at` of the run − `occurred_at` of its trigger, for triggers in the window.
+    latencies: Vec<Duration>,
+    /// From the last intention until the workflow worker had consumed the log.
+    caught_up: Duration,
+    /// Runs per second while draining [`DRAIN_INTENTIONS`] waiting intentions (the other
+    /// projections draining too).
+    drain_runs_per_second: f64,
+}
+
+/// Active workflows per tenant in the workflow phase.
+const WORKFLOWS_PER_TENANT: usize = 10;
+/// Intentions waiting when the drain measurement starts.
+const DRAIN_INTENTIONS: usize = 20_000;
+
+/// Ten active workflows on `entity.created` contacts, each for one tenth of the cities
+/// (`city in […]`), setting a `segment` field from a template: every contact matches exactly
+/// one, and all ten are evaluated for each.
+async fn create_workflows(state: &AppState, tenant: &BenchTenant) -> anyhow::Result<()> {
+    let cities = &WORDS.cities;
+    let group_size = cities.len().div_ceil(WORKFLOWS_PER_TENANT);
+    for (index, group) in cities.chunks(group_size).enumerate() {
+        let body = json!({
+            "name": format!("segment {index}"),
+            "trigger_event": "entity.created",
+            "family": "contact",
+            "conditions": [{"field": "city", "operator": "in", "value": group}],
+            "actions": [{"type": "update_field",
+                         "config": {"field": "segment", "value": format!("{index}: {{{{entity.city}}}}")}}],
+        });
+        let definition = workflows::definition::parse_create(&body)
+            .map_err(|errors| anyhow::anyhow!("invalid benchmark workflow: {errors:?}"))?;
+        let workflow = workflows::store::create(
+            &state.database,
+            &tenant.tenant_id,
+            &tenant.user_id,
+            definition,
+        )
+        .await?;
+        workflows::store::set_active(&state.database, &tenant.tenant_id, &workflow.id, true)
+            .await?;
+    }
+    Ok(())
+}
+
+/// `(trigger occurred_at, run completed_at)` of every run.
+async fn run_times(database: &Database) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(tessera_host::on_pool!(database, pool => sqlx::query_as(
+        "SELECT events.occurred_at, workflow_runs.completed_at
+         FROM workflow_runs JOIN events ON events.id = workflow_runs.trigger_event_id",
+    )
+    .fetch_all(pool)
+    .await)?)
+}
+
+async fn workflow_benchmark(
+    backend: Backend,
+    admin_url: Option<&str>,
+) -> anyhow::Result<WorkflowPhase> {
+    let (http, caught_up, times) =
+        on_fresh_host(backend, admin_url, true, async |server: &Server| {
+            let tenant = create_tenant(&server.state, "flows").await?;
+            create_workflows(&server.state, &tenant).await?;
+            let http = http_intentions(server, &tenant.token).await?;
+            let polling_from = http.finished.elapsed();
+            let caught_up = wait_caught_up(server.database(), &["workflow"]).await?["workflow"];
+            let times = run_times(server.database()).await?;
+            Ok((http, polling_from + caught_up, times))
+        })
+        .await?;
+    let (from, until) = &http.window;
+    let in_window = |at: &str| at >= from.as_str() && at < until.as_str();
+    let mut latencies = Vec::new();
+    let mut completed_in_window = 0u64;
+    for (occurred_at, completed_at) in &times {
+        if in_window(completed_at) {
+            completed_in_window += 1;
+        }
+        if in_window(occurred_at) {
+            let lag = time::parse(completed_at)? - time::parse(occurred_at)?;
+            latencies.push(lag.to_std().unwrap_or_default());
+        }
+    }
+    anyhow::ensure!(!latencies.is_empty(), "no workflow runs in the window");
+    let intentions_in_window = http.intentions_per_second * WINDOW.as_secs_f64();
+
+    // The drain: a backlog written by a host without workers, then a host with them.
+    let database = BenchDatabase::create(backend, admin_url).await?;
+    let drained = async {
+        let server = Server::start(&database, false).await?;
+        let tenant = create_tenant(&server.state, "backlog").await?;
+        create_workflows(&server.state, &tenant).await?;
+        let mut rng = Rng(0xF10);
+        let mut written = 0;
+        while written < DRAIN_INTENTIONS {
+            let batch = MAX_BATCH.min(DRAIN_INTENTIONS - written);
+            let contacts: Vec<_> = (0..batch).map(|_| contact(&mut rng)).collect();
+            write_contacts(server.database(), &tenant, contacts).await?;
+            written += batch;
+        }
+        server.shutdown().await?;
+        let started = Instant::now();
+        let server = Server::start(&database, true).await?;
+        let result = async {
+            let mut waited = 0;
+            loop {
+                let runs: i64 = tessera_host::on_pool!(server.database(), pool => sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM workflow_runs",
+                )
+                .fetch_one(pool)
+                .await)?;
+                if runs as usize >= DRAIN_INTENTIONS {
+                    break;
+                }
+                waited += 1;
+                anyhow::ensure!(
+                    started.elapsed() < CATCH_UP_TIMEOUT,
+                    "the runner did not drain the backlog ({runs} runs after {waited} polls)"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            anyhow::Ok(DRAIN_INTENTIONS as f64 / started.elapsed().as_secs_f64())
+        }
+        .await;
+        let stopped = server.shutdown().await;
+        result.and_then(|rate| stopped.map(|()| rate))
+    }
+    .await;
+    database.destroy().await;
+    Ok(WorkflowPhase {
+        intentions_per_second: http.intentions_per_second,
+        runs_per_second: completed_in_window as f64 / WINDOW.as_secs_f64(),
+        runs_per_intention: latencies.len() as f64 / intentions_in_window.max(1.0),
+        latencies,
+        caught_up,
+        drain_runs_per_second: drained?,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a backend.
 
 /// Runs `phase` on a fresh database and host, then stops the host and removes the database
 /// whatever happened.
@@ -1070,6 +1230,15 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         ceiling_with_workers.intentions_per_second
     );
     let search = on_fresh_host(backend, admin_url, true, search_benchmark).await?;
+    eprintln!(
+        "  workflow runs: {WRITERS} HTTP clients with {WORKFLOWS_PER_TENANT} active workflows, \
+         then a backlog of {DRAIN_INTENTIONS}…"
+    );
+    let workflows = workflow_benchmark(backend, admin_url).await?;
+    eprintln!(
+        "  {:.0} runs/s under load, {:.0} runs/s draining",
+        workflows.runs_per_second, workflows.drain_runs_per_second
+    );
     Ok(BackendRun {
         backend,
         cpu: cpu_share(ticks_before, cpu_ticks()),
@@ -1083,6 +1252,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         projector_mean_lag,
         search_mean_lag,
         search,
+        workflows,
     })
 }
 
@@ -1382,12 +1552,83 @@ fn report(runs: &mut [BackendRun]) -> String {
         row(&mut out, &name, cells, "");
     }
     let _ = writeln!(out);
+
+    let _ = writeln!(
+        out,
+        "Workflow runs ({WORKFLOWS_PER_TENANT} active workflows on `entity.created` contacts, \
+         each contact matching one; its action an `update_field` with a template): the HTTP load \
+         above on that tenant, then a backlog of {DRAIN_INTENTIONS} waiting intentions drained by \
+         a fresh host (the projector and search draining too):"
+    );
+    let _ = writeln!(out);
+    header(&mut out, "");
+    row(
+        &mut out,
+        "intentions/s over HTTP, workflows active",
+        runs.iter()
+            .map(|run| count(run.workflows.intentions_per_second))
+            .collect(),
+        "",
+    );
+    row(
+        &mut out,
+        "runs/s completed during the window (runs per intention)",
+        runs.iter()
+            .map(|run| {
+                format!(
+                    "{} ({:.2})",
+                    count(run.workflows.runs_per_second),
+                    run.workflows.runs_per_intention
+                )
+            })
+            .collect(),
+        "",
+    );
+    row(
+        &mut out,
+        "trigger → run completed p50 / p99",
+        runs.iter_mut()
+            .map(|run| {
+                format!(
+                    "{} / {}",
+                    millis(percentile(&mut run.workflows.latencies, 0.5)),
+                    millis(percentile(&mut run.workflows.latencies, 0.99))
+                )
+            })
+            .collect(),
+        "",
+    );
+    row(
+        &mut out,
+        "runner caught up after the last intention",
+        runs.iter()
+            .map(|run| millis(run.workflows.caught_up))
+            .collect(),
+        "",
+    );
+    row(
+        &mut out,
+        "runs/s draining the backlog",
+        runs.iter()
+            .map(|run| {
+                let keeps_up =
+                    run.workflows.drain_runs_per_second >= run.http.intentions_per_second;
+                format!(
+                    "{} ({})",
+                    count(run.workflows.drain_runs_per_second),
+                    verdict(keeps_up)
+                )
+            })
+            .collect(),
+        "≥ the intentions/s of the core benchmark",
+    );
+    let _ = writeln!(out);
     for run in runs.iter() {
-        if let Some((own, other)) = run.cpu {
+        if let Some((own, other, steal)) = run.cpu {
             let _ = writeln!(
                 out,
                 "CPU during the {} part, average cores: this benchmark {own:.2}, other processes \
-                 {other:.2}{}.",
+                 {other:.2}{}, stolen by the hypervisor {steal:.2}.",
                 run.backend.name(),
                 match run.backend {
                     Backend::Sqlite => " (anything else running on the machine)",
@@ -1399,9 +1640,10 @@ fn report(runs: &mut [BackendRun]) -> String {
     out
 }
 
-/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total) and of this
-/// process, to tell how much of the machine other work took during the run.
-fn cpu_ticks() -> Option<(u64, u64, u64)> {
+/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total), of this
+/// process, and stolen by the hypervisor, to tell how much of the machine other work took
+/// during the run.
+fn cpu_ticks() -> Option<(u64, u64, u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let machine: Vec<u64> = stat
         .lines()
@@ -1411,25 +1653,32 @@ fn cpu_ticks() -> Option<(u64, u64, u64)> {
         .filter_map(|field| field.parse().ok())
         .collect();
     let total: u64 = machine.iter().take(8).sum();
-    // idle and iowait are not busy.
-    let busy = total - machine.get(3)? - machine.get(4)?;
+    let steal = *machine.get(7)?;
+    // idle and iowait are not busy; steal is time this machine did not get.
+    let busy = total - machine.get(3)? - machine.get(4)? - steal;
     let own = std::fs::read_to_string("/proc/self/stat").ok()?;
     let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
     let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((busy, total, process))
+    Some((busy, total, process, steal))
 }
 
-/// Average cores used between two [`cpu_ticks`] readings: (this process, everything else).
+/// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen
+/// by the hypervisor).
 fn cpu_share(
-    before: Option<(u64, u64, u64)>,
-    after: Option<(u64, u64, u64)>,
-) -> Option<(f64, f64)> {
+    before: Option<(u64, u64, u64, u64)>,
+    after: Option<(u64, u64, u64, u64)>,
+) -> Option<(f64, f64, f64)> {
     let (before, after) = (before?, after?);
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
     let total = (after.1 - before.1).max(1) as f64;
     let own = after.2 - before.2;
     let other = (after.0 - before.0).saturating_sub(own);
-    Some((own as f64 / total * cores, other as f64 / total * cores))
+    let steal = after.3 - before.3;
+    Some((
+        own as f64 / total * cores,
+        other as f64 / total * cores,
+        steal as f64 / total * cores,
+    ))
 }
 
 #[tokio::main]

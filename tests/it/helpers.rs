@@ -620,8 +620,9 @@ pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
     }
 }
 
-/// `tessera serve` as a child process on the test's database, with extra environment.
-pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> std::process::Child {
+/// `tessera serve` as a child process on the test's database, with extra environment; killed
+/// when the guard drops, so a failing test leaves no host behind.
+pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> ServedHost {
     let mut command = std::process::Command::new(tessera_binary());
     command
         .env("TESSERA_RATE_LIMIT_READ", "0")
@@ -641,5 +642,22 @@ pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> std::
     for (name, value) in environment {
         command.env(name, value);
     }
-    command.spawn().expect("starting tessera serve")
+    ServedHost(command.spawn().expect("starting tessera serve"))
+}
+
+/// A `tessera serve` child process, SIGKILLed and reaped on drop.
+pub struct ServedHost(std::process::Child);
+
+impl ServedHost {
+    /// SIGKILL, and wait for the process to end.
+    pub fn kill(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+impl Drop for ServedHost {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
