@@ -356,6 +356,17 @@ pub async fn apply_batch(
     tx: &mut Tx,
     jobs: &[(Submitter, Prepared)],
 ) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+    apply_chained_batch(tx, jobs, &[]).await
+}
+
+/// [`apply_batch`] where `continues_previous[i]` makes intention `i` depend on intention
+/// `i − 1` (a workflow run's next action): it is skipped, with [`ApiError::Conflict`], when
+/// that one was refused or skipped.
+pub async fn apply_chained_batch(
+    tx: &mut Tx,
+    jobs: &[(Submitter, Prepared)],
+    continues_previous: &[bool],
+) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
     let keys: Vec<(String, String)> = jobs
         .iter()
         .filter_map(|(submitter, prepared)| {
@@ -379,7 +390,14 @@ pub async fn apply_batch(
         .collect();
     let mut pipelines: HashMap<(String, String), Vec<String>> = HashMap::new();
     let mut decisions: Vec<Result<Decided, ApiError>> = Vec::with_capacity(jobs.len());
-    for (submitter, prepared) in jobs {
+    for (index, (submitter, prepared)) in jobs.iter().enumerate() {
+        let chained = continues_previous.get(index).copied().unwrap_or(false);
+        if chained && !matches!(decisions.last(), Some(Ok(_))) {
+            decisions.push(Err(ApiError::Conflict(
+                "skipped: the previous intention of its chain was refused".to_owned(),
+            )));
+            continue;
+        }
         let decided = decide(tx, &mut states, &mut pipelines, submitter, prepared).await?;
         decisions.push(decided);
     }

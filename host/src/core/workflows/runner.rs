@@ -4,6 +4,14 @@
 //! evaluates their conditions against the entity as that intention left it, executes the
 //! actions in order through intentions, and records a run.
 //!
+//! A batch is run in three steps: every matching workflow's actions are planned (templates
+//! rendered, intentions validated and prepared, recipients checked); all planned intentions
+//! are decided in one chained batch (`intentions::apply_chained_batch`), in trigger order and
+//! each run's actions in order, so each sees the effects of the ones before it exactly as if
+//! the runs had executed one after another, and a refused action skips the rest of its run;
+//! then the notifications of the actions that took effect are appended and the runs recorded,
+//! with multi-row writes. (Notifications come after the batch's intention events in the log.)
+//!
 //! Everything happens in the batch's transaction, with the worker's checkpoint: a crash or
 //! restart mid-batch rolls back the actions and the runs together, and the batch is applied
 //! again, so each trigger runs each workflow exactly once. The actions' events are appended
@@ -19,11 +27,11 @@ use serde_json::{Map, Value, json};
 
 use super::conditions::{self, Subject};
 use super::definition::{Action, Trigger};
-use super::store::{self, Workflow, WorkflowRun};
+use super::store::{self, RunRecord, Workflow, WorkflowRun};
 use super::templates::{self, Context};
-use crate::core::events::{self, EntityState, EventContext, NewEvent, StoredEvent};
+use crate::core::events::{self, AppendGroup, EntityState, EventContext, NewEvent, StoredEvent};
 use crate::core::families;
-use crate::core::intentions::{self, Intention, Submitter};
+use crate::core::intentions::{self, Intention, Prepared, Submitter};
 use crate::core::projections::Projection;
 use crate::http::ApiError;
 use crate::storage::{Tx, time};
@@ -43,6 +51,7 @@ impl Projection for WorkflowRunner {
 
     async fn apply(&self, tx: &mut Tx, events: &[StoredEvent]) -> anyhow::Result<()> {
         let mut active: HashMap<(String, Trigger), Vec<Workflow>> = HashMap::new();
+        let mut planned = Vec::new();
         for event in events {
             let Some(triggered) = Triggered::of(event)? else {
                 continue;
@@ -66,8 +75,11 @@ impl Projection for WorkflowRunner {
                 if !conditions::all_hold(&workflow.definition.conditions, &subject) {
                     continue;
                 }
-                run(tx, workflow, &triggered).await?;
+                planned.push(plan(tx, workflow, &triggered).await?);
             }
+        }
+        if !planned.is_empty() {
+            execute(tx, planned).await?;
         }
         Ok(())
     }
@@ -135,8 +147,33 @@ impl<'a> Triggered<'a> {
     }
 }
 
-/// Runs one workflow for one trigger and records the run.
-async fn run(tx: &mut Tx, workflow: &Workflow, triggered: &Triggered<'_>) -> anyhow::Result<()> {
+/// One action of a planned run.
+enum PlannedAction {
+    /// Decided with the batch's other intentions.
+    Intention(Prepared),
+    /// `notification.created`, appended once the actions before it took effect.
+    Notification(NewEvent),
+}
+
+/// A run whose actions are ready to execute.
+struct PlannedRun {
+    workflow_id: String,
+    trigger_event_id: String,
+    depth: i64,
+    submitter: Submitter,
+    started_at: String,
+    /// `(type name, action)` in order, up to the first action that could not be planned.
+    actions: Vec<(&'static str, PlannedAction)>,
+    /// Why the next action could not be planned (the run fails there).
+    planning_failure: Option<String>,
+}
+
+/// Renders and checks one workflow's actions for one trigger.
+async fn plan(
+    tx: &mut Tx,
+    workflow: &Workflow,
+    triggered: &Triggered<'_>,
+) -> anyhow::Result<PlannedRun> {
     let started_at = time::now();
     let subject = triggered.subject();
     let context = Context {
@@ -152,54 +189,41 @@ async fn run(tx: &mut Tx, workflow: &Workflow, triggered: &Triggered<'_>) -> any
         correlation_id: triggered.event.correlation_id.clone(),
         depth: triggered.event.depth + 1,
     };
-    let mut actions_executed = 0;
-    let mut error = None;
+    let mut actions = Vec::with_capacity(workflow.definition.actions.len());
+    let mut planning_failure = None;
     for (index, action) in workflow.definition.actions.iter().enumerate() {
-        match execute(tx, action, &context, &submitter, workflow).await? {
-            Ok(()) => actions_executed += 1,
+        match plan_action(tx, action, &context, &submitter, workflow).await? {
+            Ok(planned) => actions.push((action.type_name(), planned)),
             Err(reason) => {
-                error = Some(format!(
-                    "action {index} ({}) failed: {reason}",
-                    action.type_name()
-                ));
+                planning_failure = Some(failure(index, action.type_name(), &reason));
                 break;
             }
         }
     }
-    let run = WorkflowRun {
-        id: uuid::Uuid::now_v7().to_string(),
+    Ok(PlannedRun {
         workflow_id: workflow.id.clone(),
         trigger_event_id: triggered.event.id.clone(),
-        status: if error.is_none() {
-            "completed"
-        } else {
-            "failed"
-        }
-        .to_owned(),
-        error,
+        depth: triggered.event.depth,
+        submitter,
         started_at,
-        completed_at: time::now(),
-        actions_executed,
-    };
-    if !store::record_run(tx, &submitter.tenant_id, &run, triggered.event.depth).await? {
-        tracing::warn!(
-            workflow_id = %workflow.id,
-            trigger_event_id = %triggered.event.id,
-            "a workflow run was already recorded for this trigger"
-        );
-    }
-    Ok(())
+        actions,
+        planning_failure,
+    })
 }
 
-/// Executes one action: `Ok(Err(reason))` when it is refused (the run fails), `Err` when the
-/// database fails (the batch is retried).
-async fn execute(
+fn failure(index: usize, type_name: &str, reason: &str) -> String {
+    format!("action {index} ({type_name}) failed: {reason}")
+}
+
+/// One action made ready: `Ok(Err(reason))` when it is refused already (the run fails there),
+/// `Err` when the database fails (the batch is retried).
+async fn plan_action(
     tx: &mut Tx,
     action: &Action,
     context: &Context<'_>,
     submitter: &Submitter,
     workflow: &Workflow,
-) -> anyhow::Result<Result<(), String>> {
+) -> anyhow::Result<Result<PlannedAction, String>> {
     // Through the same validation as a person's intention.
     let (kind, payload) = match action {
         Action::UpdateField { field, value } => (
@@ -229,7 +253,10 @@ async fn execute(
             title,
             message,
         } => {
-            return notify(tx, context, submitter, workflow, recipient, title, message).await;
+            return Ok(
+                notification(context, workflow, recipient, title, message.as_deref())
+                    .map(PlannedAction::Notification),
+            );
         }
     };
     let intention = match Intention::parse(Some(kind), Some(&payload)) {
@@ -242,32 +269,23 @@ async fn execute(
         }
         _ => None,
     };
-    let prepared = match intentions::prepare_with_family(intention, family) {
-        Ok(prepared) => prepared,
-        Err(refusal) => return Ok(Err(describe(&refusal))),
-    };
-    let mut outcomes = intentions::apply_batch(tx, &[(submitter.clone(), prepared)]).await?;
-    Ok(match outcomes.pop() {
-        Some(Ok(_)) => Ok(()),
-        Some(Err(refusal)) => Err(describe(&refusal)),
-        None => Err("the intention was not decided".to_owned()),
-    })
+    Ok(intentions::prepare_with_family(intention, family)
+        .map(PlannedAction::Intention)
+        .map_err(|refusal| describe(&refusal)))
 }
 
-/// `send_notification`: appends `notification.created`, which the projector turns into an
-/// inbox item of the recipient.
-async fn notify(
-    tx: &mut Tx,
+/// `send_notification`: the `notification.created` event the projector turns into an inbox
+/// item of the recipient.
+fn notification(
     context: &Context<'_>,
-    submitter: &Submitter,
     workflow: &Workflow,
     recipient: &str,
     title: &str,
-    message: &Option<String>,
-) -> anyhow::Result<Result<(), String>> {
+    message: Option<&str>,
+) -> Result<NewEvent, String> {
     let recipient = templates::render_text(recipient, context);
     let Ok(recipient_id) = uuid::Uuid::try_parse(recipient.trim()) else {
-        return Ok(Err(format!("the recipient {recipient:?} is not a user id")));
+        return Err(format!("the recipient {recipient:?} is not a user id"));
     };
     let mut data = Map::new();
     data.insert(
@@ -286,20 +304,109 @@ async fn notify(
     }
     data.insert("entity_id".into(), json!(context.subject.entity_id));
     data.insert("workflow_id".into(), json!(workflow.id));
-    let event_context = EventContext {
-        tenant_id: submitter.tenant_id.clone(),
-        actor_id: Some(submitter.user_id.clone()),
-        correlation_id: submitter.correlation_id.clone(),
-        intention_id: None,
-        depth: submitter.depth,
-    };
-    let event = NewEvent {
+    Ok(NewEvent {
         event_type: "notification.created".to_owned(),
         entity_id: Some(context.subject.entity_id.to_owned()),
         data,
-    };
-    events::append(tx, &event_context, &[event], &time::now()).await?;
-    Ok(Ok(()))
+    })
+}
+
+/// Executes the planned runs of a batch and records them.
+async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
+    let mut jobs = Vec::new();
+    let mut continues_previous = Vec::new();
+    for run in &planned {
+        let mut first = true;
+        for (_, action) in &run.actions {
+            if let PlannedAction::Intention(prepared) = action {
+                jobs.push((run.submitter.clone(), prepared.clone()));
+                continues_previous.push(!first);
+                first = false;
+            }
+        }
+    }
+    let mut outcomes = intentions::apply_chained_batch(tx, &jobs, &continues_previous)
+        .await?
+        .into_iter();
+
+    let mut contexts: Vec<EventContext> = Vec::new();
+    let mut notifications: Vec<NewEvent> = Vec::new();
+    let mut records = Vec::with_capacity(planned.len());
+    for run in planned {
+        let mut actions_executed = 0;
+        let mut error = None;
+        for (index, (type_name, action)) in run.actions.into_iter().enumerate() {
+            match action {
+                PlannedAction::Intention(_) => {
+                    let outcome = outcomes.next().context("an outcome per intention")?;
+                    if error.is_some() {
+                        continue;
+                    }
+                    match outcome {
+                        Ok(_) => actions_executed += 1,
+                        Err(refusal) => {
+                            error = Some(failure(index, type_name, &describe(&refusal)))
+                        }
+                    }
+                }
+                PlannedAction::Notification(_) if error.is_some() => {}
+                PlannedAction::Notification(event) => {
+                    contexts.push(EventContext {
+                        tenant_id: run.submitter.tenant_id.clone(),
+                        actor_id: Some(run.submitter.user_id.clone()),
+                        correlation_id: run.submitter.correlation_id.clone(),
+                        intention_id: None,
+                        depth: run.submitter.depth,
+                    });
+                    notifications.push(event);
+                    actions_executed += 1;
+                }
+            }
+        }
+        let error = error.or(run.planning_failure);
+        records.push(RunRecord {
+            tenant_id: run.submitter.tenant_id,
+            depth: run.depth,
+            run: WorkflowRun {
+                id: uuid::Uuid::now_v7().to_string(),
+                workflow_id: run.workflow_id,
+                trigger_event_id: run.trigger_event_id,
+                status: if error.is_none() {
+                    "completed"
+                } else {
+                    "failed"
+                }
+                .to_owned(),
+                error,
+                started_at: run.started_at,
+                completed_at: time::now(),
+                actions_executed,
+            },
+        });
+    }
+    if !notifications.is_empty() {
+        let occurred_at = time::now();
+        let groups: Vec<AppendGroup<'_>> = contexts
+            .iter()
+            .zip(&notifications)
+            .map(|(context, event)| AppendGroup {
+                context,
+                events: std::slice::from_ref(event),
+                occurred_at: &occurred_at,
+                entity_state: None,
+            })
+            .collect();
+        events::append_groups(tx, &groups).await?;
+    }
+    let recorded = store::record_runs(tx, &records).await?;
+    if recorded < records.len() as u64 {
+        tracing::warn!(
+            runs = records.len(),
+            recorded,
+            "some workflow runs were already recorded for their trigger"
+        );
+    }
+    Ok(())
 }
 
 /// A refused intention, in words for the run's `error`.

@@ -371,34 +371,46 @@ pub struct WorkflowRun {
     pub actions_executed: i64,
 }
 
-/// Records a run; `false` (and nothing written) when this trigger already ran the workflow.
-pub async fn record_run(
-    tx: &mut Tx,
-    tenant_id: &str,
-    run: &WorkflowRun,
-    depth: i64,
-) -> anyhow::Result<bool> {
-    let inserted = on_tx!(tx, conn => sqlx::query(
-        "INSERT INTO workflow_runs (id, tenant_id, workflow_id, trigger_event_id, status, error,
-         actions_executed, depth, started_at, completed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (workflow_id, trigger_event_id) DO NOTHING",
-    )
-    .bind(&run.id)
-    .bind(tenant_id)
-    .bind(&run.workflow_id)
-    .bind(&run.trigger_event_id)
-    .bind(&run.status)
-    .bind(&run.error)
-    .bind(run.actions_executed)
-    .bind(depth)
-    .bind(&run.started_at)
-    .bind(&run.completed_at)
-    .execute(&mut **conn)
-    .await
-    .map(|done| done.rows_affected()))
-    .context("recording a workflow run")?;
-    Ok(inserted > 0)
+/// A run to record, with the tenant and the depth of its trigger.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub tenant_id: String,
+    pub depth: i64,
+    pub run: WorkflowRun,
+}
+
+/// Rows per multi-row `INSERT` of runs (10 parameters each).
+const RUN_INSERT_CHUNK: usize = 200;
+
+/// Records runs with multi-row inserts; a run whose trigger already ran its workflow is
+/// skipped. How many were written.
+pub async fn record_runs(tx: &mut Tx, records: &[RunRecord]) -> anyhow::Result<u64> {
+    let mut inserted = 0;
+    for chunk in records.chunks(RUN_INSERT_CHUNK) {
+        inserted += on_tx!(tx, conn => {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO workflow_runs (id, tenant_id, workflow_id, trigger_event_id, status,
+                 error, actions_executed, depth, started_at, completed_at) ",
+            );
+            insert.push_values(chunk, |mut row, record| {
+                let run = &record.run;
+                row.push_bind(&run.id)
+                    .push_bind(&record.tenant_id)
+                    .push_bind(&run.workflow_id)
+                    .push_bind(&run.trigger_event_id)
+                    .push_bind(&run.status)
+                    .push_bind(&run.error)
+                    .push_bind(run.actions_executed)
+                    .push_bind(record.depth)
+                    .push_bind(&run.started_at)
+                    .push_bind(&run.completed_at);
+            });
+            insert.push(" ON CONFLICT (workflow_id, trigger_event_id) DO NOTHING");
+            insert.build().execute(&mut **conn).await.map(|done| done.rows_affected())
+        })
+        .context("recording workflow runs")?;
+    }
+    Ok(inserted)
 }
 
 /// One page of a workflow's runs, newest first, and their total; `None` when the tenant has
