@@ -858,6 +858,21 @@ database_test!(
         })
         .await;
 
+        // The notification events carry the rendered message (`{{entity.status}}`).
+        let messages: Vec<String> = {
+            let database = &app.state().database;
+            tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+                "SELECT data FROM events WHERE event_type = 'notification.created' ORDER BY position")
+                .fetch_all(pool)
+                .await
+                .unwrap())
+        };
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|data| serde_json::from_str::<Value>(data).unwrap()["message"].clone())
+            .collect();
+        assert_eq!(messages, [json!("status lead"), Value::Null]);
+
         // The new task, created through an intention like any other write.
         let tasks = json_with_status(
             app.get_as("/core/api/v1/entities?family=task", &team.viewer)
