@@ -53,8 +53,18 @@ impl Projection for WorkflowRunner {
         let mut active: HashMap<(String, Trigger), Vec<Workflow>> = HashMap::new();
         let mut planned = Vec::new();
         for event in events {
-            let Some(triggered) = Triggered::of(event)? else {
-                continue;
+            let triggered = match Triggered::of(event) {
+                Ok(Some(triggered)) => triggered,
+                Ok(None) => continue,
+                Err(error) => {
+                    // A malformed entity state would otherwise stop every workflow for good.
+                    tracing::warn!(
+                        event_id = %event.id,
+                        error = format!("{error:#}"),
+                        "the workflow runner skips an undecodable event"
+                    );
+                    continue;
+                }
             };
             if event.depth >= MAX_DEPTH {
                 continue;
