@@ -1,83 +1,11 @@
 //! `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`:
-//! the signature of internal calls (CONTRACT §5) and of webhook deliveries. Verification is
-//! constant-time and refuses timestamps more than five minutes from now.
+//! the signature of internal calls (CONTRACT §5) and of webhook deliveries, from the
+//! `tessera-signature` crate (which receivers can use too), and the extractor that checks it on
+//! internal endpoints.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq as _;
-
-pub const SIGNATURE_HEADER: &str = "x-service-signature";
-
-/// How far `t` may be from now, in seconds.
-pub const TOLERANCE_SECONDS: i64 = 300;
-
-fn mac(secret: &[u8], timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    mac
-}
-
-/// The header value for `body` signed at `timestamp`.
-pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
-    format!(
-        "t={timestamp},v1={}",
-        hex::encode(mac(secret, timestamp, body).finalize().into_bytes())
-    )
-}
-
-/// Why a signature was refused.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    #[error("the signature header is malformed")]
-    Malformed,
-    #[error("the signature timestamp is outside the allowed window")]
-    Expired,
-    #[error("the signature does not match")]
-    Mismatch,
-}
-
-/// Checks a header value against `body`; any of several `v1=` entries may match (secret
-/// rotation sends two).
-pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
-    let mut timestamp = None;
-    let mut candidates = Vec::new();
-    for part in header.split(',') {
-        match part.trim().split_once('=') {
-            Some(("t", value)) => {
-                timestamp = Some(
-                    value
-                        .parse::<i64>()
-                        .map_err(|_| SignatureError::Malformed)?,
-                )
-            }
-            Some(("v1", value)) => {
-                candidates.push(hex::decode(value).map_err(|_| SignatureError::Malformed)?)
-            }
-            Some(_) => {}
-            None => return Err(SignatureError::Malformed),
-        }
-    }
-    let timestamp = timestamp.ok_or(SignatureError::Malformed)?;
-    if candidates.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    if (now - timestamp).abs() > TOLERANCE_SECONDS {
-        return Err(SignatureError::Expired);
-    }
-    let expected = mac(secret, timestamp, body).finalize().into_bytes();
-    let matched = candidates
-        .iter()
-        .fold(subtle::Choice::from(0), |any, candidate| {
-            any | expected.as_slice().ct_eq(candidate)
-        });
-    if bool::from(matched) {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
-    }
-}
+pub use tessera_signature::{
+    SIGNATURE_HEADER, SignatureError, TOLERANCE_SECONDS, sign, v1_entry, verify,
+};
 
 /// A JSON body whose `X-Service-Signature` verified against the service secret: the extractor
 /// of every internal endpoint. Missing, malformed, wrong or stale signatures are 401.
