@@ -57,6 +57,10 @@ use tessera_host::storage::{Database, time};
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
 use tokio_util::sync::CancellationToken;
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Concurrent writers, over HTTP and for the ceiling.
 const WRITERS: usize = 16;
 const WARM_UP: Duration = Duration::from_secs(1);
