@@ -118,25 +118,18 @@ fn checkpoint_of(row: (i64, i64, i64, i64)) -> Checkpoint {
     }
 }
 
-/// The occurrence time of the first event after `after` in reading order, committed or not
-/// yet safe to read: how long the projection has been behind.
+/// PostgreSQL: the occurrence time of the first event after `after` in reading order,
+/// committed or not yet safe to read: how long the projection has been behind. (On SQLite the
+/// prefetched batch answers this.)
 async fn first_pending(database: &Database, after: LogPosition) -> anyhow::Result<Option<String>> {
-    let occurred_at: Option<String> = match database.kind() {
-        DatabaseKind::Sqlite => on_pool!(database, pool => sqlx::query_scalar(
-            "SELECT occurred_at FROM events WHERE position > $1 ORDER BY position LIMIT 1",
-        )
-        .bind(after.position)
-        .fetch_optional(pool)
-        .await),
-        DatabaseKind::Postgres => on_pool!(database, pool => sqlx::query_scalar(
-            "SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
-             ORDER BY transaction_id, position LIMIT 1",
-        )
-        .bind(after.transaction_id)
-        .bind(after.position)
-        .fetch_optional(pool)
-        .await),
-    }
+    let occurred_at: Option<String> = on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
+         ORDER BY transaction_id, position LIMIT 1",
+    )
+    .bind(after.transaction_id)
+    .bind(after.position)
+    .fetch_optional(pool)
+    .await)
     .context("looking for pending events")?;
     Ok(occurred_at)
 }
