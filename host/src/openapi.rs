@@ -1,5 +1,10 @@
 //! The OpenAPI 3.1 document: the info block here; the paths come from each router's
-//! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged.
+//! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged. Engine
+//! routes are served by components behind a catch-all, so they are documented here by
+//! documentation-only entries (the generic catch-all, plus each route of the chat engine in
+//! the `chat` submodule).
+
+mod chat;
 
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -14,11 +19,21 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
     paths(
         engine_get, engine_post, engine_put, engine_patch, engine_delete,
         engine_provision_tenant, engine_deprovision_tenant, engine_provision_user, engine_deprovision_user,
+        chat::chat_conversations_list, chat::chat_conversations_create, chat::chat_conversations_show,
+        chat::chat_conversations_update,
+        chat::chat_messages_list, chat::chat_messages_create, chat::chat_messages_update,
+        chat::chat_messages_delete,
+        chat::chat_members_add, chat::chat_members_remove,
+        chat::chat_webhooks_list, chat::chat_webhooks_create, chat::chat_webhooks_show,
+        chat::chat_webhooks_update, chat::chat_webhooks_delete, chat::chat_webhooks_test,
+        chat::chat_webhook_deliveries_list, chat::chat_webhook_deliveries_retry,
+        chat::chat_webhook_dlq_list, chat::chat_webhook_dlq_retry,
     ),
     tags(
         (name = "health", description = "Health and liveness"),
         (name = "engines", description = "The engine registry and engine routes"),
         (name = "orchestration", description = "Provisioning tenants and users across engines (internal, signed)"),
+        (name = "chat", description = "The chat engine: conversations, messages, members and webhooks"),
     )
 )]
 pub struct ApiDoc;

@@ -9,6 +9,14 @@ use rand::RngCore as _;
 
 use crate::config::Secret;
 
+/// The host's service secret: `TESSERA_SERVICE_SECRET`, else the one generated in the data dir.
+pub fn service_secret(config: &crate::config::Config) -> anyhow::Result<Secret> {
+    match &config.service_secret {
+        Some(secret) => Ok(secret.clone()),
+        None => load_or_generate(&config.data_dir, "service_secret"),
+    }
+}
+
 /// Reads `data_dir/name`, or creates it with 32 random bytes (hex) when it does not exist.
 pub fn load_or_generate(data_dir: &Path, name: &str) -> anyhow::Result<Secret> {
     std::fs::create_dir_all(data_dir)

@@ -36,10 +36,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
     let database = Database::connect_and_migrate(&config.database).await?;
-    let service_secret = match &config.service_secret {
-        Some(secret) => secret.clone(),
-        None => secrets::load_or_generate(&config.data_dir, "service_secret")?,
-    };
+    let service_secret = secrets::service_secret(&config)?;
     let signing_keys = SigningKeys::load_or_create(database.clone(), config.auth.token_lifetime)
         .await
         .context("loading the token signing keys")?;

@@ -661,3 +661,58 @@ impl Drop for ServedHost {
         self.kill();
     }
 }
+
+/// A bound loopback listener on a free port (non-blocking, for tokio), and the port.
+pub fn loopback_listener() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// Serves `routes` over HTTPS on a free loopback port with a new self-signed certificate for
+/// `localhost` and `127.0.0.1`; returns the port and the certificate's PEM file (to trust
+/// through `TESSERA_WEBHOOK_EXTRA_CA`).
+pub fn serve_https(routes: Router) -> (u16, CertificateFile) {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap();
+    let certificate = CertificateFile::write(&certified.cert.pem());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)
+    .unwrap();
+    let (listener, port) = loopback_listener();
+    let server = axum_server::from_tcp_rustls(
+        listener,
+        axum_server::tls_rustls::RustlsConfig::from_config(std::sync::Arc::new(tls)),
+    )
+    .unwrap();
+    tokio::spawn(async move { server.serve(routes.into_make_service()).await });
+    (port, certificate)
+}
+
+/// A PEM file in the temp dir, removed when dropped.
+pub struct CertificateFile(pub PathBuf);
+
+impl CertificateFile {
+    pub fn write(pem: &str) -> Self {
+        let path =
+            std::env::temp_dir().join(format!("tessera-test-ca-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&path, pem).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for CertificateFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -8,6 +8,7 @@ mod helpers;
 
 mod audit;
 mod auth;
+mod chat;
 mod cli;
 mod conventions;
 mod engines;

@@ -91,6 +91,74 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
             "{method} {path} is documented"
         );
     }
+    // The chat engine's routes, each documented on its own besides the catch-all.
+    for (method, path) in [
+        ("get", "/chat/api/v1/conversations"),
+        ("post", "/chat/api/v1/conversations"),
+        ("get", "/chat/api/v1/conversations/{id}"),
+        ("patch", "/chat/api/v1/conversations/{id}"),
+        ("get", "/chat/api/v1/conversations/{id}/messages"),
+        ("post", "/chat/api/v1/conversations/{id}/messages"),
+        (
+            "patch",
+            "/chat/api/v1/conversations/{id}/messages/{message_id}",
+        ),
+        (
+            "delete",
+            "/chat/api/v1/conversations/{id}/messages/{message_id}",
+        ),
+        ("post", "/chat/api/v1/conversations/{id}/members"),
+        (
+            "delete",
+            "/chat/api/v1/conversations/{id}/members/{user_id}",
+        ),
+        ("get", "/chat/api/v1/webhooks"),
+        ("post", "/chat/api/v1/webhooks"),
+        ("get", "/chat/api/v1/webhooks/{id}"),
+        ("patch", "/chat/api/v1/webhooks/{id}"),
+        ("delete", "/chat/api/v1/webhooks/{id}"),
+        ("post", "/chat/api/v1/webhooks/{id}/test"),
+        ("get", "/chat/api/v1/webhooks/{id}/deliveries"),
+        (
+            "post",
+            "/chat/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry",
+        ),
+        ("get", "/chat/api/v1/webhooks/dlq"),
+        ("post", "/chat/api/v1/webhooks/dlq/{id}/retry"),
+    ] {
+        let operation = &paths[path][method];
+        assert!(operation.is_object(), "{method} {path} is documented");
+        assert_eq!(
+            operation["tags"][0], "chat",
+            "{method} {path} is tagged chat"
+        );
+        assert!(
+            operation["security"][0]["bearer"].is_array(),
+            "{method} {path} requires a bearer token"
+        );
+    }
+    let schemas = &document["components"]["schemas"];
+    for schema in [
+        "ChatConversation",
+        "ChatMessage",
+        "ChatWebhook",
+        "ChatWebhookCreate",
+        "ChatDelivery",
+        "ChatDeadLetter",
+    ] {
+        assert!(
+            schemas[schema].is_object(),
+            "the schema {schema} is documented"
+        );
+    }
+    assert!(
+        document["tags"]
+            .as_array()
+            .expect("tags")
+            .iter()
+            .any(|tag| tag["name"] == "chat"),
+        "the chat tag is declared"
+    );
     for method in ["get", "post", "put", "patch", "delete"] {
         assert!(
             paths["/{engine}/api/v1/{path}"][method].is_object(),

@@ -2,7 +2,6 @@
 //! freshly generated self-signed certificate, and plain HTTP) called by the `fetcher` test
 //! engine, which reports the outcome of `outbound-http.fetch` as JSON.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +15,10 @@ use serde_json::{Value, json};
 use tessera_host::config::Config;
 
 use crate::database_test;
-use crate::helpers::{AppOptions, Backend, TestApp, json_with_status, spawn_app_with};
+use crate::helpers::{
+    AppOptions, Backend, CertificateFile, TestApp, json_with_status, loopback_listener,
+    serve_https, spawn_app_with,
+};
 
 /// How many requests reached the receiver's `/hook`.
 #[derive(Default)]
@@ -72,13 +74,6 @@ impl Receiver {
     }
 }
 
-fn loopback_listener() -> (std::net::TcpListener, u16) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    (listener, port)
-}
-
 /// A plain-HTTP receiver on 127.0.0.1.
 async fn http_receiver() -> Receiver {
     let hits = Arc::new(Hits::default());
@@ -92,49 +87,9 @@ async fn http_receiver() -> Receiver {
 /// An HTTPS receiver on 127.0.0.1 with a new self-signed certificate for `localhost` and
 /// `127.0.0.1`, and the certificate's PEM file (to trust through `TESSERA_WEBHOOK_EXTRA_CA`).
 async fn https_receiver() -> (Receiver, CertificateFile) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    let certificate = CertificateFile::write(&certified.cert.pem());
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
-        certified.signing_key.serialize_der(),
-    ));
-    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![certified.cert.der().clone()], key)
-    .unwrap();
     let hits = Arc::new(Hits::default());
-    let (listener, port) = loopback_listener();
-    let server = axum_server::from_tcp_rustls(
-        listener,
-        axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls)),
-    )
-    .unwrap();
-    let routes = receiver_routes(hits.clone());
-    tokio::spawn(async move { server.serve(routes.into_make_service()).await });
+    let (port, certificate) = serve_https(receiver_routes(hits.clone()));
     (Receiver { port, hits }, certificate)
-}
-
-/// A PEM file in the temp dir, removed when dropped.
-struct CertificateFile(PathBuf);
-
-impl CertificateFile {
-    fn write(pem: &str) -> Self {
-        let path =
-            std::env::temp_dir().join(format!("tessera-test-ca-{}.pem", uuid::Uuid::new_v4()));
-        std::fs::write(&path, pem).unwrap();
-        Self(path)
-    }
-}
-
-impl Drop for CertificateFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// A host with the fetchers whose outbound settings `configure` sets, and a token.

@@ -1,12 +1,31 @@
-//! The Chat engine: a tenant's conversations, messages and members (and, in later issues, the
-//! chat webhooks of the API spec). Provisioning creates the tenant's `general` conversation.
+//! The Chat engine: a tenant's conversations, messages and members, and the chat webhooks of
+//! the API spec (signed deliveries with retries, a dead letter queue and automatic disabling),
+//! built only on the engine world's imports: storage, the durable scheduler, outbound HTTP,
+//! the vault and the event bus.
 //!
-//! Storage (tenant-scoped by the host): `tenant`, `users/<user_id>`,
-//! `conversations/<conversation_id>`, and the index `conversation-slugs/<slug>` → id.
+//! Every chat event (`message.*`, `conversation.*`, `member.*`, `notification.created`) is
+//! published on the host's bus and becomes one delivery per active webhook subscribed to it,
+//! written in the same storage transaction as the change that caused it, together with the job
+//! of its first attempt (`events.rs`). Storage layout (tenant-scoped by the host):
+//!
+//! | key | value |
+//! |---|---|
+//! | `tenant`, `users/<user_id>` | provisioning records (`tenancy`) |
+//! | `conversations/<id>`, `conversation-slugs/<slug>` | conversations, default-conversation index |
+//! | `messages/<conversation_id>/<message_id>` | messages (ids are UUID v7: keys sort by time) |
+//! | `webhooks/<id>` | webhooks, secrets sealed by the host's vault |
+//! | `webhook-failures/<id>` | consecutive failed attempts (compare-and-swap counter) |
+//! | `deliveries/<webhook_id>/<delivery_id>` | deliveries with their request body and state |
+//! | `dlq/<delivery_id>` | the dead letter queue (the webhook id) |
+
+mod batch;
+mod conversations;
+mod events;
+mod webhooks;
 
 use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::{
-    Context, Descriptor, Engine, HostError, Request, Response, Router, TenantInfo, storage,
+    Context, Descriptor, Engine, HostError, Job, Request, Response, Router, TenantInfo, storage,
     tenancy, time,
 };
 
@@ -27,6 +46,53 @@ impl Engine for Chat {
     fn handle(ctx: &Context, request: Request) -> Response {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .get("/api/v1/conversations", conversations::list)
+            .post("/api/v1/conversations", conversations::create)
+            .get("/api/v1/conversations/{id}", conversations::show)
+            .patch("/api/v1/conversations/{id}", conversations::update)
+            .get(
+                "/api/v1/conversations/{id}/messages",
+                conversations::messages,
+            )
+            .post(
+                "/api/v1/conversations/{id}/messages",
+                conversations::post_message,
+            )
+            .patch(
+                "/api/v1/conversations/{id}/messages/{message_id}",
+                conversations::edit_message,
+            )
+            .delete(
+                "/api/v1/conversations/{id}/messages/{message_id}",
+                conversations::delete_message,
+            )
+            .post(
+                "/api/v1/conversations/{id}/members",
+                conversations::add_member,
+            )
+            .delete(
+                "/api/v1/conversations/{id}/members/{user_id}",
+                conversations::remove_member,
+            )
+            .get("/api/v1/webhooks", webhooks::list)
+            .post("/api/v1/webhooks", webhooks::create)
+            .get("/api/v1/webhooks/dlq", webhooks::delivery::dead_letters)
+            .post(
+                "/api/v1/webhooks/dlq/{id}/retry",
+                webhooks::delivery::retry_dead_letter,
+            )
+            .get("/api/v1/webhooks/{id}", webhooks::show)
+            .patch("/api/v1/webhooks/{id}", webhooks::update)
+            .delete("/api/v1/webhooks/{id}", webhooks::destroy)
+            .post("/api/v1/webhooks/{id}/test", webhooks::delivery::test_ping)
+            .get(
+                "/api/v1/webhooks/{id}/deliveries",
+                webhooks::delivery::deliveries,
+            )
+            .post(
+                "/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry",
+                webhooks::delivery::retry_delivery,
+            )
             .handle(ctx, request)
     }
 
@@ -34,6 +100,10 @@ impl Engine for Chat {
         ensure_conversation("general", "General")?;
         tenancy::record_tenant(tenant)?;
         Ok(())
+    }
+
+    fn run_job(job: &Job) -> Result<(), String> {
+        webhooks::delivery::run_attempt(job)
     }
 }
 
@@ -63,6 +133,12 @@ fn ensure_conversation(slug: &str, title: &str) -> Result<String, HostError> {
         })
     })?;
     Ok(id)
+}
+
+/// A new identifier that sorts by creation time (UUID v7), so storage keys built from it list
+/// in the order things happened.
+fn new_ordered_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 tessera_sdk::export_engine!(Chat);

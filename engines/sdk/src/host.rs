@@ -1,5 +1,6 @@
 //! Wrappers for the smaller host imports: the durable [`scheduler`], the event bus
-//! ([`events`]) and policy-checked outbound HTTP ([`http`]). Each is scoped by the host to this
+//! ([`events`]), policy-checked outbound HTTP ([`http`]), secrets at rest ([`vault`]) and the
+//! operator's [`settings`]. Each is scoped by the host to this
 //! engine and the tenant of the current call.
 
 /// The durable scheduler: a job survives host restarts and is delivered to
@@ -140,6 +141,14 @@ pub mod http {
         }
     }
 
+    /// Checks, without sending anything, that [`fetch`] could reach `url` now: an http(s) URL
+    /// the engine's outbound hosts allow, not (an IP literal of, or a name resolving only to)
+    /// a non-public address unless the host allows private targets. A name that does not
+    /// resolve passes. `Err` carries the reason.
+    pub fn check_target(url: &str) -> Result<(), HostError> {
+        host::check_target(url).map_err(|error| HostError::new("http.check-target", error))
+    }
+
     /// Sends `request`; `Err` when no HTTP response was obtained (refused by policy, DNS,
     /// connect, TLS, timeout), with the reason. Any status, 5xx included, is `Ok`.
     pub fn fetch(request: OutboundRequest) -> Result<OutboundResponse, HostError> {
@@ -158,5 +167,33 @@ pub mod http {
             body: response.body,
             elapsed_ms: response.elapsed_ms,
         })
+    }
+}
+
+/// Secrets at rest: sealed by the host with a key engines never see, bound to this engine and
+/// the tenant of the call. Store what [`seal`](vault::seal) returns; [`open`](vault::open) it
+/// when needed, and keep the plaintext no longer than that.
+pub mod vault {
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::vault as host;
+
+    /// Encrypts `plaintext` (authenticated; sealing twice gives different bytes).
+    pub fn seal(plaintext: &[u8]) -> Result<Vec<u8>, HostError> {
+        host::seal(plaintext).map_err(|error| HostError::new("vault.seal", error))
+    }
+
+    /// Decrypts what [`seal`] returned in this engine and tenant.
+    pub fn open(sealed: &[u8]) -> Result<Vec<u8>, HostError> {
+        host::open(sealed).map_err(|error| HostError::new("vault.open", error))
+    }
+}
+
+/// Operator settings the host shares with engines (names in `wit/engine.wit`).
+pub mod settings {
+    use crate::guest::bindings::tessera::engine::settings as host;
+
+    /// The setting `name`, or `None` when the host has no such setting.
+    pub fn get(name: &str) -> Option<String> {
+        host::get(name)
     }
 }

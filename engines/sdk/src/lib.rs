@@ -5,7 +5,7 @@
 //! return `Result<Response, ApiError>`, and exports it with [`export_engine!`]. The WIT bindings
 //! stay inside the SDK: everything at the boundary is a plain Rust type ([`Context`],
 //! [`Request`], [`Response`], [`Descriptor`], …), and the host imports are typed helpers
-//! ([`storage`], [`scheduler`], [`events`], [`http`], [`log`]).
+//! ([`storage`], [`scheduler`], [`events`], [`http`], [`vault`], [`settings`], [`log`]).
 //!
 //! Responses have the host's shapes: `{"data": …}` / `{"data": …, "meta": …}` on success,
 //! `{"message": …}` on error and `{"message": "The given data was invalid.", "errors": {field:
@@ -136,7 +136,7 @@ pub use error::{
     ApiError, HostError, MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED,
     MESSAGE_SERVER_ERROR, MESSAGE_UNAUTHENTICATED,
 };
-pub use host::{events, http, scheduler};
+pub use host::{events, http, scheduler, settings, vault};
 pub use paging::{CursorMeta, CursorPage};
 pub use request::{Query, Request};
 pub use response::Response;

@@ -27,6 +27,104 @@ pub fn delete(key: &str) -> Result<bool, HostError> {
     host::delete(key).map_err(|error| HostError::new("storage.delete", error))
 }
 
+/// Replaces the value under `key` only when it is currently `expected` (`None`: the key is
+/// absent), atomically; `value` `None` deletes it. True when it did; false (nothing changed)
+/// when the current value differs. [`update_json`] builds read-modify-write on it.
+pub fn compare_and_swap(
+    key: &str,
+    expected: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Result<bool, HostError> {
+    host::compare_and_swap(key, expected, value)
+        .map_err(|error| HostError::new("storage.compare-and-swap", error))
+}
+
+/// Writes `sets`, removes `deletes` and schedules `jobs` (`(at_unix_ms, payload)`, as
+/// [`scheduler::schedule`](crate::scheduler::schedule) does) in one transaction: all of them or
+/// none. Returns the job ids in order. Use it when a state change and the job that must follow
+/// it may never be separated by a crash.
+pub fn write_batch(
+    sets: &[(String, Vec<u8>)],
+    deletes: &[String],
+    jobs: &[(u64, Vec<u8>)],
+) -> Result<Vec<String>, HostError> {
+    host::write_batch(sets, deletes, jobs)
+        .map_err(|error| HostError::new("storage.write-batch", error))
+}
+
+/// Encodes `value` as JSON for [`write_batch`].
+pub fn json_entry<T: Serialize + ?Sized>(
+    key: impl Into<String>,
+    value: &T,
+) -> Result<(String, Vec<u8>), HostError> {
+    let key = key.into();
+    let bytes = serde_json::to_vec(value)
+        .map_err(|error| HostError::new("storage.encode", format!("{key}: {error}")))?;
+    Ok((key, bytes))
+}
+
+/// What [`update_json`] should do with the current value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update<T> {
+    /// Store this value.
+    Set(T),
+    /// Remove the key.
+    Delete,
+    /// Leave everything as it is.
+    Keep,
+}
+
+/// Most rounds [`update_json`] tries before giving up on a key that keeps changing.
+const UPDATE_ROUNDS: usize = 64;
+
+/// Read-modify-write of the JSON value under `key` that loses no concurrent update: reads the
+/// current value (`None` when absent), asks `change` what to do, and writes with
+/// [`compare_and_swap`], starting again when another call changed the key in between.
+/// Returns what was decided in the round that won. `change` may run several times.
+///
+/// ```no_run
+/// use tessera_sdk::storage::{self, Update};
+///
+/// // A counter that concurrent jobs increment without losing a step.
+/// let count = storage::update_json::<u64, _>("counters/failures", |current| {
+///     Update::Set(current.unwrap_or(0) + 1)
+/// })?;
+/// # Ok::<(), tessera_sdk::HostError>(())
+/// ```
+pub fn update_json<T, F>(key: &str, mut change: F) -> Result<Update<T>, HostError>
+where
+    T: Serialize + DeserializeOwned,
+    F: FnMut(Option<T>) -> Update<T>,
+{
+    for _ in 0..UPDATE_ROUNDS {
+        let current = get(key)?;
+        let decoded = current
+            .as_deref()
+            .map(|bytes| decode::<T>(key, bytes))
+            .transpose()?;
+        let decision = change(decoded);
+        let written = match &decision {
+            Update::Keep => return Ok(decision),
+            Update::Delete => match &current {
+                None => return Ok(decision),
+                Some(bytes) => compare_and_swap(key, Some(bytes), None)?,
+            },
+            Update::Set(value) => {
+                let bytes = serde_json::to_vec(value)
+                    .map_err(|error| HostError::new("storage.encode", format!("{key}: {error}")))?;
+                compare_and_swap(key, current.as_deref(), Some(&bytes))?
+            }
+        };
+        if written {
+            return Ok(decision);
+        }
+    }
+    Err(HostError::new(
+        "storage.update",
+        format!("{key} kept changing; gave up after {UPDATE_ROUNDS} rounds"),
+    ))
+}
+
 /// True when `key` exists.
 pub fn exists(key: &str) -> Result<bool, HostError> {
     Ok(get(key)?.is_some())

@@ -10,6 +10,7 @@ pub mod store;
 pub mod lifecycle;
 pub mod outbound;
 pub mod routes;
+pub mod vault;
 pub mod watcher;
 pub mod work;
 

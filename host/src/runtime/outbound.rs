@@ -643,15 +643,60 @@ impl OutboundClient {
         }
     }
 
-    /// Checks the request against the policy and builds it. The target comes back in both
-    /// cases when the URL parses.
-    fn prepare(
+    /// Checks, without sending, that `caller` could reach `url` now (see `check-target` in
+    /// `wit/engine.wit`): the URL, the allow-list, IP literals, and the addresses a name
+    /// resolves to. A name that does not resolve passes (every connection checks again).
+    pub async fn check_target(
         &self,
         caller: FetchCaller<'_>,
         allowed: &AllowedHosts,
-        request: FetchRequest,
-    ) -> Result<Prepared, (Option<String>, FetchError)> {
-        let url = Url::parse(request.url.trim()).map_err(|error| {
+        url: &str,
+    ) -> Result<(), String> {
+        let (url, target) = self
+            .check_url(caller, allowed, url)
+            .map_err(|(_, error)| error.to_string())?;
+        let Some(url::Host::Domain(name)) = url.host() else {
+            return Ok(());
+        };
+        if self.allow_private {
+            return Ok(());
+        }
+        let Ok(addresses) = tokio::net::lookup_host((name, 0)).await else {
+            return Ok(());
+        };
+        let addresses: Vec<IpAddr> = addresses.map(|address| address.ip()).collect();
+        match addresses.first() {
+            Some(first)
+                if addresses
+                    .iter()
+                    .all(|address| non_public_reason(*address).is_some()) =>
+            {
+                let reason = non_public_reason(*first).unwrap_or("reserved");
+                tracing::warn!(
+                    engine = caller.engine_code,
+                    correlation_id = caller.correlation_id,
+                    target,
+                    reason,
+                    "outbound target refused by policy"
+                );
+                Err(format!(
+                    "{name} resolves only to non-public addresses ({first}: {reason}), and this host does not allow private targets"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The URL checked against the scheme, the allow-list and (for IP literals) the address
+    /// policy, with its target (`scheme://host:port`). The target comes back with the error
+    /// when the URL parses.
+    fn check_url(
+        &self,
+        caller: FetchCaller<'_>,
+        allowed: &AllowedHosts,
+        url: &str,
+    ) -> Result<(Url, String), (Option<String>, FetchError)> {
+        let url = Url::parse(url.trim()).map_err(|error| {
             (
                 None,
                 FetchError::Invalid(format!("the URL is not valid: {error}")),
@@ -671,17 +716,6 @@ impl OutboundClient {
         };
         let target = format!("{}://{host}:{port}", url.scheme());
         let fail = |error: FetchError| (Some(target.clone()), error);
-
-        let method = request.method.trim().to_ascii_uppercase();
-        if !METHODS.contains(&method.as_str()) {
-            return Err(fail(FetchError::Invalid(format!(
-                "the method {:?} is not one of {}",
-                request.method,
-                METHODS.join(", ")
-            ))));
-        }
-        let method = Method::from_bytes(method.as_bytes()).expect("a standard method");
-
         if !allowed.allows(&url) {
             return Err(fail(FetchError::Refused(if allowed.is_empty() {
                 format!(
@@ -695,7 +729,6 @@ impl OutboundClient {
                 )
             })));
         }
-
         // The resolver never sees IP literals: check them here.
         let literal = match host {
             url::Host::Ipv4(address) => Some(IpAddr::V4(address)),
@@ -710,6 +743,28 @@ impl OutboundClient {
                 "{address} is a non-public address ({reason}), and this host does not allow private targets"
             ))));
         }
+        Ok((url, target))
+    }
+
+    /// Checks the request against the policy and builds it. The target comes back in both
+    /// cases when the URL parses.
+    fn prepare(
+        &self,
+        caller: FetchCaller<'_>,
+        allowed: &AllowedHosts,
+        request: FetchRequest,
+    ) -> Result<Prepared, (Option<String>, FetchError)> {
+        let method = request.method.trim().to_ascii_uppercase();
+        let (url, target) = self.check_url(caller, allowed, &request.url)?;
+        let fail = |error: FetchError| (Some(target.clone()), error);
+        if !METHODS.contains(&method.as_str()) {
+            return Err(fail(FetchError::Invalid(format!(
+                "the method {:?} is not one of {}",
+                request.method,
+                METHODS.join(", ")
+            ))));
+        }
+        let method = Method::from_bytes(method.as_bytes()).expect("a standard method");
 
         let mut headers = HeaderMap::new();
         for (name, value) in &request.headers {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use anyhow::Context as _;
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -11,6 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::v0_1::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
+use super::vault::Vault;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use crate::storage::Database;
 use crate::storage::engine_kv::{self, KvScope};
@@ -21,6 +24,10 @@ pub const MAX_KEY_BYTES: usize = 1024;
 pub const MAX_VALUE_BYTES: usize = 4 * 1024 * 1024;
 /// Most entries one `list` returns.
 pub const MAX_LIST_LIMIT: u32 = 1000;
+/// Most sets, deletes and jobs in one `write-batch`.
+pub const MAX_BATCH_ENTRIES: usize = 10_000;
+/// Largest total of the values of one `write-batch`.
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// Who a call acts for, set by the host before the call.
 #[derive(Debug, Clone)]
@@ -44,17 +51,52 @@ pub struct HostServices {
     pub queue: WorkQueue,
     /// The event bus (subscriptions kept in step with the registry).
     pub bus: EventBus,
+    /// Seals and opens engines' secrets.
+    pub vault: Vault,
+    /// What the `settings` import answers.
+    pub settings: Arc<EngineSettings>,
+}
+
+/// The operator settings engines may read (`settings.get`).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// `webhook.retry-schedule-ms`.
+    pub webhook_retry_schedule_ms: String,
+}
+
+impl EngineSettings {
+    pub fn new(config: &crate::config::Config) -> Self {
+        Self {
+            webhook_retry_schedule_ms: config
+                .webhook
+                .retry_schedule
+                .iter()
+                .map(|delay| delay.as_millis().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<String> {
+        match name {
+            "webhook.retry-schedule-ms" => Some(self.webhook_retry_schedule_ms.clone()),
+            _ => None,
+        }
+    }
 }
 
 impl HostServices {
     /// The services of a host (server or admin CLI) configured by `config`.
     pub fn new(config: &crate::config::Config, database: Database) -> anyhow::Result<Self> {
         let queue = WorkQueue::new(database.clone());
+        let service_secret = crate::secrets::service_secret(config)?;
         Ok(Self {
             database,
             outbound: Arc::new(OutboundClient::new(config)?),
             bus: EventBus::new(queue.clone()),
             queue,
+            vault: Vault::new(service_secret.expose()),
+            settings: Arc::new(EngineSettings::new(config)),
         })
     }
 }
@@ -107,6 +149,33 @@ impl StoreState {
             "engine {import} failed"
         );
         format!("{import} is temporarily unavailable")
+    }
+
+    /// `(at-unix-ms, payload)` jobs of this engine and tenant, checked.
+    fn new_jobs(&self, jobs: Vec<(u64, Vec<u8>)>) -> Result<Vec<NewWork>, String> {
+        let tenant_id = self.tenant("the scheduler")?.to_owned();
+        let mut work = Vec::with_capacity(jobs.len());
+        for (at_unix_ms, payload) in jobs {
+            if payload.len() > MAX_PAYLOAD_BYTES {
+                return Err(format!(
+                    "job payloads are at most {MAX_PAYLOAD_BYTES} bytes"
+                ));
+            }
+            // A time in the past is due now; beyond what a timestamp holds is refused.
+            let due_at = i64::try_from(at_unix_ms)
+                .ok()
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .filter(|due_at| due_at.timestamp() < 253_402_300_800)
+                .ok_or_else(|| format!("{at_unix_ms} is not a time the scheduler accepts"))?;
+            work.push(NewWork {
+                engine_code: self.scope.engine_code.clone(),
+                tenant_id: tenant_id.clone(),
+                kind: WorkKind::Job,
+                payload,
+                due_at,
+            });
+        }
+        Ok(work)
     }
 }
 
@@ -215,6 +284,91 @@ impl world::storage::Host for StoreState {
             },
         )
     }
+
+    async fn compare_and_swap(
+        &mut self,
+        key: String,
+        expected: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+    ) -> wasmtime::Result<Result<bool, String>> {
+        if let Err(message) = check_key(&key) {
+            return Ok(Err(message));
+        }
+        if value
+            .as_ref()
+            .is_some_and(|value| value.len() > MAX_VALUE_BYTES)
+        {
+            return Ok(Err(format!("values are at most {MAX_VALUE_BYTES} bytes")));
+        }
+        let scope = match self.kv_scope() {
+            Ok(scope) => scope,
+            Err(message) => return Ok(Err(message)),
+        };
+        Ok(
+            match engine_kv::compare_and_swap(
+                &self.services.database,
+                &scope,
+                &key,
+                expected.as_deref(),
+                value.as_deref(),
+            )
+            .await
+            {
+                Ok(swapped) => Ok(swapped),
+                Err(error) => Err(self.import_failure("storage", error)),
+            },
+        )
+    }
+
+    async fn write_batch(
+        &mut self,
+        sets: Vec<(String, Vec<u8>)>,
+        deletes: Vec<String>,
+        jobs: Vec<(u64, Vec<u8>)>,
+    ) -> wasmtime::Result<Result<Vec<String>, String>> {
+        if sets.len() + deletes.len() + jobs.len() > MAX_BATCH_ENTRIES {
+            return Ok(Err(format!(
+                "a batch holds at most {MAX_BATCH_ENTRIES} sets, deletes and jobs"
+            )));
+        }
+        for key in sets.iter().map(|(key, _)| key).chain(&deletes) {
+            if let Err(message) = check_key(key) {
+                return Ok(Err(message));
+            }
+        }
+        let total: usize = sets.iter().map(|(_, value)| value.len()).sum();
+        if sets.iter().any(|(_, value)| value.len() > MAX_VALUE_BYTES) || total > MAX_BATCH_BYTES {
+            return Ok(Err(format!(
+                "values are at most {MAX_VALUE_BYTES} bytes, and a batch at most {MAX_BATCH_BYTES}"
+            )));
+        }
+        let work = match self.new_jobs(jobs) {
+            Ok(work) => work,
+            Err(message) => return Ok(Err(message)),
+        };
+        let scope = match self.kv_scope() {
+            Ok(scope) => scope,
+            Err(message) => return Ok(Err(message)),
+        };
+        let database = self.services.database.clone();
+        let written = async {
+            let mut tx = database.begin().await?;
+            engine_kv::write_batch_in(&mut tx, &scope, &sets, &deletes).await?;
+            let ids = WorkQueue::insert_in(&mut tx, &work).await?;
+            tx.commit().await.context("committing a storage batch")?;
+            anyhow::Ok(ids)
+        }
+        .await;
+        Ok(match written {
+            Ok(ids) => {
+                if !ids.is_empty() {
+                    self.services.queue.wake();
+                }
+                Ok(ids)
+            }
+            Err(error) => Err(self.import_failure("storage", error)),
+        })
+    }
 }
 
 impl world::scheduler::Host for StoreState {
@@ -223,33 +377,12 @@ impl world::scheduler::Host for StoreState {
         at_unix_ms: u64,
         payload: Vec<u8>,
     ) -> wasmtime::Result<Result<String, String>> {
-        let tenant_id = match self.tenant("the scheduler") {
-            Ok(tenant_id) => tenant_id.to_owned(),
+        let work = match self.new_jobs(vec![(at_unix_ms, payload)]) {
+            Ok(work) => work,
             Err(message) => return Ok(Err(message)),
         };
-        if payload.len() > MAX_PAYLOAD_BYTES {
-            return Ok(Err(format!(
-                "job payloads are at most {MAX_PAYLOAD_BYTES} bytes"
-            )));
-        }
-        // A time in the past is due now; beyond what a timestamp holds is refused.
-        let Some(due_at) = i64::try_from(at_unix_ms)
-            .ok()
-            .and_then(chrono::DateTime::from_timestamp_millis)
-            .filter(|due_at| due_at.timestamp() < 253_402_300_800)
-        else {
-            return Ok(Err(format!(
-                "{at_unix_ms} is not a time the scheduler accepts"
-            )));
-        };
-        let work = NewWork {
-            engine_code: self.scope.engine_code.clone(),
-            tenant_id,
-            kind: WorkKind::Job,
-            payload,
-            due_at,
-        };
-        Ok(match self.services.queue.enqueue(&[work]).await {
+        let queue = self.services.queue.clone();
+        Ok(match queue.enqueue(&work).await {
             Ok(mut ids) => Ok(ids.remove(0)),
             Err(error) => Err(self.import_failure("the scheduler", error)),
         })
@@ -351,6 +484,48 @@ impl world::outbound_http::Host for StoreState {
                 body: response.body,
                 elapsed_ms: response.elapsed_ms,
             }))
+    }
+
+    async fn check_target(&mut self, url: String) -> wasmtime::Result<Result<(), String>> {
+        let outbound = &self.services.outbound;
+        let allowed = outbound.allowed_hosts(&self.scope.engine_code, &self.scope.outbound_hosts);
+        let caller = FetchCaller {
+            engine_code: &self.scope.engine_code,
+            correlation_id: self.scope.correlation_id.as_deref().unwrap_or(""),
+        };
+        Ok(outbound.check_target(caller, allowed, &url).await)
+    }
+}
+
+impl world::vault::Host for StoreState {
+    async fn seal(&mut self, plaintext: Vec<u8>) -> wasmtime::Result<Result<Vec<u8>, String>> {
+        let tenant_id = match self.tenant("the vault") {
+            Ok(tenant_id) => tenant_id,
+            Err(message) => return Ok(Err(message)),
+        };
+        Ok(self
+            .services
+            .vault
+            .seal(&self.scope.engine_code, tenant_id, &plaintext)
+            .map_err(|error| error.to_string()))
+    }
+
+    async fn open(&mut self, sealed: Vec<u8>) -> wasmtime::Result<Result<Vec<u8>, String>> {
+        let tenant_id = match self.tenant("the vault") {
+            Ok(tenant_id) => tenant_id,
+            Err(message) => return Ok(Err(message)),
+        };
+        Ok(self
+            .services
+            .vault
+            .open(&self.scope.engine_code, tenant_id, &sealed)
+            .map_err(|error| error.to_string()))
+    }
+}
+
+impl world::settings::Host for StoreState {
+    async fn get(&mut self, name: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.services.settings.get(&name))
     }
 }
 

@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
-use crate::storage::{Database, DatabaseKind, time};
+use crate::storage::{Database, DatabaseKind, Tx, time};
 use crate::{on_pool, on_tx};
 
 /// Runs of one item before it is kept as `failed`.
@@ -97,12 +97,21 @@ impl WorkQueue {
         if items.is_empty() {
             return Ok(Vec::new());
         }
+        let mut tx = self.database.begin().await?;
+        let ids = Self::insert_in(&mut tx, items).await?;
+        tx.commit().await?;
+        self.wake();
+        Ok(ids)
+    }
+
+    /// Stores the items in the caller's transaction; returns their ids. Call [`Self::wake`]
+    /// once it committed.
+    pub async fn insert_in(tx: &mut Tx, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
         let now = time::now();
         let mut ids = Vec::with_capacity(items.len());
-        let mut tx = self.database.begin().await?;
         for item in items {
             let id = uuid::Uuid::new_v4().to_string();
-            on_tx!(&mut tx, conn => sqlx::query(
+            on_tx!(tx, conn => sqlx::query(
                 "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6, 0, 'pending', $7)",
             )
@@ -119,9 +128,12 @@ impl WorkQueue {
             .context("enqueuing engine work")?;
             ids.push(id);
         }
-        tx.commit().await?;
-        self.wake.notify_one();
         Ok(ids)
+    }
+
+    /// Wakes this host's worker: work was enqueued.
+    pub fn wake(&self) {
+        self.wake.notify_one();
     }
 
     /// Cancels a pending job of this engine and tenant; true when it was still pending.

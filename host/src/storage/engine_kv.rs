@@ -3,8 +3,8 @@
 
 use anyhow::Context as _;
 
-use crate::on_pool;
-use crate::storage::{Database, time};
+use crate::storage::{Database, Tx, time};
+use crate::{on_pool, on_tx};
 
 /// The scope every engine storage operation runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,4 +122,95 @@ pub async fn delete_prefix(
     .await
     .map(|result| result.rows_affected()))
     .context("deleting a prefix of engine storage")
+}
+
+/// Replaces the value under `key` when it is currently `expected` (`None`: absent); `value`
+/// `None` deletes. True when it did. Each case is one conditional statement, so two callers
+/// racing on the same key cannot both win (PostgreSQL re-checks the condition on the row
+/// version it waited for; SQLite has one writer).
+pub async fn compare_and_swap(
+    database: &Database,
+    scope: &KvScope<'_>,
+    key: &str,
+    expected: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> anyhow::Result<bool> {
+    let swapped = match (expected, value) {
+        (None, None) => return Ok(get(database, scope, key).await?.is_none()),
+        (None, Some(value)) => on_pool!(database, pool => sqlx::query(
+            "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .bind(value)
+        .bind(time::now())
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected())),
+        (Some(expected), Some(value)) => on_pool!(database, pool => sqlx::query(
+            "UPDATE engine_kv SET value = $4, updated_at = $5
+             WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $6",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .bind(value)
+        .bind(time::now())
+        .bind(expected)
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected())),
+        (Some(expected), None) => on_pool!(database, pool => sqlx::query(
+            "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $4",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .bind(expected)
+        .execute(pool)
+        .await
+        .map(|result| result.rows_affected())),
+    }
+    .context("compare-and-swap in engine storage")?;
+    Ok(swapped > 0)
+}
+
+/// Writes `sets` and removes `deletes` in the transaction `tx`.
+pub async fn write_batch_in(
+    tx: &mut Tx,
+    scope: &KvScope<'_>,
+    sets: &[(String, Vec<u8>)],
+    deletes: &[String],
+) -> anyhow::Result<()> {
+    let now = time::now();
+    for (key, value) in sets {
+        on_tx!(tx, conn => sqlx::query(
+            "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .bind(value)
+        .bind(&now)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("writing engine storage in a batch")?;
+    }
+    for key in deletes {
+        on_tx!(tx, conn => sqlx::query(
+            "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+        .context("deleting from engine storage in a batch")?;
+    }
+    Ok(())
 }

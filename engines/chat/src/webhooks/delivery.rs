@@ -1,0 +1,578 @@
+//! Deliveries: signed POSTs of identifiers-only bodies, their automatic attempts on the host's
+//! durable scheduler, the dead letter queue, manual and DLQ retries, test pings, and the
+//! consecutive-failure count that disables a webhook.
+//!
+//! A delivery is created with the job of its first attempt in one storage transaction, and each
+//! failed automatic attempt records its outcome together with the job of the next one, so a
+//! crash never separates a delivery from its next attempt. A job carries the number of the
+//! automatic attempt it makes and does nothing when the delivery has moved past it (delivered,
+//! dead-lettered, or that attempt already made: a job the host runs again after a crash), so
+//! no attempt is made twice once recorded. The one window left is a crash between the
+//! receiver's answer and the record of it: the attempt is then made again with the same
+//! `X-Webhook-Delivery` id, which receivers use to ignore repeats.
+
+use serde::{Deserialize, Serialize};
+use tessera_sdk::serde_json::{self, json};
+use tessera_sdk::storage::{self, Update};
+use tessera_sdk::{
+    ApiError, Context, CursorPage, HandlerResult, HostError, Job, Request, Response, http,
+    settings, time,
+};
+
+use super::{DISABLE_AFTER_FAILURES, Webhook, failures_key, webhook_key};
+use crate::batch::Batch;
+use crate::events::{ChatEvent, TEST_PING};
+use crate::new_ordered_id;
+
+/// How long the receiver has to answer.
+pub const DELIVERY_TIMEOUT_MS: u32 = 10_000;
+/// The delays before automatic attempts 2.. when the host does not say
+/// (`webhook.retry-schedule-ms`).
+const DEFAULT_RETRY_SCHEDULE_MS: [u64; 4] = [30_000, 120_000, 600_000, 1_800_000];
+/// Deliveries re-enabled per storage transaction when a webhook is enabled again.
+const RESUME_CHUNK: usize = 200;
+
+/// The delays before automatic attempts 2, 3, …: the host's setting, else the default.
+fn retry_schedule_ms() -> Vec<u64> {
+    settings::get("webhook.retry-schedule-ms")
+        .and_then(|text| {
+            text.split(',')
+                .map(|delay| delay.trim().parse::<u64>().ok())
+                .collect::<Option<Vec<u64>>>()
+        })
+        .filter(|delays| !delays.is_empty())
+        .unwrap_or_else(|| DEFAULT_RETRY_SCHEDULE_MS.to_vec())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl Status {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(Self::Pending),
+            "delivered" => Some(Self::Delivered),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Delivery {
+    pub id: String,
+    pub webhook_id: String,
+    pub event: String,
+    pub conversation_id: Option<String>,
+    pub status: Status,
+    pub response_code: u16,
+    pub response_time_ms: u64,
+    /// Attempts made, automatic and manual.
+    pub attempt: u32,
+    /// Automatic attempts made (the schedule's position).
+    pub automatic_attempts: u32,
+    pub next_retry_at: Option<String>,
+    pub last_error: Option<String>,
+    /// In the dead letter queue.
+    pub in_dead_letters: bool,
+    pub failed_at: Option<String>,
+    /// An automatic attempt came due while the webhook was disabled: it waits for re-enabling.
+    pub parked: bool,
+    /// The request body, identical on every attempt.
+    pub body: String,
+    pub created_at: String,
+}
+
+impl Delivery {
+    fn key(&self) -> String {
+        delivery_key(&self.webhook_id, &self.id)
+    }
+}
+
+/// The API shape of a delivery (history item).
+#[derive(Serialize)]
+struct DeliveryView<'a> {
+    id: &'a str,
+    event: &'a str,
+    status: &'static str,
+    response_code: u16,
+    response_time_ms: u64,
+    attempt: u32,
+    next_retry_at: Option<&'a str>,
+    created_at: &'a str,
+}
+
+fn delivery_view(delivery: &Delivery) -> DeliveryView<'_> {
+    DeliveryView {
+        id: &delivery.id,
+        event: &delivery.event,
+        status: delivery.status.as_str(),
+        response_code: delivery.response_code,
+        response_time_ms: delivery.response_time_ms,
+        attempt: delivery.attempt,
+        next_retry_at: delivery.next_retry_at.as_deref(),
+        created_at: &delivery.created_at,
+    }
+}
+
+/// The API shape of a dead letter queue item.
+fn dead_letter_view(delivery: &Delivery) -> serde_json::Value {
+    json!({
+        "id": delivery.id,
+        "webhook_id": delivery.webhook_id,
+        "event": delivery.event,
+        "attempts": delivery.attempt,
+        "last_response_code": delivery.response_code,
+        "last_error": delivery.last_error.as_deref().unwrap_or(""),
+        "payload_summary": {
+            "event_type": delivery.event,
+            "conversation_id": delivery.conversation_id,
+        },
+        "failed_at": delivery.failed_at,
+        "created_at": delivery.created_at,
+    })
+}
+
+/// What a job asks: automatic attempt `attempt` of a delivery.
+#[derive(Debug, Serialize, Deserialize)]
+struct AttemptJob {
+    webhook_id: String,
+    delivery_id: String,
+    attempt: u32,
+}
+
+pub fn deliveries_prefix(webhook_id: &str) -> String {
+    format!("deliveries/{webhook_id}/")
+}
+
+fn delivery_key(webhook_id: &str, delivery_id: &str) -> String {
+    format!("deliveries/{webhook_id}/{delivery_id}")
+}
+
+fn dead_letter_key(delivery_id: &str) -> String {
+    format!("dlq/{delivery_id}")
+}
+
+/// What the dead letter queue keeps per item.
+#[derive(Debug, Serialize, Deserialize)]
+struct DeadLetter {
+    webhook_id: String,
+}
+
+/// The dead letter queue keys of a webhook's deliveries.
+pub fn dead_letter_keys_of(webhook_id: &str) -> Result<Vec<String>, HostError> {
+    let mut keys = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let rows = storage::list_json::<DeadLetter>("dlq/", after.as_deref(), 500, false)?;
+        let exhausted = rows.len() < 500;
+        after = rows.last().map(|(key, _)| key.clone());
+        keys.extend(
+            rows.into_iter()
+                .filter(|(_, item)| item.webhook_id == webhook_id)
+                .map(|(key, _)| key),
+        );
+        if exhausted {
+            return Ok(keys);
+        }
+    }
+}
+
+/// The request body of a delivery (CONTRACT §7, in that order): identifiers only.
+#[derive(Serialize)]
+struct DeliveryBody<'a> {
+    id: &'a str,
+    event_type: &'a str,
+    tenant_id: &'a str,
+    occurred_at: &'a str,
+    data: serde_json::Value,
+}
+
+fn body_of(delivery_id: &str, tenant_id: &str, event: &ChatEvent) -> String {
+    let body = DeliveryBody {
+        id: delivery_id,
+        event_type: event.event_type,
+        tenant_id,
+        occurred_at: &event.occurred_at,
+        data: event.data(),
+    };
+    serde_json::to_string(&body).expect("a delivery body serializes")
+}
+
+fn new_delivery(tenant_id: &str, webhook: &Webhook, event: &ChatEvent) -> Delivery {
+    let id = new_ordered_id();
+    Delivery {
+        body: body_of(&id, tenant_id, event),
+        id,
+        webhook_id: webhook.id.clone(),
+        event: event.event_type.to_owned(),
+        conversation_id: event.conversation_id.clone(),
+        status: Status::Pending,
+        response_code: 0,
+        response_time_ms: 0,
+        attempt: 0,
+        automatic_attempts: 0,
+        next_retry_at: None,
+        last_error: None,
+        in_dead_letters: false,
+        failed_at: None,
+        parked: false,
+        created_at: time::now_rfc3339(),
+    }
+}
+
+/// Adds a new delivery of `event` to `webhook`, and the job of its first attempt (now), to
+/// `batch`.
+pub fn stage_new(
+    batch: &mut Batch,
+    tenant_id: &str,
+    webhook: &Webhook,
+    event: &ChatEvent,
+) -> Result<(), HostError> {
+    let delivery = new_delivery(tenant_id, webhook, event);
+    batch.put(delivery.key(), &delivery)?;
+    batch.job(
+        time::now_unix_ms(),
+        &AttemptJob {
+            webhook_id: webhook.id.clone(),
+            delivery_id: delivery.id.clone(),
+            attempt: 1,
+        },
+    )?;
+    Ok(())
+}
+
+/// What one attempt got.
+struct Outcome {
+    delivered: bool,
+    response_code: u16,
+    response_time_ms: u64,
+    error: Option<String>,
+}
+
+/// Sends `delivery` to `webhook` now, signed with every secret that signs at this moment.
+fn send(webhook: &Webhook, delivery: &Delivery) -> Result<Outcome, HostError> {
+    let now_ms = time::now_unix_ms();
+    let timestamp = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+    let body = delivery.body.as_bytes();
+    let mut signature = format!("t={timestamp}");
+    for secret in webhook.signing_secrets(now_ms)? {
+        signature.push(',');
+        signature.push_str(&tessera_signature::v1_entry(&secret, timestamp, body));
+    }
+    let request = http::OutboundRequest::new("POST", &webhook.url)
+        .header("content-type", "application/json")
+        .header("x-service-signature", &signature)
+        .header("x-webhook-event", &delivery.event)
+        .header("x-webhook-delivery", &delivery.id)
+        .body(body.to_vec())
+        .timeout_ms(DELIVERY_TIMEOUT_MS);
+    Ok(match http::fetch(request) {
+        Ok(response) => Outcome {
+            delivered: response.is_success(),
+            response_code: response.status,
+            response_time_ms: u64::from(response.elapsed_ms),
+            error: (!response.is_success())
+                .then(|| format!("the receiver answered HTTP {}", response.status)),
+        },
+        Err(error) => Outcome {
+            delivered: false,
+            response_code: 0,
+            response_time_ms: time::now_unix_ms().saturating_sub(now_ms),
+            error: Some(error.message().to_owned()),
+        },
+    })
+}
+
+/// Records the outcome of an attempt on `delivery` (its counters and response fields).
+fn apply(delivery: &mut Delivery, outcome: &Outcome) {
+    delivery.attempt += 1;
+    delivery.response_code = outcome.response_code;
+    delivery.response_time_ms = outcome.response_time_ms;
+    delivery.last_error = outcome.error.clone();
+    if outcome.delivered {
+        delivery.status = Status::Delivered;
+        delivery.next_retry_at = None;
+        delivery.in_dead_letters = false;
+        delivery.parked = false;
+    } else {
+        delivery.status = Status::Failed;
+    }
+}
+
+/// Counts the attempt for the webhook: a success resets the consecutive failures, a failure
+/// adds one, and the [`DISABLE_AFTER_FAILURES`]th disables the webhook. Compare-and-swap, so
+/// attempts running at once do not lose a count.
+fn count_for_webhook(webhook_id: &str, delivered: bool) -> Result<(), HostError> {
+    let key = failures_key(webhook_id);
+    if delivered {
+        storage::update_json::<u32, _>(&key, |current| match current {
+            Some(failures) if failures > 0 => Update::Delete,
+            _ => Update::Keep,
+        })?;
+        return Ok(());
+    }
+    let counted =
+        storage::update_json::<u32, _>(&key, |current| Update::Set(current.unwrap_or(0) + 1))?;
+    if matches!(counted, Update::Set(failures) if failures >= DISABLE_AFTER_FAILURES) {
+        storage::update_json::<Webhook, _>(&webhook_key(webhook_id), |current| match current {
+            Some(mut webhook) if webhook.is_active => {
+                webhook.is_active = false;
+                Update::Set(webhook)
+            }
+            _ => Update::Keep,
+        })?;
+        tessera_sdk::log::warn(format!(
+            "webhook {webhook_id} disabled after {DISABLE_AFTER_FAILURES} consecutive failed attempts"
+        ));
+    }
+    Ok(())
+}
+
+/// `run-job`: automatic attempt `attempt` of a delivery.
+pub fn run_attempt(job: &Job) -> Result<(), String> {
+    let request: AttemptJob = job.payload_json()?;
+    // A deleted webhook took its deliveries along: nothing to do.
+    let Some(webhook) = super::load(&request.webhook_id)? else {
+        return Ok(());
+    };
+    let key = delivery_key(&request.webhook_id, &request.delivery_id);
+    let Some(mut delivery) = storage::get_json::<Delivery>(&key)? else {
+        return Ok(());
+    };
+    let stale = delivery.status == Status::Delivered
+        || delivery.in_dead_letters
+        || delivery.automatic_attempts >= request.attempt;
+    if stale {
+        return Ok(());
+    }
+    if !webhook.is_active {
+        // Scheduled retries wait while the webhook is disabled; enabling it resumes them.
+        delivery.parked = true;
+        delivery.next_retry_at = None;
+        storage::put_json(&key, &delivery)?;
+        return Ok(());
+    }
+    let outcome = send(&webhook, &delivery)?;
+    apply(&mut delivery, &outcome);
+    delivery.automatic_attempts = request.attempt;
+    delivery.parked = false;
+    let mut batch = Batch::new();
+    if !outcome.delivered {
+        let schedule = retry_schedule_ms();
+        match schedule.get(request.attempt as usize - 1) {
+            Some(delay) => {
+                let due = time::now_unix_ms() + delay;
+                delivery.next_retry_at = Some(format_unix_ms(due));
+                batch.job(
+                    due,
+                    &AttemptJob {
+                        attempt: request.attempt + 1,
+                        ..request
+                    },
+                )?;
+            }
+            None => {
+                delivery.next_retry_at = None;
+                delivery.in_dead_letters = true;
+                delivery.failed_at = Some(time::now_rfc3339());
+                batch.put(
+                    dead_letter_key(&delivery.id),
+                    &DeadLetter {
+                        webhook_id: delivery.webhook_id.clone(),
+                    },
+                )?;
+            }
+        }
+    }
+    batch.put(key, &delivery)?;
+    batch.commit()?;
+    count_for_webhook(&webhook.id, outcome.delivered)?;
+    Ok(())
+}
+
+fn format_unix_ms(unix_ms: u64) -> String {
+    time::format_rfc3339_micros(
+        i64::try_from(unix_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1000),
+    )
+}
+
+/// Gives the deliveries parked while `webhook` was disabled their next automatic attempt, now.
+pub fn resume_parked(webhook: &Webhook) -> Result<(), HostError> {
+    let prefix = deliveries_prefix(&webhook.id);
+    let now = time::now_unix_ms();
+    let mut after: Option<String> = None;
+    loop {
+        let rows =
+            storage::list_json::<Delivery>(&prefix, after.as_deref(), RESUME_CHUNK as u32, false)?;
+        let exhausted = rows.len() < RESUME_CHUNK;
+        after = rows.last().map(|(key, _)| key.clone());
+        let mut batch = Batch::new();
+        for (key, mut delivery) in rows.into_iter().filter(|(_, delivery)| delivery.parked) {
+            delivery.parked = false;
+            delivery.next_retry_at = Some(format_unix_ms(now));
+            batch.job(
+                now,
+                &AttemptJob {
+                    webhook_id: webhook.id.clone(),
+                    delivery_id: delivery.id.clone(),
+                    attempt: delivery.automatic_attempts + 1,
+                },
+            )?;
+            batch.put(key, &delivery)?;
+        }
+        batch.commit()?;
+        if exhausted {
+            return Ok(());
+        }
+    }
+}
+
+/// Makes one attempt now, outside the schedule (manual, DLQ, test), and records it. A success
+/// takes the delivery out of the dead letter queue; a failure leaves the schedule and the queue
+/// as they were.
+fn attempt_now(webhook: &Webhook, delivery: &mut Delivery) -> Result<Outcome, HostError> {
+    let outcome = send(webhook, delivery)?;
+    let was_dead_letter = delivery.in_dead_letters;
+    apply(delivery, &outcome);
+    let mut batch = Batch::new();
+    batch.put(delivery.key(), &*delivery)?;
+    if outcome.delivered && was_dead_letter {
+        batch.delete(dead_letter_key(&delivery.id));
+    }
+    batch.commit()?;
+    count_for_webhook(&webhook.id, outcome.delivered)?;
+    Ok(outcome)
+}
+
+fn find_webhook(id: &str) -> Result<Webhook, ApiError> {
+    super::load(id)?.ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+fn find_delivery(webhook_id: &str, delivery_id: &str) -> Result<Delivery, ApiError> {
+    storage::get_json(&delivery_key(webhook_id, delivery_id))?
+        .ok_or_else(|| ApiError::not_found("Delivery"))
+}
+
+pub fn test_ping(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let webhook = find_webhook(req.param("id"))?;
+    let event = ChatEvent {
+        event_type: TEST_PING,
+        conversation_id: None,
+        message_id: None,
+        user_id: None,
+        occurred_at: time::now_rfc3339(),
+    };
+    let mut delivery = new_delivery(&ctx.tenant_id, &webhook, &event);
+    // A ping is one synchronous attempt, never retried automatically.
+    delivery.automatic_attempts = 1;
+    let outcome = attempt_now(&webhook, &mut delivery)?;
+    Ok(Response::ok(&json!({
+        "delivery_id": delivery.id,
+        "status": delivery.status.as_str(),
+        "response_code": outcome.response_code,
+        "response_time_ms": outcome.response_time_ms,
+    })))
+}
+
+pub fn retry_delivery(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let webhook = find_webhook(req.param("id"))?;
+    let mut delivery = find_delivery(&webhook.id, req.param("delivery_id"))?;
+    let outcome = attempt_now(&webhook, &mut delivery)?;
+    Ok(Response::ok(&json!({
+        "delivery_id": delivery.id,
+        "status": delivery.status.as_str(),
+        "response_code": outcome.response_code,
+        "response_time_ms": outcome.response_time_ms,
+    })))
+}
+
+pub fn deliveries(ctx: &Context, req: &Request) -> HandlerResult {
+    let query = req.query(&["status", "cursor", "limit"])?;
+    ctx.require_owner()?;
+    let status = match query.get("status") {
+        None | Some("") => None,
+        Some(text) => Some(Status::parse(text).ok_or_else(|| ApiError::invalid("status", "in"))?),
+    };
+    let page = CursorPage::from_query(query)?;
+    let webhook = find_webhook(req.param("id"))?;
+    // Newest first; with a status filter, read on until the page is full.
+    let prefix = deliveries_prefix(&webhook.id);
+    let mut found = Vec::new();
+    let mut after = page.after.clone();
+    loop {
+        let rows = storage::list_json::<Delivery>(&prefix, after.as_deref(), 200, true)?;
+        let exhausted = rows.len() < 200;
+        for (key, delivery) in rows {
+            after = Some(key.clone());
+            if status.is_none_or(|status| delivery.status == status) {
+                found.push((key, delivery));
+                if found.len() > page.limit as usize {
+                    break;
+                }
+            }
+        }
+        if exhausted || found.len() > page.limit as usize {
+            break;
+        }
+    }
+    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+    let views: Vec<DeliveryView<'_>> = rows
+        .iter()
+        .map(|(_, delivery)| delivery_view(delivery))
+        .collect();
+    Ok(Response::ok_with_meta(&views, &meta))
+}
+
+pub fn dead_letters(ctx: &Context, req: &Request) -> HandlerResult {
+    let page = CursorPage::from_query(req.query(&["cursor", "limit"])?)?;
+    ctx.require_owner()?;
+    let (rows, meta) = storage::page_json::<DeadLetter>("dlq/", &page, true)?;
+    let mut items = Vec::with_capacity(rows.len());
+    for (key, item) in rows {
+        let delivery_id = key.trim_start_matches("dlq/");
+        if let Some(delivery) =
+            storage::get_json::<Delivery>(&delivery_key(&item.webhook_id, delivery_id))?
+        {
+            items.push(dead_letter_view(&delivery));
+        }
+    }
+    Ok(Response::ok_with_meta(&items, &meta))
+}
+
+pub fn retry_dead_letter(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let id = req.param("id");
+    let not_found = || ApiError::not_found("Dead letter");
+    let item = storage::get_json::<DeadLetter>(&dead_letter_key(id))?.ok_or_else(not_found)?;
+    let webhook = super::load(&item.webhook_id)?.ok_or_else(not_found)?;
+    let mut delivery =
+        storage::get_json::<Delivery>(&delivery_key(&webhook.id, id))?.ok_or_else(not_found)?;
+    let outcome = attempt_now(&webhook, &mut delivery)?;
+    Ok(Response::ok(&json!({
+        "id": delivery.id,
+        "status": delivery.status.as_str(),
+        "response_code": outcome.response_code,
+        "response_time_ms": outcome.response_time_ms,
+    })))
+}

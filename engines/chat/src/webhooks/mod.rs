@@ -1,0 +1,382 @@
+//! Chat webhooks: CRUD (owners only), validation of the URL against the host's outbound policy
+//! (HTTPS only; a private address refused unless the host allows private targets; the host
+//! checks again on every connection), and secrets sealed by the host's vault. A PATCH that
+//! changes the secret keeps the previous one signing beside it for [`ROTATION_OVERLAP_MS`].
+
+pub mod delivery;
+
+use serde::{Deserialize, Serialize};
+use tessera_sdk::serde_json::{Map, Value};
+use tessera_sdk::storage::{self, Update};
+use tessera_sdk::{
+    ApiError, Context, HandlerResult, HostError, Request, Response, ValidationErrors, http, time,
+    vault,
+};
+
+use crate::batch::Batch;
+use crate::events::SUBSCRIBABLE;
+use crate::new_ordered_id;
+
+/// Shortest secret, in characters.
+pub const MIN_SECRET_CHARS: usize = 32;
+/// Longest secret, in characters.
+pub const MAX_SECRET_CHARS: usize = 256;
+/// Longest URL, in characters.
+pub const MAX_URL_CHARS: usize = 2048;
+/// Most webhooks of a tenant.
+pub const MAX_WEBHOOKS: usize = 100;
+/// How long a replaced secret keeps signing beside the new one.
+pub const ROTATION_OVERLAP_MS: u64 = 24 * 60 * 60 * 1000;
+/// Consecutive failed attempts that disable a webhook.
+pub const DISABLE_AFTER_FAILURES: u32 = 10;
+
+/// A secret as stored: the bytes the host's vault sealed, hex-encoded (never the secret).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SealedSecret(String);
+
+impl SealedSecret {
+    fn seal(secret: &str) -> Result<Self, HostError> {
+        Ok(Self(hex::encode(vault::seal(secret.as_bytes())?)))
+    }
+
+    pub fn open(&self) -> Result<Vec<u8>, HostError> {
+        let bytes = hex::decode(&self.0)
+            .map_err(|_| HostError::new("vault.open", "a stored secret is not hex"))?;
+        vault::open(&bytes)
+    }
+}
+
+/// A replaced secret and until when it still signs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreviousSecret {
+    pub secret: SealedSecret,
+    pub until_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Webhook {
+    pub id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    pub secret: SealedSecret,
+    #[serde(default)]
+    pub previous_secret: Option<PreviousSecret>,
+    pub is_active: bool,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Webhook {
+    /// The secrets that sign a delivery now: the current one, then the previous one while its
+    /// overlap lasts.
+    pub fn signing_secrets(&self, now_unix_ms: u64) -> Result<Vec<Vec<u8>>, HostError> {
+        let mut secrets = vec![self.secret.open()?];
+        if let Some(previous) = &self.previous_secret
+            && now_unix_ms < previous.until_unix_ms
+        {
+            secrets.push(previous.secret.open()?);
+        }
+        Ok(secrets)
+    }
+}
+
+/// The API shape (`secret` only in the create response).
+#[derive(Serialize)]
+struct WebhookView<'a> {
+    id: &'a str,
+    url: &'a str,
+    events: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<&'a str>,
+    is_active: bool,
+    created_at: &'a str,
+    updated_at: &'a str,
+}
+
+fn view<'a>(webhook: &'a Webhook, secret: Option<&'a str>) -> WebhookView<'a> {
+    WebhookView {
+        id: &webhook.id,
+        url: &webhook.url,
+        events: &webhook.events,
+        secret,
+        is_active: webhook.is_active,
+        created_at: &webhook.created_at,
+        updated_at: &webhook.updated_at,
+    }
+}
+
+pub fn webhook_key(id: &str) -> String {
+    format!("webhooks/{id}")
+}
+
+pub fn failures_key(id: &str) -> String {
+    format!("webhook-failures/{id}")
+}
+
+/// Every webhook of the tenant, oldest first.
+pub fn all() -> Result<Vec<Webhook>, HostError> {
+    Ok(
+        storage::list_json::<Webhook>("webhooks/", None, MAX_WEBHOOKS as u32 + 1, false)?
+            .into_iter()
+            .map(|(_, webhook)| webhook)
+            .collect(),
+    )
+}
+
+/// The active webhooks of the tenant.
+pub fn active() -> Result<Vec<Webhook>, HostError> {
+    Ok(all()?
+        .into_iter()
+        .filter(|webhook| webhook.is_active)
+        .collect())
+}
+
+pub fn load(id: &str) -> Result<Option<Webhook>, HostError> {
+    storage::get_json(&webhook_key(id))
+}
+
+fn find(id: &str) -> Result<Webhook, ApiError> {
+    load(id)?.ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+fn object_body(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    match req.json::<Value>()? {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::BadRequest(
+            "The request body must be a JSON object.".into(),
+        )),
+    }
+}
+
+/// `url`: an absolute HTTPS URL with a host, that the host's outbound policy lets this engine
+/// reach (rule `not_private` when it names or resolves to a non-public address).
+fn check_url(value: Option<&Value>, errors: &mut ValidationErrors) -> Option<String> {
+    let url = match value {
+        None | Some(Value::Null) => {
+            errors.add("url", "required");
+            return None;
+        }
+        Some(Value::String(url)) => url.trim(),
+        Some(_) => {
+            errors.add("url", "string");
+            return None;
+        }
+    };
+    if url.chars().count() > MAX_URL_CHARS {
+        errors.add("url", format!("max:{MAX_URL_CHARS}"));
+        return None;
+    }
+    let Some(rest) = url
+        .get(..8)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("https://"))
+        .map(|_| &url[8..])
+    else {
+        errors.add("url", "https");
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
+        errors.add("url", "url");
+        return None;
+    }
+    if let Err(error) = http::check_target(url) {
+        let message = error.message();
+        errors.add(
+            "url",
+            if message.contains("non-public") {
+                "not_private"
+            } else {
+                "url"
+            },
+        );
+        return None;
+    }
+    Some(url.to_owned())
+}
+
+/// `events`: a non-empty array of subscribable event types, each once.
+fn check_events(value: Option<&Value>, errors: &mut ValidationErrors) -> Option<Vec<String>> {
+    let items = match value {
+        None | Some(Value::Null) => {
+            errors.add("events", "required");
+            return None;
+        }
+        Some(Value::Array(items)) if items.is_empty() => {
+            errors.add("events", "required");
+            return None;
+        }
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            errors.add("events", "array");
+            return None;
+        }
+    };
+    let mut events: Vec<String> = Vec::with_capacity(items.len());
+    let mut valid = true;
+    for (index, item) in items.iter().enumerate() {
+        match item.as_str() {
+            Some(event) if SUBSCRIBABLE.contains(&event) => {
+                if !events.iter().any(|known| known == event) {
+                    events.push(event.to_owned());
+                }
+            }
+            _ => {
+                errors.add(format!("events.{index}"), "in");
+                valid = false;
+            }
+        }
+    }
+    valid.then_some(events)
+}
+
+/// `secret`: a string of at least [`MIN_SECRET_CHARS`] characters.
+fn check_secret(value: Option<&Value>, errors: &mut ValidationErrors) -> Option<String> {
+    match value {
+        None | Some(Value::Null) => errors.add("secret", "required"),
+        Some(Value::String(secret)) if secret.chars().count() < MIN_SECRET_CHARS => {
+            errors.add("secret", format!("min:{MIN_SECRET_CHARS}"));
+        }
+        Some(Value::String(secret)) if secret.chars().count() > MAX_SECRET_CHARS => {
+            errors.add("secret", format!("max:{MAX_SECRET_CHARS}"));
+        }
+        Some(Value::String(secret)) => return Some(secret.clone()),
+        Some(_) => errors.add("secret", "string"),
+    }
+    None
+}
+
+pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let webhooks = all()?;
+    let views: Vec<WebhookView<'_>> = webhooks.iter().map(|webhook| view(webhook, None)).collect();
+    Ok(Response::ok(&views))
+}
+
+pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let body = object_body(req)?;
+    let mut errors = ValidationErrors::new();
+    let url = check_url(body.get("url"), &mut errors);
+    let events = check_events(body.get("events"), &mut errors);
+    let secret = check_secret(body.get("secret"), &mut errors);
+    errors.into_result()?;
+    let (Some(url), Some(events), Some(secret)) = (url, events, secret) else {
+        unreachable!("validated");
+    };
+    if all()?.len() >= MAX_WEBHOOKS {
+        return Err(ApiError::Conflict(format!(
+            "A tenant has at most {MAX_WEBHOOKS} webhooks."
+        )));
+    }
+    let now = time::now_rfc3339();
+    let webhook = Webhook {
+        id: new_ordered_id(),
+        url,
+        events,
+        secret: SealedSecret::seal(&secret)?,
+        previous_secret: None,
+        is_active: true,
+        created_by: ctx.user_id.clone(),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    storage::put_json(&webhook_key(&webhook.id), &webhook)?;
+    Ok(Response::created(&view(&webhook, Some(&secret))))
+}
+
+pub fn show(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let webhook = find(req.param("id"))?;
+    Ok(Response::ok(&view(&webhook, None)))
+}
+
+pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let id = req.param("id").to_owned();
+    find(&id)?;
+    let body = object_body(req)?;
+    let mut errors = ValidationErrors::new();
+    let url = body
+        .contains_key("url")
+        .then(|| check_url(body.get("url"), &mut errors))
+        .flatten();
+    let events = body
+        .contains_key("events")
+        .then(|| check_events(body.get("events"), &mut errors))
+        .flatten();
+    let secret = body
+        .contains_key("secret")
+        .then(|| check_secret(body.get("secret"), &mut errors))
+        .flatten();
+    let is_active = match body.get("is_active") {
+        None => None,
+        Some(Value::Bool(active)) => Some(*active),
+        Some(_) => {
+            errors.add("is_active", "boolean");
+            None
+        }
+    };
+    errors.into_result()?;
+    let sealed = secret.as_deref().map(SealedSecret::seal).transpose()?;
+
+    let now_ms = time::now_unix_ms();
+    let mut re_enabled = false;
+    // Compare-and-swap: a delivery disabling the webhook meanwhile is not overwritten blindly.
+    let decision = storage::update_json::<Webhook, _>(&webhook_key(&id), |current| {
+        let Some(mut webhook) = current else {
+            return Update::Keep;
+        };
+        if let Some(url) = &url {
+            webhook.url = url.clone();
+        }
+        if let Some(events) = &events {
+            webhook.events = events.clone();
+        }
+        if let Some(sealed) = &sealed {
+            webhook.previous_secret = Some(PreviousSecret {
+                secret: webhook.secret.clone(),
+                until_unix_ms: now_ms + ROTATION_OVERLAP_MS,
+            });
+            webhook.secret = sealed.clone();
+        }
+        re_enabled = is_active == Some(true) && !webhook.is_active;
+        if let Some(active) = is_active {
+            webhook.is_active = active;
+        }
+        webhook.updated_at = time::now_rfc3339();
+        Update::Set(webhook)
+    })?;
+    let Update::Set(webhook) = decision else {
+        return Err(ApiError::not_found("Webhook"));
+    };
+    if is_active == Some(true) {
+        // A fresh start: the failures that disabled it are forgiven.
+        storage::delete(&failures_key(&id))?;
+    }
+    if re_enabled {
+        delivery::resume_parked(&webhook)?;
+    }
+    Ok(Response::ok(&view(&webhook, None)))
+}
+
+pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let id = req.param("id").to_owned();
+    find(&id)?;
+    // The webhook first: jobs of its deliveries that run from now on find nothing to do.
+    let mut batch = Batch::new();
+    batch.delete(webhook_key(&id));
+    batch.delete(failures_key(&id));
+    for key in delivery::dead_letter_keys_of(&id)? {
+        batch.delete(key);
+    }
+    batch.commit()?;
+    storage::delete_prefix(&delivery::deliveries_prefix(&id))?;
+    Ok(Response::no_content())
+}
