@@ -302,7 +302,16 @@ pub async fn run_worker(
             .iter()
             .map(|engine| engine.descriptor.code.clone())
             .collect();
-        let free = u32::try_from(permits.available_permits()).unwrap_or(u32::MAX);
+        // Wait for a free slot first: claiming with none free would find nothing and sleep a
+        // whole poll interval while runs finish (deliveries in bursts of `concurrency`).
+        let first_permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let free = u32::try_from(1 + permits.available_permits()).unwrap_or(u32::MAX);
         let claimed = match queue.claim(&codes, free, lease).await {
             Ok(claimed) => claimed,
             Err(error) => {
@@ -311,6 +320,7 @@ pub async fn run_worker(
             }
         };
         if claimed.is_empty() {
+            drop(first_permit);
             tokio::select! {
                 () = queue.enqueued() => {}
                 () = tokio::time::sleep(config.poll_interval) => {}
@@ -318,9 +328,14 @@ pub async fn run_worker(
             }
             continue;
         }
+        let mut first_permit = Some(first_permit);
         for work in claimed {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                break;
+            let permit = match first_permit.take() {
+                Some(permit) => permit,
+                None => match permits.clone().acquire_owned().await {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
             };
             let engines = engines.clone();
             let queue = queue.clone();

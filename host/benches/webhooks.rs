@@ -1,0 +1,1376 @@
+//! Benchmark of webhook deliveries (`cargo bench -p tessera-host --bench webhooks`): how many
+//! deliveries per second the chat engine (a WebAssembly component, built from `engines/chat`)
+//! gets to a local HTTPS receiver through the host's durable work queue, against a native
+//! ceiling. On SQLite (a temp data dir) and on PostgreSQL (a fresh database created on the server
+//! named by `TESSERA_TEST_POSTGRES_URL` and dropped afterwards; skipped with a message when
+//! unset).
+//!
+//! The **receiver** is an axum server over rustls on 127.0.0.1 with a fresh self-signed
+//! certificate for `localhost` / `127.0.0.1`, which the host trusts through
+//! `config.webhook.extra_ca` (private targets allowed). `POST /hook/<n>` answers 204; it verifies
+//! each `X-Service-Signature` with `tessera_signature::verify` against webhook `n`'s secret,
+//! checks the headers and the body (`event_type` `message.created`, `data.message_id`), and
+//! records the arrival time of each distinct `X-Webhook-Delivery` id (a repeated id is counted
+//! as a duplicate, not as an arrival).
+//!
+//! 1. **Ceiling**: signed POSTs as a delivery makes them (a body of the same shape and size,
+//!    the same headers, a fresh delivery id and a signature computed per request with
+//!    `tessera_signature::sign`) from native `reqwest` (rustls, the receiver's certificate
+//!    trusted, keep-alive) to the same receiver: 1 sequential loop, and 8 concurrent loops
+//!    sharing one client (8 = `WorkerConfig::default().concurrency`, the items of engine work
+//!    the host runs at once). 1 s warm-up, then the 2xx answers completed in a 5 s window.
+//!    The higher of the two is the ceiling.
+//! 2. **Engine deliveries at 1 webhook**: a fresh host with the chat engine; a tenant created
+//!    through `TenancyService` (the orchestrator runs chat's `provision_tenant`), an owner
+//!    user (chat's `provision_user`), a session token of theirs; one webhook subscribed to
+//!    `message.created` (`POST /chat/api/v1/webhooks`), one conversation; then 2,000 messages
+//!    posted by 4 concurrent clients as fast as the host answers. Each message makes one
+//!    delivery, sent by the host's work worker. Measured: the message POST rate; the rate at
+//!    which deliveries arrive at the receiver, deliveries / (last arrival − first arrival);
+//!    end to end, deliveries / (last arrival − first message POST); the gaps between
+//!    consecutive arrivals (p50 / p99 / max, and the time spent in gaps ≥ 100 ms: the
+//!    receiver waiting on the host, not the reverse). Verified: every delivery
+//!    arrived exactly once (distinct ids, one per webhook and message), every signature
+//!    verified, and the engine lists them all as `delivered`
+//!    (`GET /chat/api/v1/webhooks/{id}/deliveries`, whose `response_time_ms` and `attempt`
+//!    are reported too).
+//! 3. **At 50 webhooks**: the same with 50 webhooks (`/hook/1` … `/hook/50`, each its own
+//!    secret) and 200 messages: 10,000 deliveries.
+//!
+//! The target: deliveries/s at the receiver ≥ 50 % of the ceiling. The host, the receiver and
+//! the load generators share one multi-thread tokio runtime (one worker per core) on loopback,
+//! as the other host benchmarks do; rate limits are off; mimalloc is the global allocator, as
+//! in the `tessera` binary. The result is printed as Markdown tables for BENCHMARKS.md, with
+//! the CPU the run and everything else on the machine used, and what the hypervisor stole
+//! (progress goes to stderr). A scenario that cannot run (e.g. an engine that does not serve
+//! the webhook API) is reported in the tables and makes the run exit with an error. Run with
+//! `TESSERA_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p tessera-host --bench webhooks`
+//! on a quiet machine; the first run also builds the engines (wasm32-wasip2, release). Most of
+//! the time goes to waiting for the 12,000 deliveries per database: at the 16–50 deliveries/s
+//! first measured, about 25 minutes with both databases.
+
+#[allow(dead_code)]
+#[path = "../../tests/it/components.rs"]
+mod components;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
+use tessera_host::auth::sessions::TokenScope;
+use tessera_host::config::{Config, ServeArgs, StorageArgs};
+use tessera_host::orchestrator::ProvisioningStatus;
+use tessera_host::runtime::work::WorkerConfig;
+use tessera_host::server::Application;
+use tessera_host::state::AppState;
+use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
+use tokio_util::sync::CancellationToken;
+
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CEILING_WARM_UP: Duration = Duration::from_secs(1);
+const CEILING_WINDOW: Duration = Duration::from_secs(5);
+/// Messages of the 1-webhook scenario.
+const MESSAGES_AT_ONE: usize = 2_000;
+/// Webhooks and messages of the second scenario (10,000 deliveries).
+const MANY_WEBHOOKS: usize = 50;
+const MESSAGES_AT_MANY: usize = 200;
+/// Concurrent clients posting messages.
+const POSTERS: usize = 4;
+/// Stop waiting for deliveries after this long without a new one.
+const STALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long duplicates (retries) may still come after the last expected delivery.
+const GRACE: Duration = Duration::from_secs(1);
+/// How long the engine may take to record the last outcomes after they arrived.
+const API_SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+const TARGET_RATIO: f64 = 0.5;
+/// A gap between two arrivals at least this long counts as idle time of the receiver.
+const IDLE_GAP: Duration = Duration::from_millis(100);
+
+const PASSWORD: &str = "Correct1horse";
+const EVENT: &str = "message.created";
+
+/// The secret of webhook `index` (0 is the ceiling's): distinct per webhook, ≥ 32 characters.
+fn secret(index: usize) -> String {
+    format!("whsec_bench_{index:03}_0123456789abcdef0123456789abcdef")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers: formatting, CPU.
+
+/// A number with thousands separators, e.g. `12,345`.
+fn count(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs < 1.0 {
+        format!("{:.0} ms", secs * 1e3)
+    } else {
+        format!("{secs:.2} s")
+    }
+}
+
+/// A ratio as a percentage, with decimals when it is small.
+fn percent(ratio: f64) -> String {
+    let percent = ratio * 100.0;
+    if percent < 1.0 {
+        format!("{percent:.2} %")
+    } else if percent < 10.0 {
+        format!("{percent:.1} %")
+    } else {
+        format!("{percent:.0} %")
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "**missed**" }
+}
+
+fn percentile(samples: &mut [u64], fraction: f64) -> Option<u64> {
+    if samples.is_empty() {
+        return None;
+    }
+    samples.sort_unstable();
+    Some(samples[((samples.len() - 1) as f64 * fraction).round() as usize])
+}
+
+type Ticks = Option<(u64, u64, u64, u64)>;
+
+/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total), of this
+/// process, and stolen by the hypervisor, to tell how much of the machine other work took
+/// during the run.
+fn cpu_ticks() -> Ticks {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let machine: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let total: u64 = machine.iter().take(8).sum();
+    let steal = *machine.get(7)?;
+    // idle and iowait are not busy; steal is time this machine did not get.
+    let busy = total - machine.get(3)? - machine.get(4)? - steal;
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
+    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((busy, total, process, steal))
+}
+
+/// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen
+/// by the hypervisor).
+fn cpu_share(before: Ticks, after: Ticks) -> Option<(f64, f64, f64)> {
+    let (before, after) = (before?, after?);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let total = (after.1 - before.1).max(1) as f64;
+    let own = after.2 - before.2;
+    let other = (after.0 - before.0).saturating_sub(own);
+    let steal = after.3 - before.3;
+    Some((
+        own as f64 / total * cores,
+        other as f64 / total * cores,
+        steal as f64 / total * cores,
+    ))
+}
+
+fn cpu_text(cpu: Option<(f64, f64, f64)>) -> String {
+    match cpu {
+        Some((own, other, steal)) => format!("{own:.2} / {other:.2} / {steal:.2}"),
+        None => "n/a".into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The HTTPS receiver.
+
+/// What the receiver saw since the last [`Receiver::reset`].
+#[derive(Default)]
+struct ReceiverLog {
+    requests: u64,
+    /// Distinct `X-Webhook-Delivery` ids.
+    ids: HashSet<String>,
+    /// Requests whose delivery id had arrived before.
+    duplicates: u64,
+    /// Distinct (webhook, message id) of the first arrivals: one per webhook and message.
+    events: HashSet<(usize, String)>,
+    bad_signatures: u64,
+    /// Missing or wrong headers, or a body without `event_type` `message.created` and a
+    /// `data.message_id`.
+    malformed: u64,
+    /// When each distinct delivery first arrived.
+    arrivals: Vec<Instant>,
+    body_bytes: u64,
+}
+
+struct Receiver {
+    port: u16,
+    /// The certificate's PEM, and the file the host reads it from.
+    pem: String,
+    pem_path: PathBuf,
+    secrets: Vec<String>,
+    log: Mutex<ReceiverLog>,
+}
+
+impl Receiver {
+    fn url(&self, index: usize) -> String {
+        format!("https://127.0.0.1:{}/hook/{index}", self.port)
+    }
+
+    fn reset(&self) {
+        *self.log.lock().unwrap() = ReceiverLog::default();
+    }
+
+    fn take(&self) -> ReceiverLog {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+
+    fn distinct(&self) -> usize {
+        self.log.lock().unwrap().ids.len()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.pem_path);
+    }
+}
+
+async fn hook(
+    State(receiver): State<Arc<Receiver>>,
+    Path(index): Path<usize>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let arrived = Instant::now();
+    let Some(secret) = receiver.secrets.get(index) else {
+        return StatusCode::NOT_FOUND;
+    };
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let signed = header(tessera_signature::SIGNATURE_HEADER).is_some_and(|signature| {
+        tessera_signature::verify(
+            secret.as_bytes(),
+            signature,
+            &body,
+            chrono::Utc::now().timestamp(),
+        )
+        .is_ok()
+    });
+    let delivery = header("x-webhook-delivery").map(str::to_owned);
+    let message_id = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|event| {
+            (event["event_type"] == EVENT)
+                .then(|| event["data"]["message_id"].as_str().map(str::to_owned))
+                .flatten()
+        });
+    let headers_ok = header("content-type")
+        .is_some_and(|value| value.to_ascii_lowercase().starts_with("application/json"))
+        && header("x-webhook-event") == Some(EVENT);
+
+    let mut log = receiver.log.lock().unwrap();
+    log.requests += 1;
+    log.body_bytes += body.len() as u64;
+    if !signed {
+        log.bad_signatures += 1;
+    }
+    if !headers_ok || delivery.is_none() || message_id.is_none() {
+        log.malformed += 1;
+    }
+    if let Some(delivery) = delivery {
+        if log.ids.insert(delivery) {
+            log.arrivals.push(arrived);
+            if let Some(message_id) = message_id {
+                log.events.insert((index, message_id));
+            }
+        } else {
+            log.duplicates += 1;
+        }
+    }
+    StatusCode::NO_CONTENT
+}
+
+/// An HTTPS receiver on 127.0.0.1 with a new self-signed certificate for `localhost` and
+/// `127.0.0.1`, written to a PEM file in the temp dir for the host to trust.
+async fn https_receiver() -> anyhow::Result<Arc<Receiver>> {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])?;
+    let pem = certified.cert.pem();
+    let pem_path =
+        std::env::temp_dir().join(format!("tessera-bench-ca-{}.pem", uuid::Uuid::new_v4()));
+    std::fs::write(&pem_path, &pem)?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+    let receiver = Arc::new(Receiver {
+        port,
+        pem,
+        pem_path,
+        secrets: (0..=MANY_WEBHOOKS).map(secret).collect(),
+        log: Mutex::new(ReceiverLog::default()),
+    });
+    let server = axum_server::from_tcp_rustls(
+        listener,
+        axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls)),
+    )?;
+    let routes = Router::new()
+        .route("/hook/{index}", post(hook))
+        .with_state(receiver.clone());
+    tokio::spawn(async move { server.serve(routes.into_make_service()).await });
+    Ok(receiver)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The native ceiling.
+
+struct CeilingRun {
+    loops: usize,
+    per_second: f64,
+    failures: u64,
+}
+
+struct Ceiling {
+    runs: Vec<CeilingRun>,
+    /// What the receiver saw over all ceiling runs.
+    log: ReceiverLog,
+    body_bytes: usize,
+    cpu: Option<(f64, f64, f64)>,
+}
+
+impl Ceiling {
+    fn best(&self) -> f64 {
+        self.runs
+            .iter()
+            .map(|run| run.per_second)
+            .fold(0.0, f64::max)
+    }
+
+    fn of(&self, loops: usize) -> f64 {
+        self.runs
+            .iter()
+            .find(|run| run.loops == loops)
+            .map_or(0.0, |run| run.per_second)
+    }
+}
+
+/// A body like a delivery's: `{id, event_type, tenant_id, occurred_at, data}`.
+fn delivery_body(tenant_id: &str) -> String {
+    json!({
+        "id": uuid::Uuid::now_v7().to_string(),
+        "event_type": EVENT,
+        "tenant_id": tenant_id,
+        "occurred_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "data": {
+            "conversation_id": uuid::Uuid::now_v7().to_string(),
+            "message_id": uuid::Uuid::now_v7().to_string(),
+            "user_id": uuid::Uuid::new_v4().to_string(),
+        },
+    })
+    .to_string()
+}
+
+/// One signed delivery-like POST; whether it was answered 2xx.
+async fn signed_post(client: &reqwest::Client, url: &str, secret: &str, tenant_id: &str) -> bool {
+    let body = delivery_body(tenant_id);
+    let signature = tessera_signature::sign(
+        secret.as_bytes(),
+        chrono::Utc::now().timestamp(),
+        body.as_bytes(),
+    );
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header(tessera_signature::SIGNATURE_HEADER, signature)
+        .header("x-webhook-event", EVENT)
+        .header("x-webhook-delivery", uuid::Uuid::new_v4().to_string())
+        .body(body)
+        .send()
+        .await;
+    match response {
+        Ok(response) => {
+            let success = response.status().is_success();
+            // Read to the end so the connection goes back to the pool.
+            let _ = response.bytes().await;
+            success
+        }
+        Err(_) => false,
+    }
+}
+
+/// POSTs/s answered 2xx from `loops` concurrent loops sharing `client`.
+async fn ceiling_loops(
+    client: &reqwest::Client,
+    receiver: &Receiver,
+    loops: usize,
+) -> anyhow::Result<CeilingRun> {
+    let completed = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let measure_from = started + CEILING_WARM_UP;
+    let deadline = measure_from + CEILING_WINDOW;
+    let tenant_id = uuid::Uuid::new_v4().to_string();
+    let tasks: Vec<_> = (0..loops)
+        .map(|_| {
+            let (client, completed, failures) =
+                (client.clone(), completed.clone(), failures.clone());
+            let (url, secret, tenant_id) = (receiver.url(0), secret(0), tenant_id.clone());
+            tokio::spawn(async move {
+                loop {
+                    let ok = signed_post(&client, &url, &secret, &tenant_id).await;
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    if now >= measure_from {
+                        if ok {
+                            completed.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await?;
+    }
+    Ok(CeilingRun {
+        loops,
+        per_second: completed.load(Ordering::Relaxed) as f64 / CEILING_WINDOW.as_secs_f64(),
+        failures: failures.load(Ordering::Relaxed),
+    })
+}
+
+async fn ceiling(receiver: &Receiver) -> anyhow::Result<Ceiling> {
+    let ticks_before = cpu_ticks();
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .no_proxy()
+        .add_root_certificate(reqwest::Certificate::from_pem(receiver.pem.as_bytes())?)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(WorkerConfig::default().concurrency)
+        .build()?;
+    receiver.reset();
+    let mut runs = Vec::new();
+    for loops in [1, WorkerConfig::default().concurrency] {
+        eprintln!(
+            "ceiling: {loops} loop(s) of signed POSTs for {CEILING_WARM_UP:?} + {CEILING_WINDOW:?}…"
+        );
+        let run = ceiling_loops(&client, receiver, loops).await?;
+        eprintln!("  {:.0} POSTs/s", run.per_second);
+        runs.push(run);
+    }
+    Ok(Ceiling {
+        runs,
+        log: receiver.take(),
+        body_bytes: delivery_body(&uuid::Uuid::new_v4().to_string()).len(),
+        cpu: cpu_share(ticks_before, cpu_ticks()),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases and hosts.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// A fresh data dir, and on PostgreSQL a fresh database; removed by [`BenchDatabase::destroy`].
+struct BenchDatabase {
+    data_dir: PathBuf,
+    /// `None`: the embedded default in the data dir.
+    url: Option<String>,
+    /// The PostgreSQL server's URL and the database created on it.
+    postgres: Option<(String, String)>,
+}
+
+impl BenchDatabase {
+    async fn create(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Self> {
+        let data_dir =
+            std::env::temp_dir().join(format!("tessera-bench-webhooks-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir)?;
+        match backend {
+            Backend::Sqlite => Ok(Self {
+                data_dir,
+                url: None,
+                postgres: None,
+            }),
+            Backend::Postgres => {
+                let admin_url = admin_url.expect("a PostgreSQL URL").to_owned();
+                let name = format!("tessera_bench_{}", uuid::Uuid::new_v4().simple());
+                admin_execute(&admin_url, &format!("CREATE DATABASE {name}")).await?;
+                let (server, _) = admin_url
+                    .rsplit_once('/')
+                    .ok_or_else(|| anyhow::anyhow!("a PostgreSQL URL ends with a database"))?;
+                Ok(Self {
+                    data_dir,
+                    url: Some(format!("{server}/{name}")),
+                    postgres: Some((admin_url, name)),
+                })
+            }
+        }
+    }
+
+    async fn destroy(self) {
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if let Some((admin_url, name)) = self.postgres
+            && let Err(error) = admin_execute(
+                &admin_url,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            )
+            .await
+        {
+            eprintln!("could not drop the benchmark database {name}: {error:#}");
+        }
+    }
+}
+
+async fn admin_execute(admin_url: &str, sql: &str) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+    sqlx::Executor::execute(&mut admin, sqlx::AssertSqlSafe(sql.to_owned())).await?;
+    admin.close().await?;
+    Ok(())
+}
+
+/// A running host with the chat engine.
+struct Server {
+    address: std::net::SocketAddr,
+    state: AppState,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    async fn start(
+        database: &BenchDatabase,
+        receiver: &Receiver,
+        engines: &std::path::Path,
+    ) -> anyhow::Result<Self> {
+        let plugins_dir = database.data_dir.join("plugins");
+        std::fs::create_dir_all(&plugins_dir)?;
+        std::fs::copy(engines.join("chat.wasm"), plugins_dir.join("chat.wasm"))
+            .context("copying chat.wasm")?;
+        let args = ServeArgs {
+            storage: StorageArgs {
+                data_dir: database.data_dir.clone(),
+                database_url: database.url.clone(),
+                plugins_dir,
+            },
+            listen: "127.0.0.1:0".parse()?,
+            public_url: None,
+            max_body_bytes: 1024 * 1024,
+        };
+        let mut config = Config::from_serve_args(args)?;
+        // The benchmark measures deliveries, not the rate limiter.
+        config.rate_limits.auth_per_minute = 0;
+        config.rate_limits.read_per_minute = 0;
+        config.rate_limits.write_per_minute = 0;
+        // The receiver: a self-signed certificate, on loopback.
+        config.webhook.extra_ca = Some(receiver.pem_path.clone());
+        config.webhook.allow_private_targets = true;
+        let application = Application::build(config).await?;
+        let address = application.local_addr();
+        let state = application.state().clone();
+        anyhow::ensure!(
+            state.engines.get("chat").is_some(),
+            "the chat engine did not load"
+        );
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
+        Ok(Self {
+            address,
+            state,
+            stop,
+            task,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    async fn shutdown(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.task.await?
+    }
+}
+
+/// A tenant provisioned on chat, with an owner provisioned on chat and a bearer token of theirs.
+struct BenchTenant {
+    token: String,
+}
+
+async fn create_tenant(server: &Server, slug: &str) -> anyhow::Result<BenchTenant> {
+    let state = &server.state;
+    let tenancy = TenancyService::new(
+        state.database.clone(),
+        PasswordPolicy::default(),
+        PasswordHasher::new(1),
+        state.orchestrator.clone(),
+    );
+    let tenant = tenancy.create_tenant(slug, slug).await?;
+    anyhow::ensure!(
+        tenant.provisioning.status == ProvisioningStatus::Completed,
+        "provisioning the tenant on the engines did not complete: {}",
+        serde_json::to_string(&tenant.provisioning)?
+    );
+    let user = tenancy
+        .create_user(NewUser {
+            tenant_slug: slug.into(),
+            email: format!("owner@{slug}.example.com"),
+            password: PASSWORD.into(),
+            role: Role::Owner,
+            user_type: UserType::User,
+            first_name: "Bench".into(),
+            last_name: "Owner".into(),
+        })
+        .await?;
+    let (_, token_set) = state
+        .sessions
+        .open(&TokenScope {
+            user_id: user.user_id.clone(),
+            tenant_id: tenant.tenant_id.clone(),
+            workspace_id: None,
+            role: "owner".into(),
+            user_type: "user".into(),
+        })
+        .await?;
+    let tenant = BenchTenant {
+        token: token_set.access_token,
+    };
+    // Chat's own view of the provisioning, when it offers one.
+    let client = reqwest::Client::new();
+    let response = client
+        .get(server.url("/chat/api/v1/status"))
+        .bearer_auth(&tenant.token)
+        .send()
+        .await?;
+    if response.status() == 200 {
+        let status: Value = response.json().await?;
+        anyhow::ensure!(
+            status["data"]["tenant_provisioned"] == true
+                && status["data"]["user_provisioned"] == true,
+            "chat reports the tenant or the user as not provisioned: {status}"
+        );
+    }
+    Ok(tenant)
+}
+
+/// POSTs `body` and returns the answer's `data`, or an error unless the status is `expected`.
+async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &Value,
+    expected: u16,
+) -> anyhow::Result<Value> {
+    let response = client
+        .post(url)
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
+    let status = response.status();
+    let text = response.text().await?;
+    anyhow::ensure!(
+        status == expected,
+        "POST {url} answered {status} (expected {expected}): {text}"
+    );
+    let answer: Value =
+        serde_json::from_str(&text).with_context(|| format!("POST {url} answered {text}"))?;
+    Ok(answer["data"].clone())
+}
+
+fn id_of(data: &Value, what: &str) -> anyhow::Result<String> {
+    data["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("the created {what} has no id: {data}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2–3. Engine deliveries.
+
+/// The engine's record of a webhook's deliveries (`GET …/deliveries`).
+#[derive(Default)]
+struct ApiCheck {
+    /// Deliveries by status, over all webhooks.
+    statuses: BTreeMap<String, usize>,
+    /// What `?status=delivered` lists, over all webhooks.
+    delivered_filtered: usize,
+    response_times_ms: Vec<u64>,
+    /// Deliveries that took more than one attempt.
+    retried: usize,
+    /// Why the check could not be completed, if it could not.
+    error: Option<String>,
+}
+
+struct ScenarioRun {
+    messages: usize,
+    expected: usize,
+    post_started: Instant,
+    post_finished: Instant,
+    log: ReceiverLog,
+    /// Every expected delivery arrived before the wait gave up.
+    complete: bool,
+    api: ApiCheck,
+    cpu: Option<(f64, f64, f64)>,
+}
+
+impl ScenarioRun {
+    fn first_arrival(&self) -> Option<Instant> {
+        self.log.arrivals.iter().min().copied()
+    }
+
+    fn last_arrival(&self) -> Option<Instant> {
+        self.log.arrivals.iter().max().copied()
+    }
+
+    fn delivered(&self) -> usize {
+        self.log.ids.len()
+    }
+
+    /// Deliveries / (last arrival − first arrival).
+    fn arrival_rate(&self) -> f64 {
+        match (self.first_arrival(), self.last_arrival()) {
+            (Some(first), Some(last)) if last > first => {
+                self.delivered() as f64 / (last - first).as_secs_f64()
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Deliveries / (last arrival − first message POST).
+    fn end_to_end_rate(&self) -> f64 {
+        self.last_arrival().map_or(0.0, |last| {
+            self.delivered() as f64 / (last - self.post_started).as_secs_f64()
+        })
+    }
+
+    fn post_rate(&self) -> f64 {
+        self.messages as f64 / (self.post_finished - self.post_started).as_secs_f64()
+    }
+
+    /// The gaps between consecutive arrivals: `p50 / p99 / max`, and how much of the arrival
+    /// window passed in gaps of at least [`IDLE_GAP`] (the receiver waiting, not the network).
+    fn gaps(&self) -> (String, String) {
+        let mut arrivals = self.log.arrivals.clone();
+        arrivals.sort_unstable();
+        let mut gaps: Vec<Duration> = arrivals.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        if gaps.is_empty() {
+            return ("–".into(), "–".into());
+        }
+        let idle: Duration = gaps.iter().filter(|gap| **gap >= IDLE_GAP).sum();
+        let window = arrivals[arrivals.len() - 1] - arrivals[0];
+        gaps.sort_unstable();
+        let at = |fraction: f64| gaps[((gaps.len() - 1) as f64 * fraction).round() as usize];
+        let millis = |duration: Duration| format!("{:.1}", duration.as_secs_f64() * 1e3);
+        (
+            format!(
+                "{} / {} / {} ms",
+                millis(at(0.5)),
+                millis(at(0.99)),
+                millis(gaps[gaps.len() - 1])
+            ),
+            format!(
+                "{} of {} ({} gaps)",
+                seconds(idle),
+                seconds(window),
+                gaps.iter().filter(|gap| **gap >= IDLE_GAP).count()
+            ),
+        )
+    }
+
+    /// Deliveries that arrived after the last message was answered, per second of that drain.
+    fn drain_rate(&self) -> Option<f64> {
+        let last = self.last_arrival()?;
+        let after = self
+            .log
+            .arrivals
+            .iter()
+            .filter(|arrival| **arrival > self.post_finished)
+            .count();
+        (last > self.post_finished && after > 0)
+            .then(|| after as f64 / (last - self.post_finished).as_secs_f64())
+    }
+
+    /// Every delivery arrived exactly once, one per webhook and message, signed and well formed.
+    fn verified(&self) -> bool {
+        self.complete
+            && self.delivered() == self.expected
+            && self.log.events.len() == self.expected
+            && self.log.duplicates == 0
+            && self.log.bad_signatures == 0
+            && self.log.malformed == 0
+            && self.log.requests == self.expected as u64
+    }
+}
+
+/// Posts `messages` messages to the conversation from [`POSTERS`] clients; every answer must be
+/// 201. Returns when the first was sent and when the last was answered.
+async fn post_messages(
+    server: &Server,
+    token: &str,
+    conversation_id: &str,
+    messages: usize,
+) -> anyhow::Result<(Instant, Instant)> {
+    let url = server.url(&format!(
+        "/chat/api/v1/conversations/{conversation_id}/messages"
+    ));
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let posters: Vec<_> = (0..POSTERS)
+        .map(|_| {
+            let (url, token, next) = (url.clone(), token.to_owned(), next.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= messages {
+                        return anyhow::Ok(());
+                    }
+                    let body = json!({ "body": format!("hello {index}") });
+                    post_json(&client, &url, &token, &body, 201).await?;
+                }
+            })
+        })
+        .collect();
+    for poster in posters {
+        poster.await??;
+    }
+    Ok((started, Instant::now()))
+}
+
+/// Waits until `expected` distinct deliveries arrived (true), or none arrived for
+/// [`STALL_TIMEOUT`] (false); then [`GRACE`] for late duplicates.
+async fn wait_for_deliveries(receiver: &Receiver, expected: usize) -> bool {
+    let mut seen = receiver.distinct();
+    let mut progressed = Instant::now();
+    let mut last_report = Instant::now();
+    let complete = loop {
+        let now_seen = receiver.distinct();
+        if now_seen >= expected {
+            break true;
+        }
+        if now_seen > seen {
+            seen = now_seen;
+            progressed = Instant::now();
+        }
+        if progressed.elapsed() >= STALL_TIMEOUT {
+            eprintln!("  no delivery for {STALL_TIMEOUT:?}: giving up at {seen} of {expected}");
+            break false;
+        }
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            eprintln!("  {now_seen} of {expected} deliveries so far…");
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    tokio::time::sleep(GRACE).await;
+    complete
+}
+
+/// Reads every page of a webhook's deliveries (`status` filter optional).
+async fn list_deliveries(
+    client: &reqwest::Client,
+    server: &Server,
+    token: &str,
+    webhook_id: &str,
+    status: Option<&str>,
+) -> anyhow::Result<Vec<Value>> {
+    let url = server.url(&format!("/chat/api/v1/webhooks/{webhook_id}/deliveries"));
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut query = vec![("limit", "100".to_owned())];
+        if let Some(status) = status {
+            query.push(("status", status.to_owned()));
+        }
+        if let Some(cursor) = &cursor {
+            query.push(("cursor", cursor.clone()));
+        }
+        let response = client
+            .get(&url)
+            .bearer_auth(token)
+            .query(&query)
+            .send()
+            .await?;
+        let code = response.status();
+        let text = response.text().await?;
+        anyhow::ensure!(code == 200, "GET {url} answered {code}: {text}");
+        let page: Value = serde_json::from_str(&text)?;
+        let data = page["data"]
+            .as_array()
+            .ok_or_else(|| anyhow::anyhow!("GET {url}: no data array: {text}"))?;
+        items.extend(data.iter().cloned());
+        let next = page["meta"]["next_cursor"].as_str().map(str::to_owned);
+        if page["meta"]["has_more"] != true || next.is_none() || data.is_empty() {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(items)
+}
+
+/// The engine's record of the deliveries, polled until every one is `delivered` (or
+/// [`API_SETTLE_TIMEOUT`]), then the `?status=delivered` filter counted.
+async fn api_check(
+    server: &Server,
+    token: &str,
+    webhook_ids: &[String],
+    messages: usize,
+) -> ApiCheck {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let attempt = async {
+        let mut check;
+        loop {
+            check = ApiCheck::default();
+            for webhook_id in webhook_ids {
+                for delivery in list_deliveries(&client, server, token, webhook_id, None).await? {
+                    let status = delivery["status"].as_str().unwrap_or("(none)").to_owned();
+                    if status == "delivered"
+                        && let Some(ms) = delivery["response_time_ms"].as_u64()
+                    {
+                        check.response_times_ms.push(ms);
+                    }
+                    if delivery["attempt"]
+                        .as_u64()
+                        .is_some_and(|attempt| attempt > 1)
+                    {
+                        check.retried += 1;
+                    }
+                    *check.statuses.entry(status).or_default() += 1;
+                }
+            }
+            let delivered = check.statuses.get("delivered").copied().unwrap_or(0);
+            if delivered >= messages * webhook_ids.len() || started.elapsed() > API_SETTLE_TIMEOUT {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        for webhook_id in webhook_ids {
+            check.delivered_filtered +=
+                list_deliveries(&client, server, token, webhook_id, Some("delivered"))
+                    .await?
+                    .len();
+        }
+        anyhow::Ok(check)
+    };
+    attempt.await.unwrap_or_else(|error| ApiCheck {
+        error: Some(format!("{error:#}")),
+        ..ApiCheck::default()
+    })
+}
+
+/// One scenario on a fresh host: `webhooks` webhooks, `messages` messages.
+async fn deliveries(
+    backend: Backend,
+    admin_url: Option<&str>,
+    receiver: &Receiver,
+    engines: &std::path::Path,
+    webhooks: usize,
+    messages: usize,
+) -> anyhow::Result<ScenarioRun> {
+    let database = BenchDatabase::create(backend, admin_url).await?;
+    let result = async {
+        let server = Server::start(&database, receiver, engines).await?;
+        let result = scenario_on(&server, receiver, webhooks, messages).await;
+        server.shutdown().await?;
+        result
+    }
+    .await;
+    database.destroy().await;
+    result
+}
+
+async fn scenario_on(
+    server: &Server,
+    receiver: &Receiver,
+    webhooks: usize,
+    messages: usize,
+) -> anyhow::Result<ScenarioRun> {
+    let tenant = create_tenant(server, &format!("webhooks{webhooks}")).await?;
+    let client = reqwest::Client::new();
+    let mut webhook_ids = Vec::with_capacity(webhooks);
+    for index in 1..=webhooks {
+        let data = post_json(
+            &client,
+            &server.url("/chat/api/v1/webhooks"),
+            &tenant.token,
+            &json!({
+                "url": receiver.url(index),
+                "events": [EVENT],
+                "secret": secret(index),
+            }),
+            201,
+        )
+        .await?;
+        anyhow::ensure!(
+            data["is_active"] != false,
+            "the created webhook is not active: {data}"
+        );
+        webhook_ids.push(id_of(&data, "webhook")?);
+    }
+    let conversation = post_json(
+        &client,
+        &server.url("/chat/api/v1/conversations"),
+        &tenant.token,
+        &json!({ "title": "Bench" }),
+        201,
+    )
+    .await?;
+    let conversation_id = id_of(&conversation, "conversation")?;
+
+    let expected = webhooks * messages;
+    eprintln!(
+        "  {webhooks} webhook(s): {messages} messages from {POSTERS} clients → {expected} deliveries…"
+    );
+    receiver.reset();
+    let ticks_before = cpu_ticks();
+    let (post_started, post_finished) =
+        post_messages(server, &tenant.token, &conversation_id, messages).await?;
+    eprintln!(
+        "  posted in {}; waiting for the deliveries…",
+        seconds(post_finished - post_started)
+    );
+    let complete = wait_for_deliveries(receiver, expected).await;
+    let cpu = cpu_share(ticks_before, cpu_ticks());
+    let log = receiver.take();
+    eprintln!(
+        "  {} distinct deliveries ({} requests); checking the engine's record…",
+        log.ids.len(),
+        log.requests
+    );
+    let api = api_check(server, &tenant.token, &webhook_ids, messages).await;
+    let run = ScenarioRun {
+        messages,
+        expected,
+        post_started,
+        post_finished,
+        log,
+        complete,
+        api,
+        cpu,
+    };
+    eprintln!(
+        "  {:.0} deliveries/s at the receiver, {:.0} end to end",
+        run.arrival_rate(),
+        run.end_to_end_rate()
+    );
+    Ok(run)
+}
+
+struct BackendRun {
+    backend: Backend,
+    /// Per scenario (webhooks, messages): its run, or why it failed.
+    scenarios: Vec<(usize, usize, Result<ScenarioRun, String>)>,
+}
+
+async fn run_backend(
+    backend: Backend,
+    admin_url: Option<&str>,
+    receiver: &Receiver,
+    engines: &std::path::Path,
+) -> BackendRun {
+    let mut scenarios = Vec::new();
+    for (webhooks, messages) in [(1, MESSAGES_AT_ONE), (MANY_WEBHOOKS, MESSAGES_AT_MANY)] {
+        eprintln!("{}: {webhooks} webhook(s)…", backend.name());
+        let result = deliveries(backend, admin_url, receiver, engines, webhooks, messages)
+            .await
+            .map_err(|error| format!("{error:#}"));
+        if let Err(error) = &result {
+            eprintln!("  failed: {error}");
+        }
+        scenarios.push((webhooks, messages, result));
+    }
+    BackendRun { backend, scenarios }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report.
+
+fn report(ceiling: &Ceiling, runs: &mut [BackendRun]) -> String {
+    let mut out = String::new();
+    let concurrency = WorkerConfig::default().concurrency;
+    let best = ceiling.best();
+
+    let _ = writeln!(
+        out,
+        "Ceiling: signed POSTs from native reqwest (rustls, keep-alive) to the same receiver, \
+         {} ms warm-up, {} s window; body {} bytes like a delivery's.",
+        CEILING_WARM_UP.as_millis(),
+        CEILING_WINDOW.as_secs(),
+        ceiling.body_bytes
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| ceiling | POSTs/s | failed |");
+    let _ = writeln!(out, "|---|---|---|");
+    for run in &ceiling.runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            if run.loops == 1 {
+                "1 sequential loop".to_owned()
+            } else {
+                format!("{} concurrent loops (= work concurrency)", run.loops)
+            },
+            count(run.per_second),
+            run.failures
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nThe receiver during the ceiling: {} requests, {} distinct delivery ids, {} bad \
+         signatures, {} malformed; CPU (cores: this process / other processes / stolen) {}.",
+        ceiling.log.requests,
+        ceiling.log.ids.len(),
+        ceiling.log.bad_signatures,
+        ceiling.log.malformed,
+        cpu_text(ceiling.cpu)
+    );
+    let _ = writeln!(out);
+
+    let _ = writeln!(
+        out,
+        "| database | webhooks | messages | deliveries | message POSTs/s | deliveries/s at the \
+         receiver | end to end deliveries/s | ceiling (1 loop / {concurrency} loops) | ratio | \
+         ≥ {:.0} % of the ceiling |",
+        TARGET_RATIO * 100.0
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    for run in runs.iter() {
+        for (webhooks, messages, result) in &run.scenarios {
+            match result {
+                Ok(scenario) => {
+                    let ratio = scenario.arrival_rate() / best;
+                    let _ = writeln!(
+                        out,
+                        "| {} | {webhooks} | {} | {}{} | {} | **{}** | {} | {} ({} / {}) | {} | {} |",
+                        run.backend.name(),
+                        count(*messages as f64),
+                        count(scenario.delivered() as f64),
+                        if scenario.delivered() == scenario.expected {
+                            String::new()
+                        } else {
+                            format!(" of {}", count(scenario.expected as f64))
+                        },
+                        count(scenario.post_rate()),
+                        count(scenario.arrival_rate()),
+                        count(scenario.end_to_end_rate()),
+                        count(best),
+                        count(ceiling.of(1)),
+                        count(ceiling.of(concurrency)),
+                        percent(ratio),
+                        verdict(ratio >= TARGET_RATIO && scenario.verified()),
+                    );
+                }
+                Err(error) => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {webhooks} | {} | **failed**: {} | | | | | | |",
+                        run.backend.name(),
+                        count(*messages as f64),
+                        error.replace('|', "\\|").replace('\n', " ")
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(out);
+
+    let _ = writeln!(
+        out,
+        "| database | webhooks | first POST → first delivery | posting took | last POST → last \
+         delivery | deliveries/s after the last POST | gaps between arrivals p50 / p99 / max \
+         | time in gaps ≥ {} ms | CPU cores: this / other / stolen |",
+        IDLE_GAP.as_millis()
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for run in runs.iter() {
+        for (webhooks, _, result) in &run.scenarios {
+            if let Ok(scenario) = result {
+                let (gaps, idle) = scenario.gaps();
+                let _ = writeln!(
+                    out,
+                    "| {} | {webhooks} | {} | {} | {} | {} | {gaps} | {idle} | {} |",
+                    run.backend.name(),
+                    scenario
+                        .first_arrival()
+                        .map_or("–".into(), |first| seconds(first - scenario.post_started)),
+                    seconds(scenario.post_finished - scenario.post_started),
+                    scenario.last_arrival().map_or("–".into(), |last| seconds(
+                        last.saturating_duration_since(scenario.post_finished)
+                    )),
+                    scenario.drain_rate().map_or("–".into(), count),
+                    cpu_text(scenario.cpu),
+                );
+            }
+        }
+    }
+    let _ = writeln!(out);
+
+    let _ = writeln!(
+        out,
+        "| database | webhooks | requests | distinct deliveries | one per webhook × message | \
+         duplicates | bad signatures | malformed | engine: statuses | engine: `?status=delivered` \
+         | engine: response time p50 / p99 | engine: retried | verified |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for run in runs.iter_mut() {
+        for (webhooks, _, result) in run.scenarios.iter_mut() {
+            if let Ok(scenario) = result {
+                let p50 = percentile(&mut scenario.api.response_times_ms, 0.5);
+                let p99 = percentile(&mut scenario.api.response_times_ms, 0.99);
+                let api = &scenario.api;
+                let statuses = match &api.error {
+                    Some(error) => format!("**error**: {}", error.replace('|', "\\|")),
+                    None => api
+                        .statuses
+                        .iter()
+                        .map(|(status, n)| format!("{status} {}", count(*n as f64)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                };
+                let times = match (p50, p99) {
+                    (Some(p50), Some(p99)) => format!("{p50} ms / {p99} ms"),
+                    _ => "–".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {webhooks} | {} | {} | {} | {} | {} | {} | {statuses} | {} | {times} | {} | {} |",
+                    run.backend.name(),
+                    count(scenario.log.requests as f64),
+                    count(scenario.delivered() as f64),
+                    count(scenario.log.events.len() as f64),
+                    scenario.log.duplicates,
+                    scenario.log.bad_signatures,
+                    scenario.log.malformed,
+                    count(api.delivered_filtered as f64),
+                    api.retried,
+                    if scenario.verified() {
+                        "yes".to_owned()
+                    } else {
+                        format!("**no** (expected {})", count(scenario.expected as f64))
+                    },
+                );
+            }
+        }
+    }
+    let bodies: Vec<String> = runs
+        .iter()
+        .flat_map(|run| {
+            run.scenarios
+                .iter()
+                .map(move |scenario| (run.backend, scenario))
+        })
+        .filter_map(|(backend, (webhooks, _, result))| {
+            let scenario = result.as_ref().ok()?;
+            (scenario.log.requests > 0).then(|| {
+                format!(
+                    "{} at {webhooks} webhook(s) {} bytes",
+                    backend.name(),
+                    scenario.log.body_bytes / scenario.log.requests
+                )
+            })
+        })
+        .collect();
+    if !bodies.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nMean delivery body: {} (the ceiling's: {} bytes).",
+            bodies.join(", "),
+            ceiling.body_bytes
+        );
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let admin_url = std::env::var("TESSERA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    // The real engines, built once (wasm32-wasip2, release); each host gets a copy of chat.
+    eprintln!("building the engines…");
+    let engines =
+        std::env::temp_dir().join(format!("tessera-bench-engines-{}", uuid::Uuid::new_v4()));
+    components::install_engines(&engines, &["chat"]);
+    let receiver = https_receiver().await?;
+    let ceiling = ceiling(&receiver).await?;
+    let mut runs = vec![run_backend(Backend::Sqlite, None, &receiver, &engines).await];
+    match &admin_url {
+        Some(url) => {
+            runs.push(run_backend(Backend::Postgres, Some(url), &receiver, &engines).await);
+        }
+        None => eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping PostgreSQL"),
+    }
+    let _ = std::fs::remove_dir_all(&engines);
+    println!(
+        "Machine: {cores} cores (`available_parallelism`); host, HTTPS receiver and load \
+         generators share one multi-thread tokio runtime ({cores} workers) on loopback; rate \
+         limits off; engine work concurrency {} (`WorkerConfig::default()`).",
+        WorkerConfig::default().concurrency
+    );
+    if admin_url.is_none() {
+        println!();
+        println!("PostgreSQL skipped: TESSERA_TEST_POSTGRES_URL is not set.");
+    }
+    println!();
+    print!("{}", report(&ceiling, &mut runs));
+    let failed = runs
+        .iter()
+        .flat_map(|run| run.scenarios.iter())
+        .filter(|(_, _, result)| result.is_err())
+        .count();
+    anyhow::ensure!(failed == 0, "{failed} scenario(s) failed (see the tables)");
+    Ok(())
+}
