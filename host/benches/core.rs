@@ -36,26 +36,27 @@
 //! on a quiet machine; it takes about 5 minutes with both databases, most of it seeding and
 //! indexing the 105,000 search entities.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_host::auth::sessions::TokenScope;
-use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::core::entities::{self, Entity};
 use tessera_host::core::events::{self, DomainEvent, EventContext, NewEvent};
 use tessera_host::core::intention_writer::MAX_BATCH;
 use tessera_host::core::projections::signal::EventSignal;
 use tessera_host::core::workflows;
-use tessera_host::server::Application;
 use tessera_host::state::AppState;
 use tessera_host::storage::{Database, time};
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
-use tokio_util::sync::CancellationToken;
+
+use support::{Backend, BenchDatabase, Server};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -243,133 +244,6 @@ fn prefix(word: &str, chars: usize) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Databases and hosts.
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "SQLite",
-            Self::Postgres => "PostgreSQL",
-        }
-    }
-}
-
-/// A fresh data dir, and on PostgreSQL a fresh database; removed by [`BenchDatabase::destroy`].
-struct BenchDatabase {
-    data_dir: PathBuf,
-    /// `None`: the embedded default in the data dir.
-    url: Option<String>,
-    /// The PostgreSQL server's URL and the database created on it.
-    postgres: Option<(String, String)>,
-}
-
-impl BenchDatabase {
-    async fn create(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Self> {
-        let data_dir =
-            std::env::temp_dir().join(format!("tessera-bench-core-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&data_dir)?;
-        match backend {
-            Backend::Sqlite => Ok(Self {
-                data_dir,
-                url: None,
-                postgres: None,
-            }),
-            Backend::Postgres => {
-                let admin_url = admin_url.expect("a PostgreSQL URL").to_owned();
-                let name = format!("tessera_bench_{}", uuid::Uuid::new_v4().simple());
-                admin_execute(&admin_url, &format!("CREATE DATABASE {name}")).await?;
-                let (server, _) = admin_url
-                    .rsplit_once('/')
-                    .ok_or_else(|| anyhow::anyhow!("a PostgreSQL URL ends with a database"))?;
-                Ok(Self {
-                    data_dir,
-                    url: Some(format!("{server}/{name}")),
-                    postgres: Some((admin_url, name)),
-                })
-            }
-        }
-    }
-
-    async fn destroy(self) {
-        let _ = std::fs::remove_dir_all(&self.data_dir);
-        if let Some((admin_url, name)) = self.postgres
-            && let Err(error) = admin_execute(
-                &admin_url,
-                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-            )
-            .await
-        {
-            eprintln!("could not drop the benchmark database {name}: {error:#}");
-        }
-    }
-}
-
-async fn admin_execute(admin_url: &str, sql: &str) -> anyhow::Result<()> {
-    use sqlx::Connection as _;
-    let mut admin = sqlx::PgConnection::connect(admin_url).await?;
-    sqlx::Executor::execute(&mut admin, sqlx::AssertSqlSafe(sql.to_owned())).await?;
-    admin.close().await?;
-    Ok(())
-}
-
-/// A running host.
-struct Server {
-    address: std::net::SocketAddr,
-    state: AppState,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Server {
-    async fn start(database: &BenchDatabase, run_workers: bool) -> anyhow::Result<Self> {
-        let args = ServeArgs {
-            storage: StorageArgs {
-                data_dir: database.data_dir.clone(),
-                database_url: database.url.clone(),
-                plugins_dir: database.data_dir.join("plugins"),
-            },
-            listen: "127.0.0.1:0".parse()?,
-            public_url: None,
-            max_body_bytes: 1024 * 1024,
-        };
-        let mut config = Config::from_serve_args(args)?;
-        // The benchmark measures the service, not the rate limiter.
-        config.rate_limits.auth_per_minute = 0;
-        config.rate_limits.read_per_minute = 0;
-        config.rate_limits.write_per_minute = 0;
-        config.projections.run_workers = run_workers;
-        let application = Application::build(config).await?;
-        let address = application.local_addr();
-        let state = application.state().clone();
-        let stop = CancellationToken::new();
-        let stopped = stop.clone();
-        let task = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
-        Ok(Self {
-            address,
-            state,
-            stop,
-            task,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    fn database(&self) -> &Database {
-        &self.state.database
-    }
-
-    async fn shutdown(self) -> anyhow::Result<()> {
-        self.stop.cancel();
-        self.task.await?
-    }
-}
 
 /// A tenant with one editor and a bearer token of theirs.
 struct BenchTenant {
@@ -1107,9 +981,9 @@ async fn workflow_benchmark(
     let intentions_in_window = http.intentions_per_second * WINDOW.as_secs_f64();
 
     // The drain: a backlog written by a host without workers, then a host with them.
-    let database = BenchDatabase::create(backend, admin_url).await?;
+    let database = BenchDatabase::create(backend, admin_url, "core").await?;
     let drained = async {
-        let server = Server::start(&database, false).await?;
+        let server = Server::start(&database, |config| config.projections.run_workers = false).await?;
         let tenant = create_tenant(&server.state, "backlog").await?;
         create_workflows(&server.state, &tenant).await?;
         let mut rng = Rng(0xF10);
@@ -1122,7 +996,7 @@ async fn workflow_benchmark(
         }
         server.shutdown().await?;
         let started = Instant::now();
-        let server = Server::start(&database, true).await?;
+        let server = Server::start(&database, |config| config.projections.run_workers = true).await?;
         let result = async {
             let mut waited = 0;
             loop {
@@ -1170,8 +1044,12 @@ async fn on_fresh_host<T>(
     run_workers: bool,
     phase: impl AsyncFnOnce(&Server) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let database = BenchDatabase::create(backend, admin_url).await?;
-    let result = match Server::start(&database, run_workers).await {
+    let database = BenchDatabase::create(backend, admin_url, "core").await?;
+    let result = match Server::start(&database, |config| {
+        config.projections.run_workers = run_workers
+    })
+    .await
+    {
         Ok(server) => {
             let result = phase(&server).await;
             let stopped = server.shutdown().await;

@@ -52,6 +52,8 @@
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
 mod components;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -69,13 +71,11 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_host::auth::sessions::TokenScope;
-use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::orchestrator::ProvisioningStatus;
 use tessera_host::runtime::work::WorkerConfig;
-use tessera_host::server::Application;
-use tessera_host::state::AppState;
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
-use tokio_util::sync::CancellationToken;
+
+use support::{Backend, BenchDatabase, Server};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -504,141 +504,26 @@ async fn ceiling(receiver: &Receiver) -> anyhow::Result<Ceiling> {
 // ---------------------------------------------------------------------------------------------
 // Databases and hosts.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "SQLite",
-            Self::Postgres => "PostgreSQL",
-        }
-    }
-}
-
-/// A fresh data dir, and on PostgreSQL a fresh database; removed by [`BenchDatabase::destroy`].
-struct BenchDatabase {
-    data_dir: PathBuf,
-    /// `None`: the embedded default in the data dir.
-    url: Option<String>,
-    /// The PostgreSQL server's URL and the database created on it.
-    postgres: Option<(String, String)>,
-}
-
-impl BenchDatabase {
-    async fn create(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Self> {
-        let data_dir =
-            std::env::temp_dir().join(format!("tessera-bench-webhooks-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&data_dir)?;
-        match backend {
-            Backend::Sqlite => Ok(Self {
-                data_dir,
-                url: None,
-                postgres: None,
-            }),
-            Backend::Postgres => {
-                let admin_url = admin_url.expect("a PostgreSQL URL").to_owned();
-                let name = format!("tessera_bench_{}", uuid::Uuid::new_v4().simple());
-                admin_execute(&admin_url, &format!("CREATE DATABASE {name}")).await?;
-                let (server, _) = admin_url
-                    .rsplit_once('/')
-                    .ok_or_else(|| anyhow::anyhow!("a PostgreSQL URL ends with a database"))?;
-                Ok(Self {
-                    data_dir,
-                    url: Some(format!("{server}/{name}")),
-                    postgres: Some((admin_url, name)),
-                })
-            }
-        }
-    }
-
-    async fn destroy(self) {
-        let _ = std::fs::remove_dir_all(&self.data_dir);
-        if let Some((admin_url, name)) = self.postgres
-            && let Err(error) = admin_execute(
-                &admin_url,
-                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-            )
-            .await
-        {
-            eprintln!("could not drop the benchmark database {name}: {error:#}");
-        }
-    }
-}
-
-async fn admin_execute(admin_url: &str, sql: &str) -> anyhow::Result<()> {
-    use sqlx::Connection as _;
-    let mut admin = sqlx::PgConnection::connect(admin_url).await?;
-    sqlx::Executor::execute(&mut admin, sqlx::AssertSqlSafe(sql.to_owned())).await?;
-    admin.close().await?;
-    Ok(())
-}
-
-/// A running host with the chat engine.
-struct Server {
-    address: std::net::SocketAddr,
-    state: AppState,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Server {
-    async fn start(
-        database: &BenchDatabase,
-        receiver: &Receiver,
-        engines: &std::path::Path,
-    ) -> anyhow::Result<Self> {
-        let plugins_dir = database.data_dir.join("plugins");
-        std::fs::create_dir_all(&plugins_dir)?;
-        std::fs::copy(engines.join("chat.wasm"), plugins_dir.join("chat.wasm"))
-            .context("copying chat.wasm")?;
-        let args = ServeArgs {
-            storage: StorageArgs {
-                data_dir: database.data_dir.clone(),
-                database_url: database.url.clone(),
-                plugins_dir,
-            },
-            listen: "127.0.0.1:0".parse()?,
-            public_url: None,
-            max_body_bytes: 1024 * 1024,
-        };
-        let mut config = Config::from_serve_args(args)?;
-        // The benchmark measures deliveries, not the rate limiter.
-        config.rate_limits.auth_per_minute = 0;
-        config.rate_limits.read_per_minute = 0;
-        config.rate_limits.write_per_minute = 0;
-        // The receiver: a self-signed certificate, on loopback.
+/// A host with the chat engine, trusting the receiver's certificate on loopback.
+async fn start_chat_host(
+    database: &BenchDatabase,
+    receiver: &Receiver,
+    engines: &std::path::Path,
+) -> anyhow::Result<Server> {
+    let plugins_dir = database.plugins_dir();
+    std::fs::create_dir_all(&plugins_dir)?;
+    std::fs::copy(engines.join("chat.wasm"), plugins_dir.join("chat.wasm"))
+        .context("copying chat.wasm")?;
+    let server = Server::start(database, |config| {
         config.webhook.extra_ca = Some(receiver.pem_path.clone());
         config.webhook.allow_private_targets = true;
-        let application = Application::build(config).await?;
-        let address = application.local_addr();
-        let state = application.state().clone();
-        anyhow::ensure!(
-            state.engines.get("chat").is_some(),
-            "the chat engine did not load"
-        );
-        let stop = CancellationToken::new();
-        let stopped = stop.clone();
-        let task = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
-        Ok(Self {
-            address,
-            state,
-            stop,
-            task,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    async fn shutdown(self) -> anyhow::Result<()> {
-        self.stop.cancel();
-        self.task.await?
-    }
+    })
+    .await?;
+    anyhow::ensure!(
+        server.state.engines.get("chat").is_some(),
+        "the chat engine did not load"
+    );
+    Ok(server)
 }
 
 /// A tenant provisioned on chat, with an owner provisioned on chat and a bearer token of theirs.
@@ -1019,9 +904,9 @@ async fn deliveries(
     webhooks: usize,
     messages: usize,
 ) -> anyhow::Result<ScenarioRun> {
-    let database = BenchDatabase::create(backend, admin_url).await?;
+    let database = BenchDatabase::create(backend, admin_url, "webhooks").await?;
     let result = async {
-        let server = Server::start(&database, receiver, engines).await?;
+        let server = start_chat_host(&database, receiver, engines).await?;
         let result = scenario_on(&server, receiver, webhooks, messages).await;
         server.shutdown().await?;
         result

@@ -14,7 +14,7 @@ use tessera_sdk::{
 
 use crate::batch::Batch;
 use crate::events::{self, ChatEvent};
-use crate::new_ordered_id;
+use crate::{new_ordered_id, object_body};
 
 /// Longest conversation title, in characters.
 const MAX_TITLE_CHARS: usize = 200;
@@ -83,16 +83,6 @@ fn load_conversation(id: &str) -> Result<Conversation, ApiError> {
 fn load_message(conversation_id: &str, message_id: &str) -> Result<Message, ApiError> {
     storage::get_json(&message_key(conversation_id, message_id))?
         .ok_or_else(|| ApiError::not_found("Message"))
-}
-
-/// The body as a JSON object (400/422 otherwise).
-fn object_body(req: &Request) -> Result<Map<String, Value>, ApiError> {
-    match req.json::<Value>()? {
-        Value::Object(map) => Ok(map),
-        _ => Err(ApiError::BadRequest(
-            "The request body must be a JSON object.".into(),
-        )),
-    }
 }
 
 /// A required string field of `min..=max` characters (after trimming).

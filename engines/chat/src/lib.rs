@@ -23,10 +23,10 @@ mod conversations;
 mod events;
 mod webhooks;
 
-use tessera_sdk::serde_json::{Value, json};
+use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::{
-    Context, Descriptor, Engine, HostError, Job, Request, Response, Router, TenantInfo, storage,
-    tenancy, time,
+    ApiError, Context, Descriptor, Engine, HostError, Job, Request, Response, Router, TenantInfo,
+    storage, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -133,6 +133,16 @@ fn ensure_conversation(slug: &str, title: &str) -> Result<String, HostError> {
         })
     })?;
     Ok(id)
+}
+
+/// The request body as a JSON object: 400 when it is not JSON or not an object.
+fn object_body(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    match req.json::<Value>()? {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::BadRequest(
+            "The request body must be a JSON object.".into(),
+        )),
+    }
 }
 
 /// A new identifier that sorts by creation time (UUID v7), so storage keys built from it list

@@ -460,10 +460,6 @@ fn attempt_now(webhook: &Webhook, delivery: &mut Delivery) -> Result<Outcome, Ho
     Ok(outcome)
 }
 
-fn find_webhook(id: &str) -> Result<Webhook, ApiError> {
-    super::load(id)?.ok_or_else(|| ApiError::not_found("Webhook"))
-}
-
 fn find_delivery(webhook_id: &str, delivery_id: &str) -> Result<Delivery, ApiError> {
     storage::get_json(&delivery_key(webhook_id, delivery_id))?
         .ok_or_else(|| ApiError::not_found("Delivery"))
@@ -472,7 +468,7 @@ fn find_delivery(webhook_id: &str, delivery_id: &str) -> Result<Delivery, ApiErr
 pub fn test_ping(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
-    let webhook = find_webhook(req.param("id"))?;
+    let webhook = super::find(req.param("id"))?;
     let event = ChatEvent {
         event_type: TEST_PING,
         conversation_id: None,
@@ -495,7 +491,7 @@ pub fn test_ping(ctx: &Context, req: &Request) -> HandlerResult {
 pub fn retry_delivery(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
-    let webhook = find_webhook(req.param("id"))?;
+    let webhook = super::find(req.param("id"))?;
     let mut delivery = find_delivery(&webhook.id, req.param("delivery_id"))?;
     let outcome = attempt_now(&webhook, &mut delivery)?;
     Ok(Response::ok(&json!({
@@ -514,7 +510,7 @@ pub fn deliveries(ctx: &Context, req: &Request) -> HandlerResult {
         Some(text) => Some(Status::parse(text).ok_or_else(|| ApiError::invalid("status", "in"))?),
     };
     let page = CursorPage::from_query(query)?;
-    let webhook = find_webhook(req.param("id"))?;
+    let webhook = super::find(req.param("id"))?;
     // Newest first; with a status filter, read on until the page is full.
     let prefix = deliveries_prefix(&webhook.id);
     let mut found = Vec::new();

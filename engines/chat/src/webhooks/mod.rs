@@ -6,7 +6,7 @@
 pub mod delivery;
 
 use serde::{Deserialize, Serialize};
-use tessera_sdk::serde_json::{Map, Value};
+use tessera_sdk::serde_json::Value;
 use tessera_sdk::storage::{self, Update};
 use tessera_sdk::{
     ApiError, Context, HandlerResult, HostError, Request, Response, ValidationErrors, http, time,
@@ -15,7 +15,7 @@ use tessera_sdk::{
 
 use crate::batch::Batch;
 use crate::events::SUBSCRIBABLE;
-use crate::new_ordered_id;
+use crate::{new_ordered_id, object_body};
 
 /// Shortest secret, in characters.
 pub const MIN_SECRET_CHARS: usize = 32;
@@ -136,17 +136,8 @@ pub fn load(id: &str) -> Result<Option<Webhook>, HostError> {
     storage::get_json(&webhook_key(id))
 }
 
-fn find(id: &str) -> Result<Webhook, ApiError> {
+pub fn find(id: &str) -> Result<Webhook, ApiError> {
     load(id)?.ok_or_else(|| ApiError::not_found("Webhook"))
-}
-
-fn object_body(req: &Request) -> Result<Map<String, Value>, ApiError> {
-    match req.json::<Value>()? {
-        Value::Object(map) => Ok(map),
-        _ => Err(ApiError::BadRequest(
-            "The request body must be a JSON object.".into(),
-        )),
-    }
 }
 
 /// `url`: an absolute HTTPS URL with a host, that the host's outbound policy lets this engine

@@ -1,0 +1,153 @@
+//! What the host benchmarks share: the database under test (a temp data dir, and on
+//! PostgreSQL a fresh database created and dropped), and an in-process host on loopback with
+//! rate limits off. Each benchmark uses the parts it needs.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use tessera_host::config::{Config, ServeArgs, StorageArgs};
+use tessera_host::server::Application;
+use tessera_host::state::AppState;
+use tessera_host::storage::Database;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// A fresh data dir, and on PostgreSQL a fresh database; removed by [`BenchDatabase::destroy`].
+pub struct BenchDatabase {
+    pub data_dir: PathBuf,
+    /// `None`: the embedded default in the data dir.
+    pub url: Option<String>,
+    /// The PostgreSQL server's URL and the database created on it.
+    postgres: Option<(String, String)>,
+}
+
+impl BenchDatabase {
+    /// `label` names the temp data dir (`tessera-bench-<label>-…`).
+    pub async fn create(
+        backend: Backend,
+        admin_url: Option<&str>,
+        label: &str,
+    ) -> anyhow::Result<Self> {
+        let data_dir =
+            std::env::temp_dir().join(format!("tessera-bench-{label}-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&data_dir)?;
+        match backend {
+            Backend::Sqlite => Ok(Self {
+                data_dir,
+                url: None,
+                postgres: None,
+            }),
+            Backend::Postgres => {
+                let admin_url = admin_url.expect("a PostgreSQL URL").to_owned();
+                let name = format!("tessera_bench_{}", uuid::Uuid::new_v4().simple());
+                admin_execute(&admin_url, &format!("CREATE DATABASE {name}")).await?;
+                let (server, _) = admin_url
+                    .rsplit_once('/')
+                    .ok_or_else(|| anyhow::anyhow!("a PostgreSQL URL ends with a database"))?;
+                Ok(Self {
+                    data_dir,
+                    url: Some(format!("{server}/{name}")),
+                    postgres: Some((admin_url, name)),
+                })
+            }
+        }
+    }
+
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.data_dir.join("plugins")
+    }
+
+    pub async fn destroy(self) {
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if let Some((admin_url, name)) = self.postgres
+            && let Err(error) = admin_execute(
+                &admin_url,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            )
+            .await
+        {
+            eprintln!("could not drop the benchmark database {name}: {error:#}");
+        }
+    }
+}
+
+async fn admin_execute(admin_url: &str, sql: &str) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+    sqlx::Executor::execute(&mut admin, sqlx::AssertSqlSafe(sql.to_owned())).await?;
+    admin.close().await?;
+    Ok(())
+}
+
+/// A running host.
+pub struct Server {
+    pub address: std::net::SocketAddr,
+    pub state: AppState,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    /// A host on `database` (plugins from its data dir), rate limits off (the benchmarks
+    /// measure the service, not the limiter), then `configure`d.
+    pub async fn start(
+        database: &BenchDatabase,
+        configure: impl FnOnce(&mut Config),
+    ) -> anyhow::Result<Self> {
+        let args = ServeArgs {
+            storage: StorageArgs {
+                data_dir: database.data_dir.clone(),
+                database_url: database.url.clone(),
+                plugins_dir: database.plugins_dir(),
+            },
+            listen: "127.0.0.1:0".parse()?,
+            public_url: None,
+            max_body_bytes: 1024 * 1024,
+        };
+        let mut config = Config::from_serve_args(args)?;
+        config.rate_limits.auth_per_minute = 0;
+        config.rate_limits.read_per_minute = 0;
+        config.rate_limits.write_per_minute = 0;
+        configure(&mut config);
+        let application = Application::build(config).await?;
+        let address = application.local_addr();
+        let state = application.state().clone();
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(application.run_until(async move { stopped.cancelled().await }));
+        Ok(Self {
+            address,
+            state,
+            stop,
+            task,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.state.database
+    }
+
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.task.await?
+    }
+}
