@@ -1,11 +1,17 @@
 //! Benchmark of the engine runtime (`cargo bench -p tessera-host --bench engine_routing`):
 //! instantiate + call with the pooling allocator, the latency a request pays for going through
 //! an engine instead of a native axum handler doing the same work (verify the bearer token,
-//! answer 204), and requests per second at 1, 8 and 64 concurrent connections. One run, on
-//! loopback, medians and p99 printed as a Markdown table for BENCHMARKS.md.
+//! answer 204), and requests per second at 1, 8 and 64 concurrent connections; then the seven
+//! engines (built from `engines/`, release), one representative read and one write request
+//! each at 16 concurrent clients beside the native handler at 16 (`support/engine_probes.rs`;
+//! each row starts once the engine work earlier rows caused, such as activity's event
+//! deliveries, is done).
+//! One run, on loopback (SQLite), medians and p99 printed as Markdown tables for BENCHMARKS.md.
 
 #[path = "../../tests/it/components.rs"]
 mod components;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +77,7 @@ async fn native_noop(_caller: Caller) -> StatusCode {
 async fn main() -> anyhow::Result<()> {
     let data_dir = std::env::temp_dir().join(format!("tessera-bench-{}", uuid::Uuid::new_v4()));
     components::install(&data_dir.join("plugins"), &["echo"]);
+    components::install_engines(&data_dir.join("plugins"), &components::ENGINES);
     let args = ServeArgs {
         storage: StorageArgs {
             data_dir: data_dir.clone(),
@@ -84,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     let mut config = Config::from_serve_args(args)?;
     // Tens of thousands of reads per second with one token: rate limiting off for reads (0).
     config.rate_limits.read_per_minute = 0;
+    config.rate_limits.write_per_minute = 0;
     let native: Router<AppState> = Router::new().route("/native/api/v1/noop", get(native_noop));
     let application = Application::build_with_routes(config, native).await?;
     let address = application.local_addr();
@@ -212,6 +220,33 @@ async fn main() -> anyhow::Result<()> {
             row[0],
             row[1],
             100.0 * row[1] / row[0]
+        );
+    }
+
+    // 4. The seven engines at 16 clients, beside the native handler at 16.
+    let mut probes = vec![support::engine_probes::Probe::native(
+        native_url.clone(),
+        token.clone(),
+    )];
+    probes
+        .extend(support::engine_probes::seven_engines(&state, &format!("http://{address}")).await?);
+    println!();
+    println!(
+        "| engine | request | req/s at {} clients | p50 | p99 | other answers |",
+        support::engine_probes::CLIENTS
+    );
+    println!("|---|---|---|---|---|---|");
+    for probe in &probes {
+        support::engine_probes::wait_for_idle_work(&state).await?;
+        let measured = probe.measure().await?;
+        println!(
+            "| {} | {} | {:.0} | {} | {} | {} |",
+            probe.engine,
+            probe.what,
+            measured.requests_per_second,
+            micros(measured.p50),
+            micros(measured.p99),
+            measured.unexpected
         );
     }
 

@@ -69,11 +69,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
-use tessera_host::auth::sessions::TokenScope;
-use tessera_host::orchestrator::ProvisioningStatus;
 use tessera_host::runtime::work::WorkerConfig;
-use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
+use tessera_host::tenancy::Role;
 
 use support::{Backend, BenchDatabase, Server};
 
@@ -100,7 +97,6 @@ const TARGET_RATIO: f64 = 0.5;
 /// A gap between two arrivals at least this long counts as idle time of the receiver.
 const IDLE_GAP: Duration = Duration::from_millis(100);
 
-const PASSWORD: &str = "Correct1horse";
 const EVENT: &str = "message.created";
 
 /// The secret of webhook `index` (0 is the ceiling's): distinct per webhook, ≥ 32 characters.
@@ -532,42 +528,9 @@ struct BenchTenant {
 }
 
 async fn create_tenant(server: &Server, slug: &str) -> anyhow::Result<BenchTenant> {
-    let state = &server.state;
-    let tenancy = TenancyService::new(
-        state.database.clone(),
-        PasswordPolicy::default(),
-        PasswordHasher::new(1),
-        state.orchestrator.clone(),
-    );
-    let tenant = tenancy.create_tenant(slug, slug).await?;
-    anyhow::ensure!(
-        tenant.provisioning.status == ProvisioningStatus::Completed,
-        "provisioning the tenant on the engines did not complete: {}",
-        serde_json::to_string(&tenant.provisioning)?
-    );
-    let user = tenancy
-        .create_user(NewUser {
-            tenant_slug: slug.into(),
-            email: format!("owner@{slug}.example.com"),
-            password: PASSWORD.into(),
-            role: Role::Owner,
-            user_type: UserType::User,
-            first_name: "Bench".into(),
-            last_name: "Owner".into(),
-        })
-        .await?;
-    let (_, token_set) = state
-        .sessions
-        .open(&TokenScope {
-            user_id: user.user_id.clone(),
-            tenant_id: tenant.tenant_id.clone(),
-            workspace_id: None,
-            role: "owner".into(),
-            user_type: "user".into(),
-        })
-        .await?;
+    let (_, users) = support::provisioned_tenant(&server.state, slug, &[Role::Owner]).await?;
     let tenant = BenchTenant {
-        token: token_set.access_token,
+        token: users.into_iter().next().context("the owner")?.token,
     };
     // Chat's own view of the provisioning, when it offers one.
     let client = reqwest::Client::new();

@@ -159,6 +159,28 @@ pub struct Config {
     /// host patterns, replacing what that engine declares. An empty list forbids outbound
     /// HTTP to the engine.
     pub engine_outbound_hosts: BTreeMap<String, Vec<String>>,
+    pub drive: DriveConfig,
+    pub smtp: SmtpConfig,
+}
+
+/// What the drive engine reads through `settings` (`drive.*`).
+#[derive(Debug, Clone)]
+pub struct DriveConfig {
+    /// `TESSERA_DRIVE_MAX_UPLOAD_BYTES` (default 8 MiB; never above the engine body limit).
+    pub max_upload_bytes: u64,
+    /// `TESSERA_DRIVE_TENANT_QUOTA_BYTES` (default 1 GiB).
+    pub tenant_quota_bytes: u64,
+}
+
+/// The SMTP relay behind the `mail-transport` import.
+#[derive(Debug, Clone)]
+pub struct SmtpConfig {
+    /// `TESSERA_SMTP_URL`, e.g. `smtps://user:password@relay.example.com` or
+    /// `smtp://relay.internal:25?tls=required` (it may hold credentials: a [`Secret`]).
+    /// `None`: no relay; external mail stays queued.
+    pub url: Option<Secret>,
+    /// `TESSERA_SMTP_ENGINES`: the engine codes allowed to send (default `mail`).
+    pub engines: Vec<String>,
 }
 
 impl Config {
@@ -211,6 +233,10 @@ impl Config {
                 if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MEMORY_LIMIT_BYTES")? {
                     runtime.memory_limit_bytes = bytes;
                 }
+                if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MAX_BODY_BYTES")? {
+                    runtime.max_request_bytes = bytes;
+                    runtime.max_response_bytes = bytes;
+                }
                 runtime
             },
             projections: {
@@ -230,6 +256,24 @@ impl Config {
             engine_outbound_hosts: env_var::<EngineOutboundHosts>("TESSERA_ENGINE_OUTBOUND_HOSTS")?
                 .map(|hosts| hosts.0)
                 .unwrap_or_default(),
+            drive: DriveConfig {
+                max_upload_bytes: env_var("TESSERA_DRIVE_MAX_UPLOAD_BYTES")?
+                    .unwrap_or(8 * 1024 * 1024),
+                tenant_quota_bytes: env_var("TESSERA_DRIVE_TENANT_QUOTA_BYTES")?
+                    .unwrap_or(1024 * 1024 * 1024),
+            },
+            smtp: SmtpConfig {
+                url: env_var::<String>("TESSERA_SMTP_URL")?
+                    .filter(|url| !url.is_empty())
+                    .map(Secret::new),
+                engines: env_var::<String>("TESSERA_SMTP_ENGINES")?
+                    .unwrap_or_else(|| "mail".to_owned())
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|code| !code.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            },
         })
     }
 }

@@ -1,10 +1,16 @@
 //! The OpenAPI 3.1 document: the info block here; the paths come from each router's
 //! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged. Engine
 //! routes are served by components behind a catch-all, so they are documented here by
-//! documentation-only entries (the generic catch-all, plus each route of the chat engine in
-//! the `chat` submodule).
+//! documentation-only entries (the generic catch-all, plus each route of each engine in its
+//! own submodule: `chat`, `notes`, …, merged by [`document`]).
 
+mod activity;
 mod chat;
+mod drive;
+mod mail;
+mod notes;
+mod usermanager;
+mod voip;
 
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -37,6 +43,23 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
     )
 )]
 pub struct ApiDoc;
+
+/// The whole static document: [`ApiDoc`] with each engine's documentation-only part merged in
+/// (the host's own routers add theirs as they are merged).
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut document = ApiDoc::openapi();
+    for part in [
+        activity::Doc::openapi(),
+        drive::Doc::openapi(),
+        mail::Doc::openapi(),
+        notes::Doc::openapi(),
+        usermanager::Doc::openapi(),
+        voip::Doc::openapi(),
+    ] {
+        document.merge(part);
+    }
+    document
+}
 
 /// Documents one method of the engine catch-all route under its own operation id.
 macro_rules! engine_route_doc {

@@ -509,3 +509,79 @@ database_test!(
         app.stop().await;
     }
 );
+
+database_test!(
+    a_new_tenant_and_user_are_provisioned_on_all_seven_engines,
+    |backend| async move {
+        let database = crate::helpers::TestDatabase::new(backend).await;
+        crate::components::install_engines(
+            &database.data_dir.join("plugins"),
+            &crate::components::ENGINES,
+        );
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                database: Some(database),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let every_engine_provisioned: serde_json::Map<String, Value> = crate::components::ENGINES
+            .iter()
+            .map(|code| {
+                (
+                    code.to_string(),
+                    serde_json::json!({ "status": "provisioned" }),
+                )
+            })
+            .collect();
+
+        let tenant_id = tenant();
+        let provisioned = json_with_status(
+            app.post_signed(
+                "/core/api/internal/orchestration/provision/tenant",
+                &serde_json::json!({ "tenant_id": tenant_id, "tenant_short_id": "acme", "name": "Acme" }),
+            )
+            .await,
+            202,
+        )
+        .await;
+        assert_eq!(provisioned["data"]["status"], "completed", "{provisioned}");
+        assert_eq!(
+            provisioned["data"]["engines"],
+            Value::Object(every_engine_provisioned.clone())
+        );
+
+        let user_id = uuid::Uuid::new_v4().to_string();
+        let user = json_with_status(
+            app.post_signed(
+                "/core/api/internal/orchestration/provision/user",
+                &serde_json::json!({
+                    "tenant_id": tenant_id, "tenant_short_id": "acme", "user_id": user_id,
+                    "email": "ada@example.com", "first_name": "Ada", "last_name": "Lovelace",
+                    "type": "user",
+                }),
+            )
+            .await,
+            202,
+        )
+        .await;
+        assert_eq!(user["data"]["status"], "completed", "{user}");
+        assert_eq!(
+            user["data"]["engines"],
+            Value::Object(every_engine_provisioned)
+        );
+
+        let token = app.token(&tenant_id, &user_id, "editor").await;
+        for code in crate::components::ENGINES {
+            let status = json_with_status(
+                app.get_as(&format!("/{code}/api/v1/status"), &token).await,
+                200,
+            )
+            .await;
+            assert_eq!(status["data"]["tenant_provisioned"], true, "{code}");
+            assert_eq!(status["data"]["user_provisioned"], true, "{code}");
+        }
+        app.stop().await;
+    }
+);

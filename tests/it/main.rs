@@ -6,15 +6,19 @@
 mod components;
 mod helpers;
 
+mod activity;
 mod audit;
 mod auth;
 mod chat;
 mod cli;
 mod conventions;
+mod drive;
 mod engines;
 mod families;
 mod health;
 mod intentions;
+mod mail;
+mod notes;
 mod openapi;
 mod orchestration;
 mod outbound;
@@ -23,5 +27,7 @@ mod rate_limit;
 mod scaffold;
 mod search;
 mod storage;
+mod usermanager;
+mod voip;
 mod work;
 mod workflows;

@@ -257,3 +257,112 @@ database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
     assert_eq!(found.id, tenant["tenant_id"].as_str().unwrap());
     app.stop().await;
 });
+
+database_test!(
+    blob_quotas_hold_under_concurrent_puts_and_deletes_free_them,
+    |backend| async move {
+        use tessera_host::storage::engine_blobs::{self, PutOutcome};
+        use tessera_host::storage::engine_kv::{self, KvScope};
+
+        let database = TestDatabase::new(backend).await;
+        let handle = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("migrating");
+        let scope = KvScope {
+            engine_code: "drive",
+            tenant_id: "tenant-a",
+        };
+        let other = KvScope {
+            engine_code: "drive",
+            tenant_id: "tenant-b",
+        };
+
+        // Ten uploads of 100 bytes race for a 450-byte quota: exactly four fit, and only the
+        // stored ones wrote their metadata.
+        let puts = (0..10).map(|n| {
+            let handle = handle.clone();
+            async move {
+                let scope = KvScope {
+                    engine_code: "drive",
+                    tenant_id: "tenant-a",
+                };
+                let key = format!("files/{n}");
+                let sets = vec![(format!("meta/{n}"), b"{}".to_vec())];
+                engine_blobs::put(&handle, &scope, &key, &[n as u8; 100], Some(450), &sets)
+                    .await
+                    .unwrap()
+            }
+        });
+        let outcomes = futures_util::future::join_all(puts).await;
+        let stored = outcomes
+            .iter()
+            .filter(|outcome| **outcome == PutOutcome::Stored)
+            .count();
+        assert_eq!(stored, 4, "{outcomes:?}");
+        assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 400);
+        let metadata = engine_kv::list(&handle, &scope, "meta/", None, 100, false)
+            .await
+            .unwrap();
+        assert_eq!(metadata.len(), 4);
+        for (n, outcome) in outcomes.iter().enumerate() {
+            let content = engine_blobs::get(&handle, &scope, &format!("files/{n}"))
+                .await
+                .unwrap();
+            match outcome {
+                PutOutcome::Stored => assert_eq!(content, Some(vec![n as u8; 100])),
+                PutOutcome::OverQuota => assert_eq!(content, None),
+            }
+        }
+
+        // Another tenant's quota and blobs are its own.
+        assert_eq!(
+            engine_blobs::put(&handle, &other, "files/0", b"x", Some(1), &[])
+                .await
+                .unwrap(),
+            PutOutcome::Stored
+        );
+        assert_eq!(
+            engine_blobs::get(&handle, &other, "files/1").await.unwrap(),
+            None
+        );
+
+        // Replacing a blob counts the difference; deleting frees its bytes.
+        let first = outcomes
+            .iter()
+            .position(|outcome| *outcome == PutOutcome::Stored)
+            .unwrap();
+        let key = format!("files/{first}");
+        assert_eq!(
+            engine_blobs::put(&handle, &scope, &key, &[7; 150], Some(450), &[])
+                .await
+                .unwrap(),
+            PutOutcome::Stored
+        );
+        assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 450);
+        let removed = engine_blobs::delete(
+            &handle,
+            &scope,
+            &[key.clone(), "files/absent".to_owned()],
+            &[format!("meta/{first}")],
+        )
+        .await
+        .unwrap();
+        assert_eq!(removed, 1);
+        assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 300);
+        assert_eq!(
+            engine_kv::get(&handle, &scope, &format!("meta/{first}"))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            engine_blobs::delete_prefix(&handle, &scope, "files/")
+                .await
+                .unwrap(),
+            3
+        );
+        assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 0);
+        assert_eq!(engine_blobs::usage(&handle, &other).await.unwrap(), 1);
+        handle.close().await;
+    }
+);

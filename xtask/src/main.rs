@@ -55,8 +55,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                         "test",
                         "--manifest-path",
                         "engines/Cargo.toml",
-                        "--package",
-                        "tessera-sdk",
+                        "--workspace",
                     ],
                     &[],
                 )?;

@@ -1,24 +1,75 @@
-//! The Activity engine: a tenant's activity feed, fed by domain and chat events (its public API
-//! comes in later issues). Provisioning creates the tenant's `feed-settings`.
+//! The Activity engine: the tenant's activity feed, built from the events it subscribes to on
+//! the host's bus (core's entity events, chat's, and those of the notes, drive, voip and
+//! usermanager engines), filterable by actor, entity and type, cursor paged, with a per-user
+//! "since last seen" count.
 //!
-//! Storage (tenant-scoped by the host): `tenant`, `feed-settings`, `users/<user_id>`.
+//! Routes (every member reads; guest tokens, which see only what is shared with them, get 403):
+//! `GET /api/v1/feed`, `GET /api/v1/feed/unseen`, `POST /api/v1/feed/seen`, `GET /api/v1/status`.
+//!
+//! Each delivered event becomes exactly one item (`items.rs`), however often the bus delivers
+//! it. Events of a tenant the engine has not provisioned (or has deprovisioned) are ignored.
+//! Storage layout (tenant-scoped by the host):
+//!
+//! | key | value |
+//! |---|---|
+//! | `tenant`, `users/<user_id>` | provisioning records (`tenancy`) |
+//! | `feed-settings` | `{retention_days, event_types, created_at}` |
+//! | `items/<item_id>` | the feed (ids are UUID v7 taken on arrival: keys sort by time) |
+//! | `by-actor/<actor_id>/<item_id>`, `by-entity/<entity_id>/<item_id>` | indexes (the item) |
+//! | `by-type/<type>/<item_id>`, `by-type/<prefix>.*/<item_id>` | type indexes (the item) |
+//! | `seen-events/<event_id>` | the item id of a recorded event (at-least-once delivery) |
+//! | `users/<user_id>/seen` | the user's last-seen mark (`seen.rs`) |
+//! | `retention-schedule` | the pending daily pruning run (`retention.rs`) |
 
-use tessera_sdk::serde_json::json;
+mod feed;
+mod items;
+mod retention;
+mod seen;
+
+use serde::{Deserialize, Serialize};
+use tessera_sdk::storage::{self, Update};
 use tessera_sdk::{
-    Context, Descriptor, Engine, Request, Response, Router, TenantInfo, storage, tenancy, time,
+    ApiError, Context, Descriptor, Engine, Event, Job, Request, Response, Router, TenantInfo,
+    UserInfo, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
 const CODE: &str = "activity";
 
-/// The events the feed is built from.
-const SUBSCRIPTIONS: [&str; 5] = [
-    "entity.created",
-    "entity.updated",
-    "entity.deleted",
-    "entity.status_changed",
-    "message.created",
+/// The events the feed is built from: core's entity events, chat's, and the other engines'.
+const SUBSCRIPTIONS: [&str; 9] = [
+    "entity.*",
+    "message.*",
+    "conversation.*",
+    "member.*",
+    "note.*",
+    "file.*",
+    "folder.*",
+    "call.*",
+    "user.*",
 ];
+
+/// The key of the tenant's feed settings.
+const SETTINGS_KEY: &str = "feed-settings";
+/// How long items are kept unless the settings say otherwise.
+const RETENTION_DAYS: u64 = 90;
+
+/// The tenant's feed settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct FeedSettings {
+    retention_days: u64,
+    event_types: Vec<String>,
+    created_at: String,
+}
+
+/// Guest tokens read only what is shared with them; the tenant's feed is not.
+fn require_reader(ctx: &Context) -> Result<(), ApiError> {
+    if ctx.is_guest() {
+        Err(ApiError::Forbidden)
+    } else {
+        Ok(())
+    }
+}
 
 struct Activity;
 
@@ -35,19 +86,49 @@ impl Engine for Activity {
     fn handle(ctx: &Context, request: Request) -> Response {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .get("/api/v1/feed", feed::list)
+            .get("/api/v1/feed/unseen", seen::unseen)
+            .post("/api/v1/feed/seen", seen::mark_seen)
             .handle(ctx, request)
     }
 
+    /// Creates (or brings up to date) the settings, the tenant record and the pruning job.
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
-        storage::put_json_if_absent("feed-settings", || {
-            json!({
-                "retention_days": 90,
-                "event_types": SUBSCRIPTIONS,
-                "created_at": time::now_rfc3339(),
-            })
+        let event_types: Vec<String> = SUBSCRIPTIONS.map(str::to_owned).to_vec();
+        storage::update_json::<FeedSettings, _>(SETTINGS_KEY, |current| match current {
+            Some(settings) if settings.event_types == event_types => Update::Keep,
+            Some(settings) => Update::Set(FeedSettings {
+                event_types: event_types.clone(),
+                ..settings
+            }),
+            None => Update::Set(FeedSettings {
+                retention_days: RETENTION_DAYS,
+                event_types: event_types.clone(),
+                created_at: time::now_rfc3339(),
+            }),
         })?;
         tenancy::record_tenant(tenant)?;
+        retention::ensure_scheduled()?;
         Ok(())
+    }
+
+    /// Records the user and starts their last-seen mark at now.
+    fn provision_user(user: &UserInfo) -> Result<(), String> {
+        tenancy::record_user(user)?;
+        seen::start_mark(&user.user_id)?;
+        Ok(())
+    }
+
+    fn on_event(event: &Event) -> Result<(), String> {
+        if tenancy::tenant_record()?.is_none() {
+            return Ok(());
+        }
+        items::record(event)?;
+        Ok(())
+    }
+
+    fn run_job(job: &Job) -> Result<(), String> {
+        retention::run(job)
     }
 }
 

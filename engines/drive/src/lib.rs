@@ -1,18 +1,42 @@
-//! The Drive engine: a tenant's folders and files (its public API comes in later issues).
-//! Provisioning creates the root folder `folders/root`.
+//! The Drive engine: a tenant's folders and files. Every member sees the shared drive (root
+//! folder `root`); each provisioned user also has a private home folder (`home-<user_id>`, or
+//! `home` in paths and bodies for the caller's own) that nobody else sees. File bytes are
+//! host blobs, written in the same transaction as the file's metadata and refused beyond the
+//! tenant's quota; an upload is limited to the host's `drive.max-upload-bytes`.
 //!
-//! Storage (tenant-scoped by the host): `tenant`, `folders/<folder_id>`, `users/<user_id>`.
+//! Storage (tenant-scoped by the host; see `store.rs`):
+//!
+//! | key | value |
+//! |---|---|
+//! | `tenant`, `users/<user_id>` | provisioning records (`tenancy`) |
+//! | `folders/<id>` | a folder: `root`, `home-<user_id>`, or a UUID v7 |
+//! | `files/<id>` | a file's metadata (UUID v7); its bytes are the blob `files/<id>` |
+//! | `children/<folder_id>/<d\|f>/<lowercased name>` | the folder's name index `{id, claimed_at}` |
+//!
+//! Events (identifiers only, and only for the shared drive: home drives are private):
+//! `folder.created`, `folder.updated`, `folder.deleted`, `file.uploaded`, `file.updated`,
+//! `file.deleted`.
+
+mod files;
+mod folders;
+mod input;
+mod store;
 
 use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::{
-    Context, Descriptor, Engine, Request, Response, Router, TenantInfo, storage, tenancy, time,
+    ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Request, Response, Router,
+    TenantInfo, UserInfo, ValidationErrors, blobs, events, log, settings, storage, tenancy, time,
 };
+
+use crate::store::{Folder, Node, ROOT_ID};
 
 /// The engine code, also its path prefix.
 const CODE: &str = "drive";
 
-/// The key of the tenant's root folder.
-const ROOT_FOLDER_KEY: &str = "folders/root";
+/// `drive.max-upload-bytes` when the host does not say.
+const DEFAULT_MAX_UPLOAD_BYTES: u64 = 8 * 1024 * 1024;
+/// `drive.tenant-quota-bytes` when the host does not say.
+const DEFAULT_TENANT_QUOTA_BYTES: u64 = 1024 * 1024 * 1024;
 
 struct Drive;
 
@@ -26,23 +50,169 @@ impl Engine for Drive {
     fn handle(ctx: &Context, request: Request) -> Response {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .get("/api/v1/usage", usage)
+            .post("/api/v1/folders", folders::create)
+            .get("/api/v1/folders/{id}", folders::show)
+            .patch("/api/v1/folders/{id}", folders::update)
+            .delete("/api/v1/folders/{id}", folders::destroy)
+            .get("/api/v1/folders/{id}/children", folders::children)
+            .post("/api/v1/folders/{id}/files", files::upload)
+            .get("/api/v1/files/{id}", files::show)
+            .patch("/api/v1/files/{id}", files::update)
+            .delete("/api/v1/files/{id}", files::destroy)
+            .get("/api/v1/files/{id}/content", files::download)
             .handle(ctx, request)
     }
 
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
-        storage::put_json_if_absent(ROOT_FOLDER_KEY, || {
-            let now = time::now_rfc3339();
-            json!({
-                "id": "root",
-                "name": "/",
-                "parent_id": Value::Null,
-                "created_at": now,
-                "updated_at": now,
-            })
-        })?;
+        ensure_top_folder(ROOT_ID, "Shared", None)?;
         tenancy::record_tenant(tenant)?;
         Ok(())
     }
+
+    /// Removes every blob, then every record (a failed run is finished by the next).
+    fn deprovision_tenant(_tenant_id: &str) -> Result<(), String> {
+        blobs::delete_prefix("")?;
+        storage::delete_prefix("")?;
+        Ok(())
+    }
+
+    fn provision_user(user: &UserInfo) -> Result<(), String> {
+        tenancy::record_user(user)?;
+        ensure_top_folder(&store::home_id(&user.user_id), "Home", Some(&user.user_id))?;
+        Ok(())
+    }
+
+    /// Removes the user's home folder with everything in it; what they put in the shared drive
+    /// stays (it belongs to the tenant).
+    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
+        if let Some(home) = store::load::<Folder>(&store::home_id(user_id))? {
+            store::remove_tree(&home)?;
+        }
+        tenancy::forget_user(user_id)?;
+        Ok(())
+    }
+}
+
+/// Creates the root or a home folder once.
+fn ensure_top_folder(id: &str, name: &str, owner_id: Option<&str>) -> Result<(), HostError> {
+    let now = time::now_rfc3339();
+    let folder = Folder {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        parent_id: None,
+        owner_id: owner_id.map(str::to_owned),
+        created_by: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    storage::put_json_if_absent(&folder.key(), || folder.clone()).map(drop)
+}
+
+/// The host's upload limit and tenant quota.
+struct Limits {
+    max_upload_bytes: u64,
+    quota_bytes: u64,
+}
+
+impl Limits {
+    fn from_settings() -> Self {
+        let read = |name: &str, default: u64| {
+            settings::get(name)
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or(default)
+        };
+        Self {
+            max_upload_bytes: read("drive.max-upload-bytes", DEFAULT_MAX_UPLOAD_BYTES),
+            quota_bytes: read("drive.tenant-quota-bytes", DEFAULT_TENANT_QUOTA_BYTES),
+        }
+    }
+}
+
+/// `GET /api/v1/usage`: the bytes the tenant's files take, its quota and the upload limit.
+fn usage(_ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    let limits = Limits::from_settings();
+    Ok(Response::ok(&json!({
+        "used_bytes": blobs::usage()?,
+        "quota_bytes": limits.quota_bytes,
+        "max_upload_bytes": limits.max_upload_bytes,
+    })))
+}
+
+/// Whether the caller may see an item of the drive `owner_id` (`None`: the shared drive, which
+/// guest tokens do not see; else a home drive, seen by its user only).
+fn can_see(ctx: &Context, owner_id: Option<&str>) -> bool {
+    match owner_id {
+        None => !ctx.is_guest(),
+        Some(owner_id) => owner_id == ctx.user_id,
+    }
+}
+
+/// The item `id` of the caller's visible drives; 404 `<what> not found.` otherwise.
+fn visible<N: Node>(ctx: &Context, id: &str, what: &str) -> Result<N, ApiError> {
+    let id = if id == "home" {
+        store::home_id(&ctx.user_id)
+    } else {
+        id.to_owned()
+    };
+    if !input::plausible_id(&id) {
+        return Err(ApiError::not_found(what));
+    }
+    store::load::<N>(&id)?
+        .filter(|node| can_see(ctx, node.owner()))
+        .ok_or_else(|| ApiError::not_found(what))
+}
+
+/// The folder a body names under `field` (`home` for the caller's home), when the caller sees
+/// it; else `exists` is recorded.
+fn target_folder(
+    ctx: &Context,
+    id: &str,
+    field: &str,
+    errors: &mut ValidationErrors,
+) -> Result<Option<Folder>, ApiError> {
+    match visible::<Folder>(ctx, id, "Folder") {
+        Ok(folder) => Ok(Some(folder)),
+        Err(ApiError::NotFound(_)) => {
+            errors.add(field, "exists");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// 403 unless the caller may rename, move or delete `node`: a writer, and in the shared drive
+/// its creator or an owner (in a home drive, its user may change everything).
+fn require_may_change<N: Node>(ctx: &Context, node: &N) -> Result<(), ApiError> {
+    ctx.require_writer()?;
+    if node.owner().is_some() || ctx.is_owner() || node.creator() == Some(ctx.user_id.as_str()) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
+}
+
+/// 409 for a name another item of the folder holds.
+fn name_taken() -> ApiError {
+    ApiError::Conflict("A folder or file with this name already exists in the folder.".into())
+}
+
+/// Publishes an event of the shared drive after its change committed (home drives are
+/// private: nothing of them is published). A failed publication is logged: the change stands.
+fn publish(shared: bool, event_type: &str, ctx: &Context, mut payload: Value) {
+    if !shared {
+        return;
+    }
+    payload["actor_id"] = Value::String(ctx.user_id.clone());
+    if let Err(error) = events::publish(event_type, &payload) {
+        log::error(format!("publishing {event_type} failed: {error}"));
+    }
+}
+
+/// A new identifier that sorts by creation time (UUID v7).
+fn new_ordered_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 tessera_sdk::export_engine!(Drive);

@@ -1,7 +1,7 @@
-//! Wrappers for the smaller host imports: the durable [`scheduler`], the event bus
-//! ([`events`]), policy-checked outbound HTTP ([`http`]), secrets at rest ([`vault`]) and the
-//! operator's [`settings`]. Each is scoped by the host to this
-//! engine and the tenant of the current call.
+//! Wrappers for the smaller host imports: the durable [`scheduler`], [`blobs`], the event bus
+//! ([`events`]), policy-checked outbound HTTP ([`http`]), outbound e-mail
+//! ([`mail_transport`]), secrets at rest ([`vault`]) and the operator's [`settings`]. Each is
+//! scoped by the host to this engine and the tenant of the current call.
 
 /// The durable scheduler: a job survives host restarts and is delivered to
 /// [`Engine::run_job`](crate::Engine::run_job) at or after its time, for the tenant of the call
@@ -195,5 +195,93 @@ pub mod settings {
     /// The setting `name`, or `None` when the host has no such setting.
     pub fn get(name: &str) -> Option<String> {
         host::get(name)
+    }
+}
+
+/// Binary content too large for storage values (the bytes of files), kept by the host in its
+/// database and scoped like storage to this engine and the tenant of the call.
+pub mod blobs {
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::blobs as host;
+
+    /// What [`put`] did.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Put {
+        /// The blob and the storage entries were written, in one transaction.
+        Stored,
+        /// The tenant's blobs would exceed the quota: nothing was written.
+        OverQuota,
+    }
+
+    /// Stores `content` under `key` (replacing the blob there) and writes `sets` to storage in
+    /// the same transaction, unless this engine's blobs of the tenant would then exceed
+    /// `quota_bytes` in total (`None`: no quota).
+    pub fn put(
+        key: &str,
+        content: &[u8],
+        quota_bytes: Option<u64>,
+        sets: &[(String, Vec<u8>)],
+    ) -> Result<Put, HostError> {
+        match host::put(key, content, quota_bytes, sets) {
+            Ok(true) => Ok(Put::Stored),
+            Ok(false) => Ok(Put::OverQuota),
+            Err(error) => Err(HostError::new("blobs.put", error)),
+        }
+    }
+
+    /// The blob under `key`, if any.
+    pub fn get(key: &str) -> Result<Option<Vec<u8>>, HostError> {
+        host::get(key).map_err(|error| HostError::new("blobs.get", error))
+    }
+
+    /// Removes the blobs `keys` and the storage entries `deletes` in one transaction; returns
+    /// how many of the blobs existed.
+    pub fn delete(keys: &[String], deletes: &[String]) -> Result<u64, HostError> {
+        host::delete(keys, deletes).map_err(|error| HostError::new("blobs.delete", error))
+    }
+
+    /// Removes every blob whose key starts with `prefix` (`""`: all of the tenant's).
+    pub fn delete_prefix(prefix: &str) -> Result<u64, HostError> {
+        host::delete_prefix(prefix).map_err(|error| HostError::new("blobs.delete-prefix", error))
+    }
+
+    /// The bytes this engine's blobs take in the tenant.
+    pub fn usage() -> Result<u64, HostError> {
+        host::usage().map_err(|error| HostError::new("blobs.usage", error))
+    }
+}
+
+/// E-mail out of the platform through the operator's SMTP relay; only for engines the operator
+/// allows (`TESSERA_SMTP_ENGINES`, default `mail`). Whether a relay exists:
+/// `settings::get("mail.relay-configured")`.
+pub mod mail_transport {
+    use crate::error::HostError;
+    use crate::guest::bindings::tessera::engine::mail_transport as host;
+
+    /// One plain-text mail.
+    #[derive(Debug, Clone)]
+    pub struct OutgoingMail {
+        /// `name@domain`.
+        pub sender: String,
+        /// `name@domain` each, 1 to 100.
+        pub recipients: Vec<String>,
+        /// The `Subject` header.
+        pub subject: String,
+        /// The plain-text body.
+        pub text: String,
+        /// Sent as `Message-ID`; keep it across retries so receivers can drop duplicates.
+        pub message_id: String,
+    }
+
+    /// Hands `mail` to the relay; `Ok` once the relay accepted it.
+    pub fn send(mail: OutgoingMail) -> Result<(), HostError> {
+        host::send(&host::OutgoingMail {
+            sender: mail.sender,
+            recipients: mail.recipients,
+            subject: mail.subject,
+            text: mail.text,
+            message_id: mail.message_id,
+        })
+        .map_err(|error| HostError::new("mail-transport.send", error))
     }
 }

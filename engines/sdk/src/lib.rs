@@ -136,7 +136,7 @@ pub use error::{
     ApiError, HostError, MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED,
     MESSAGE_SERVER_ERROR, MESSAGE_UNAUTHENTICATED,
 };
-pub use host::{events, http, scheduler, settings, vault};
+pub use host::{blobs, events, http, mail_transport, scheduler, settings, vault};
 pub use paging::{CursorMeta, CursorPage};
 pub use request::{Query, Request};
 pub use response::Response;

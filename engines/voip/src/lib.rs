@@ -1,15 +1,35 @@
-//! The VoIP engine: calls and telephony settings of a tenant (its public API comes in later
-//! issues). Provisioning creates the tenant's default `settings`.
+//! The VoIP engine: call records of a tenant. A call starts `ringing` with its initiator joined
+//! and the other participants invited, becomes `active` when the first of them joins, and ends
+//! `ended` (with its duration) or `missed` (nobody answered, within its ring timeout or before
+//! it was ended). Media and signaling are out of scope. Every participant has the call in their
+//! history, listed newest first with cursor paging.
 //!
-//! Storage (tenant-scoped by the host): `tenant`, `settings`, `users/<user_id>`.
+//! Storage (tenant-scoped by the host):
+//!
+//! | key | value |
+//! |---|---|
+//! | `tenant`, `users/<user_id>` | provisioning records (`tenancy`) |
+//! | `settings` | the tenant's telephony settings (`ring_timeout_seconds`: the default timeout) |
+//! | `calls/<call_id>` | a call with its participants (ids are UUID v7: keys sort by time) |
+//! | `by-user/<user_id>/<call_id>` | the call history index of each participant |
+//!
+//! Events (identifiers only): `call.started`, `call.answered`, `call.ended`, `call.missed`.
+
+mod call;
+mod calls;
 
 use tessera_sdk::serde_json::json;
 use tessera_sdk::{
-    Context, Descriptor, Engine, Request, Response, Router, TenantInfo, storage, tenancy, time,
+    Context, Descriptor, Engine, Job, Request, Response, Router, TenantInfo, storage, tenancy, time,
 };
+
+use crate::call::Action;
 
 /// The engine code, also its path prefix.
 const CODE: &str = "voip";
+
+/// The key of the tenant's settings.
+const SETTINGS_KEY: &str = "settings";
 
 struct Voip;
 
@@ -23,13 +43,19 @@ impl Engine for Voip {
     fn handle(ctx: &Context, request: Request) -> Response {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .get("/api/v1/calls", calls::list)
+            .post("/api/v1/calls", calls::create)
+            .get("/api/v1/calls/{id}", calls::show)
+            .post("/api/v1/calls/{id}/join", calls::act(Action::Join))
+            .post("/api/v1/calls/{id}/leave", calls::act(Action::Leave))
+            .post("/api/v1/calls/{id}/end", calls::act(Action::End))
             .handle(ctx, request)
     }
 
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
-        storage::put_json_if_absent("settings", || {
+        storage::put_json_if_absent(SETTINGS_KEY, || {
             json!({
-                "ring_timeout_seconds": 30,
+                "ring_timeout_seconds": 60,
                 "voicemail_enabled": true,
                 "recording_enabled": false,
                 "created_at": time::now_rfc3339(),
@@ -37,6 +63,16 @@ impl Engine for Voip {
         })?;
         tenancy::record_tenant(tenant)?;
         Ok(())
+    }
+
+    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
+        calls::forget_user(user_id).map_err(|error| error.to_string())?;
+        tenancy::forget_user(user_id)?;
+        Ok(())
+    }
+
+    fn run_job(job: &Job) -> Result<(), String> {
+        calls::run_ring_timeout(job)
     }
 }
 

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod engine_probes;
+
 use std::path::PathBuf;
 
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
@@ -150,4 +152,69 @@ impl Server {
         self.stop.cancel();
         self.task.await?
     }
+}
+
+/// A user of a [`provisioned_tenant`] with a session token of theirs.
+pub struct BenchUser {
+    pub user_id: String,
+    pub email: String,
+    pub token: String,
+}
+
+/// A tenant created through `TenancyService` (the orchestrator provisions it on every loaded
+/// engine, which must all succeed) with one user per entry of `roles`, each provisioned the
+/// same way and given a session token, as a login would.
+pub async fn provisioned_tenant(
+    state: &AppState,
+    slug: &str,
+    roles: &[tessera_host::tenancy::Role],
+) -> anyhow::Result<(String, Vec<BenchUser>)> {
+    use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
+    use tessera_host::auth::sessions::TokenScope;
+    use tessera_host::orchestrator::ProvisioningStatus;
+    use tessera_host::tenancy::{NewUser, TenancyService, UserType};
+
+    let tenancy = TenancyService::new(
+        state.database.clone(),
+        PasswordPolicy::default(),
+        PasswordHasher::new(1),
+        state.orchestrator.clone(),
+    );
+    let tenant = tenancy.create_tenant(slug, slug).await?;
+    anyhow::ensure!(
+        tenant.provisioning.status == ProvisioningStatus::Completed,
+        "provisioning the tenant on the engines did not complete: {}",
+        serde_json::to_string(&tenant.provisioning)?
+    );
+    let mut users = Vec::with_capacity(roles.len());
+    for (index, role) in roles.iter().enumerate() {
+        let email = format!("user{index}@{slug}.example.com");
+        let user = tenancy
+            .create_user(NewUser {
+                tenant_slug: slug.into(),
+                email: email.clone(),
+                password: "Correct1horse".into(),
+                role: *role,
+                user_type: UserType::User,
+                first_name: "Bench".into(),
+                last_name: format!("User{index}"),
+            })
+            .await?;
+        let (_, token_set) = state
+            .sessions
+            .open(&TokenScope {
+                user_id: user.user_id.clone(),
+                tenant_id: tenant.tenant_id.clone(),
+                workspace_id: None,
+                role: role.as_str().into(),
+                user_type: "user".into(),
+            })
+            .await?;
+        users.push(BenchUser {
+            user_id: user.user_id,
+            email,
+            token: token_set.access_token,
+        });
+    }
+    Ok((tenant.tenant_id, users))
 }

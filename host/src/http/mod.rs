@@ -14,7 +14,6 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
-use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
@@ -25,7 +24,7 @@ pub use error::{ApiError, ApiResult, ValidationErrors};
 /// them at `/api/openapi.json`. `extra` lets embedders (and tests) add routes that get the same
 /// conventions.
 pub fn router(state: AppState, extra: Router<AppState>) -> Router {
-    let (routes, openapi) = OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
+    let (routes, openapi) = OpenApiRouter::with_openapi(crate::openapi::document())
         .merge(crate::auth::router())
         .merge(crate::core::router())
         .merge(crate::runtime::routes::core_router())
@@ -35,10 +34,18 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let body_limit = state.config.http.max_body_bytes;
     let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
 
+    // Engine routes take larger bodies (file uploads) than the host's own API.
+    let engine_body_limit = state.config.runtime.max_request_bytes;
+    let engine_routes = crate::runtime::routes::engine_router()
+        .layer(DefaultBodyLimit::max(engine_body_limit))
+        .layer(RequestBodyLimitLayer::new(engine_body_limit));
+
     routes
-        .merge(crate::runtime::routes::engine_router())
         .merge(crate::runtime::lifecycle::internal_router())
         .merge(extra)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .merge(engine_routes)
         .route(
             "/api/openapi.json",
             get(move || {
@@ -49,8 +56,6 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .fallback(conventions::fallback)
         .with_state(state)
         .layer(CatchPanicLayer::custom(conventions::panic_response))
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(axum::middleware::from_fn_with_state(
             rate_limits,
             rate_limit::enforce,

@@ -179,11 +179,13 @@ pub async fn find_tenant(
 }
 
 /// Removes everything host storage keeps for a tenant on behalf of engines and the
-/// orchestrator: every engine's key-value entries and pending jobs and event deliveries (loaded
-/// engines or not), and the tenant's and its users' provisioning records.
+/// orchestrator: every engine's key-value entries, blobs, pending jobs and event deliveries
+/// (loaded engines or not), and the tenant's and its users' provisioning records.
 pub async fn delete_tenant_data(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     for statement in [
         "DELETE FROM engine_kv WHERE tenant_id = $1",
+        "DELETE FROM engine_blobs WHERE tenant_id = $1",
+        "DELETE FROM engine_blob_usage WHERE tenant_id = $1",
         "DELETE FROM engine_work WHERE tenant_id = $1",
         "DELETE FROM user_provisioning_engines WHERE tenant_id = $1",
         "DELETE FROM tenant_provisioning WHERE tenant_id = $1",

@@ -129,12 +129,39 @@ impl EventBus {
         event: &BusEvent,
         publisher: Option<&str>,
     ) -> anyhow::Result<usize> {
+        let deliveries = self.deliveries(event, publisher)?;
+        self.queue.enqueue(&deliveries).await?;
+        Ok(deliveries.len())
+    }
+
+    /// [`publish`](Self::publish) inside `tx`; call [`wake`](Self::wake) once it committed.
+    pub async fn publish_in(
+        &self,
+        tx: &mut crate::storage::Tx,
+        event: &BusEvent,
+        publisher: Option<&str>,
+    ) -> anyhow::Result<usize> {
+        let deliveries = self.deliveries(event, publisher)?;
+        WorkQueue::insert_in(tx, &deliveries).await?;
+        Ok(deliveries.len())
+    }
+
+    /// Tells the work worker that deliveries were committed.
+    pub fn wake(&self) {
+        self.queue.wake();
+    }
+
+    fn deliveries(
+        &self,
+        event: &BusEvent,
+        publisher: Option<&str>,
+    ) -> anyhow::Result<Vec<NewWork>> {
         let payload = serde_json::to_vec(event)?;
         anyhow::ensure!(
             payload.len() <= MAX_PAYLOAD_BYTES,
             "events are at most {MAX_PAYLOAD_BYTES} bytes"
         );
-        let deliveries: Vec<NewWork> = self
+        Ok(self
             .subscriptions
             .subscribers(&event.event_type)
             .into_iter()
@@ -146,9 +173,7 @@ impl EventBus {
                 payload: payload.clone(),
                 due_at: Utc::now(),
             })
-            .collect();
-        self.queue.enqueue(&deliveries).await?;
-        Ok(deliveries.len())
+            .collect())
     }
 }
 

@@ -32,6 +32,8 @@ pub struct RuntimeConfig {
     pub lifecycle_timeout: Duration,
     /// Linear memory cap per instance (default 64 MiB).
     pub memory_limit_bytes: usize,
+    /// Largest request body an engine route accepts (413 beyond).
+    pub max_request_bytes: usize,
     /// Largest response body an engine may return (502 beyond).
     pub max_response_bytes: usize,
     /// How many instances may be alive at once (pooling allocator slots).
@@ -46,6 +48,7 @@ impl RuntimeConfig {
             handle_timeout: Duration::from_secs(5),
             lifecycle_timeout: Duration::from_secs(30),
             memory_limit_bytes: 64 * 1024 * 1024,
+            max_request_bytes: 8 * 1024 * 1024,
             max_response_bytes: 8 * 1024 * 1024,
             max_instances: 200,
             cache_dir,

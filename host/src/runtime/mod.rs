@@ -2,12 +2,14 @@
 //! call, with a deadline, a memory cap and only the imports of the engine world.
 
 pub mod bindings;
+pub mod blobs;
 pub mod bus;
 pub mod engine;
 pub mod registry;
 pub mod store;
 
 pub mod lifecycle;
+pub mod mail_transport;
 pub mod outbound;
 pub mod routes;
 pub mod vault;

@@ -51,6 +51,7 @@ impl LoadedEngine {
             engine_code: self.descriptor.code.clone(),
             tenant_id: Some(tenant_id.to_owned()),
             correlation_id,
+            actor_id: None,
             outbound_hosts: self.outbound_hosts.clone(),
         }
     }
@@ -190,6 +191,7 @@ impl EngineRegistry {
             engine_code: String::new(),
             tenant_id: None,
             correlation_id: None,
+            actor_id: None,
             outbound_hosts: Arc::default(),
         };
         let described = self

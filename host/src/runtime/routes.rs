@@ -12,6 +12,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::registry::EngineRecord;
+use super::store::CallScope;
 use crate::auth::caller::Caller;
 use crate::http::conventions::CorrelationId;
 use crate::http::envelope::Data;
@@ -67,7 +68,7 @@ async fn handle_engine_request(
         .get::<CorrelationId>()
         .map(|id| id.0.clone())
         .unwrap_or_default();
-    let body = axum::body::to_bytes(body, state.config.http.max_body_bytes)
+    let body = axum::body::to_bytes(body, state.config.runtime.max_request_bytes)
         .await
         .map_err(|_| ApiError::PayloadTooLarge)?;
 
@@ -94,7 +95,10 @@ async fn handle_engine_request(
         token_type: caller.token_type.clone(),
         correlation_id: correlation_id.clone(),
     };
-    let scope = engine.scope(&caller.tenant_id, Some(correlation_id.clone()));
+    let scope = CallScope {
+        actor_id: Some(caller.user_id.clone()),
+        ..engine.scope(&caller.tenant_id, Some(correlation_id.clone()))
+    };
     let runtime = state.engines.runtime();
     let outcome = runtime
         .call(

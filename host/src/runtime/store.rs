@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::v0_1::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
+use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::vault::Vault;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
@@ -36,6 +37,9 @@ pub struct CallScope {
     /// `None` for calls outside any tenant (`describe`): storage is refused there.
     pub tenant_id: Option<String>,
     pub correlation_id: Option<String>,
+    /// The user whose request this call serves (`handle`); events the call publishes carry
+    /// them as their actor. `None` for jobs, events and lifecycle calls.
+    pub actor_id: Option<String>,
     /// The outbound hosts the engine declared (`LoadedEngine::outbound_hosts`); the operator's
     /// list replaces them at call time when it names the engine. Empty outside an engine.
     pub outbound_hosts: Arc<AllowedHosts>,
@@ -55,17 +59,26 @@ pub struct HostServices {
     pub vault: Vault,
     /// What the `settings` import answers.
     pub settings: Arc<EngineSettings>,
+    /// The SMTP relay of the `mail-transport` import.
+    pub mail_transport: Arc<MailTransport>,
 }
 
-/// The operator settings engines may read (`settings.get`).
+/// The operator settings engines may read (`settings.get`); names in `wit/engine.wit`.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
     /// `webhook.retry-schedule-ms`.
     pub webhook_retry_schedule_ms: String,
+    /// `drive.max-upload-bytes` (capped by the engine request body limit).
+    pub drive_max_upload_bytes: u64,
+    /// `drive.tenant-quota-bytes`.
+    pub drive_tenant_quota_bytes: u64,
+    /// `mail.relay-configured`.
+    pub mail_relay_configured: bool,
 }
 
 impl EngineSettings {
     pub fn new(config: &crate::config::Config) -> Self {
+        let engine_body_limit = u64::try_from(config.runtime.max_request_bytes).unwrap_or(u64::MAX);
         Self {
             webhook_retry_schedule_ms: config
                 .webhook
@@ -74,12 +87,18 @@ impl EngineSettings {
                 .map(|delay| delay.as_millis().to_string())
                 .collect::<Vec<_>>()
                 .join(","),
+            drive_max_upload_bytes: config.drive.max_upload_bytes.min(engine_body_limit),
+            drive_tenant_quota_bytes: config.drive.tenant_quota_bytes,
+            mail_relay_configured: config.smtp.url.is_some(),
         }
     }
 
     pub fn get(&self, name: &str) -> Option<String> {
         match name {
             "webhook.retry-schedule-ms" => Some(self.webhook_retry_schedule_ms.clone()),
+            "drive.max-upload-bytes" => Some(self.drive_max_upload_bytes.to_string()),
+            "drive.tenant-quota-bytes" => Some(self.drive_tenant_quota_bytes.to_string()),
+            "mail.relay-configured" => Some(self.mail_relay_configured.to_string()),
             _ => None,
         }
     }
@@ -97,6 +116,7 @@ impl HostServices {
             queue,
             vault: Vault::new(service_secret.expose()),
             settings: Arc::new(EngineSettings::new(config)),
+            mail_transport: Arc::new(MailTransport::new(&config.smtp)?),
         })
     }
 }
@@ -105,8 +125,8 @@ pub struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(super) limits: StoreLimits,
-    scope: CallScope,
-    services: HostServices,
+    pub(super) scope: CallScope,
+    pub(super) services: HostServices,
 }
 
 impl StoreState {
@@ -125,7 +145,7 @@ impl StoreState {
         }
     }
 
-    fn kv_scope(&self) -> Result<KvScope<'_>, String> {
+    pub(super) fn kv_scope(&self) -> Result<KvScope<'_>, String> {
         Ok(KvScope {
             engine_code: &self.scope.engine_code,
             tenant_id: self.tenant("storage")?,
@@ -133,7 +153,7 @@ impl StoreState {
     }
 
     /// The tenant of the call, for imports that act in one.
-    fn tenant(&self, what: &str) -> Result<&str, String> {
+    pub(super) fn tenant(&self, what: &str) -> Result<&str, String> {
         self.scope
             .tenant_id
             .as_deref()
@@ -141,7 +161,7 @@ impl StoreState {
     }
 
     /// Logs a failure of the host side of an import and hands the engine a plain message.
-    fn import_failure(&self, import: &str, error: anyhow::Error) -> String {
+    pub(super) fn import_failure(&self, import: &str, error: anyhow::Error) -> String {
         tracing::error!(
             engine = %self.scope.engine_code,
             correlation_id = self.scope.correlation_id.as_deref().unwrap_or(""),
@@ -188,9 +208,33 @@ impl WasiView for StoreState {
     }
 }
 
-fn check_key(key: &str) -> Result<(), String> {
+pub(super) fn check_key(key: &str) -> Result<(), String> {
     if key.len() > MAX_KEY_BYTES {
         return Err(format!("keys are at most {MAX_KEY_BYTES} bytes"));
+    }
+    Ok(())
+}
+
+/// The limits of one batch of storage writes: `sets`, `deletes` and `others` further entries
+/// (jobs, blobs) of the same transaction.
+pub(super) fn check_batch(
+    sets: &[(String, Vec<u8>)],
+    deletes: &[String],
+    others: usize,
+) -> Result<(), String> {
+    if sets.len() + deletes.len() + others > MAX_BATCH_ENTRIES {
+        return Err(format!(
+            "a batch holds at most {MAX_BATCH_ENTRIES} sets, deletes and jobs"
+        ));
+    }
+    for key in sets.iter().map(|(key, _)| key).chain(deletes) {
+        check_key(key)?;
+    }
+    let total: usize = sets.iter().map(|(_, value)| value.len()).sum();
+    if sets.iter().any(|(_, value)| value.len() > MAX_VALUE_BYTES) || total > MAX_BATCH_BYTES {
+        return Err(format!(
+            "values are at most {MAX_VALUE_BYTES} bytes, and a batch at most {MAX_BATCH_BYTES}"
+        ));
     }
     Ok(())
 }
@@ -326,21 +370,8 @@ impl world::storage::Host for StoreState {
         deletes: Vec<String>,
         jobs: Vec<(u64, Vec<u8>)>,
     ) -> wasmtime::Result<Result<Vec<String>, String>> {
-        if sets.len() + deletes.len() + jobs.len() > MAX_BATCH_ENTRIES {
-            return Ok(Err(format!(
-                "a batch holds at most {MAX_BATCH_ENTRIES} sets, deletes and jobs"
-            )));
-        }
-        for key in sets.iter().map(|(key, _)| key).chain(&deletes) {
-            if let Err(message) = check_key(key) {
-                return Ok(Err(message));
-            }
-        }
-        let total: usize = sets.iter().map(|(_, value)| value.len()).sum();
-        if sets.iter().any(|(_, value)| value.len() > MAX_VALUE_BYTES) || total > MAX_BATCH_BYTES {
-            return Ok(Err(format!(
-                "values are at most {MAX_VALUE_BYTES} bytes, and a batch at most {MAX_BATCH_BYTES}"
-            )));
+        if let Err(message) = check_batch(&sets, &deletes, jobs.len()) {
+            return Ok(Err(message));
         }
         let work = match self.new_jobs(jobs) {
             Ok(work) => work,
@@ -432,7 +463,7 @@ impl world::events::Host for StoreState {
             event_type,
             tenant_id,
             occurred_at: crate::storage::time::now(),
-            actor_id: None,
+            actor_id: self.scope.actor_id.clone(),
             correlation_id: self
                 .scope
                 .correlation_id

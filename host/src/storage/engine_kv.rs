@@ -14,7 +14,7 @@ pub struct KvScope<'a> {
 }
 
 /// The exclusive upper bound of keys starting with `prefix`.
-fn prefix_upper_bound(prefix: &str) -> String {
+pub(crate) fn prefix_upper_bound(prefix: &str) -> String {
     format!("{prefix}{}", char::MAX)
 }
 

@@ -6,6 +6,7 @@
 //! same expression once per driver so each is type-checked against its native driver.
 
 pub mod cache;
+pub mod engine_blobs;
 pub mod engine_kv;
 pub mod time;
 

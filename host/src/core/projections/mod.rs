@@ -3,6 +3,7 @@
 //! projection's checkpoint in the same transaction, so a crash or restart resumes exactly
 //! where the last commit left off: nothing lost, nothing applied twice.
 
+pub mod bus_relay;
 pub mod projector;
 pub mod signal;
 pub mod stats;
@@ -16,7 +17,7 @@ use crate::storage::Tx;
 /// A consumer of the event log with its own checkpoint.
 pub trait Projection: Send + Sync + 'static {
     /// The checkpoint row, the worker slot in extended health and the metrics key:
-    /// `projector`, `search` or `workflow`.
+    /// `projector`, `search`, `workflow` or `bus`.
     fn name(&self) -> &'static str;
 
     /// Applies `events` (in log order, all after the checkpoint) inside `tx`; the worker
@@ -34,6 +35,9 @@ pub trait Projection: Send + Sync + 'static {
         &'a self,
         tx: &'a mut Tx,
     ) -> impl Future<Output = anyhow::Result<bool>> + Send + 'a;
+
+    /// Called after a batch's transaction committed (the bus relay wakes the work worker).
+    fn committed(&self) {}
 }
 
 /// Starts this host's projection workers (unless configured off) and, on PostgreSQL, the
@@ -69,6 +73,9 @@ pub fn spawn_workers(
     spawn!(projector::Projector);
     spawn!(crate::core::search::SearchProjection);
     spawn!(crate::core::workflows::runner::WorkflowRunner);
+    spawn!(bus_relay::BusRelay {
+        bus: state.engines.runtime().services().bus.clone(),
+    });
 }
 
 /// What `tessera admin rebuild-projections` did per projection.

@@ -291,6 +291,7 @@ pub async fn step<P: Projection>(
     .map(drop))
     .with_context(|| format!("moving the {name} checkpoint"))?;
     tx.commit().await?;
+    projection.committed();
     Ok(Step::Applied {
         events: events.len(),
         lag,

@@ -1,0 +1,237 @@
+//! `GET /api/v1/feed`: the tenant's feed, newest first, cursor paged, filtered by any
+//! combination of `actor_id`, `entity_id` and `type` (exact or `prefix.*`).
+//!
+//! A filtered page reads one index (`by-entity/…`, else `by-actor/…`, else `by-type/…`), never
+//! the whole feed, and checks the other filters on the items it reads. With several filters a
+//! request reads at most [`SCAN_BUDGET`] index entries: a page may then come back short, with
+//! `has_more` and a cursor after the last entry read.
+
+use tessera_sdk::paging::encode_cursor;
+use tessera_sdk::{
+    ApiError, Context, CursorMeta, CursorPage, HandlerResult, HostError, Query, Request, Response,
+    ValidationErrors, storage,
+};
+
+use crate::items::{
+    FeedItem, ITEMS_PREFIX, MAX_ID_BYTES, actor_prefix, entity_prefix, type_prefix,
+};
+use crate::require_reader;
+
+/// Index entries read per storage call when other filters must be checked.
+const SCAN_BATCH: u32 = 200;
+/// Most index entries one request reads.
+const SCAN_BUDGET: usize = 2000;
+/// Longest event type, as the host allows them.
+const MAX_TYPE_BYTES: usize = 100;
+
+/// The feed's filters, validated.
+#[derive(Debug, Default)]
+struct Filter {
+    actor_id: Option<String>,
+    entity_id: Option<String>,
+    /// An exact type or `prefix.*`; `*` is no filter.
+    event_type: Option<String>,
+}
+
+impl Filter {
+    fn parse(query: &Query, errors: &mut ValidationErrors) -> Self {
+        let mut filter = Self {
+            actor_id: id_parameter(query, "actor_id", errors),
+            entity_id: id_parameter(query, "entity_id", errors),
+            event_type: None,
+        };
+        match query.get("type") {
+            None | Some("*") => {}
+            Some(pattern) if is_type_pattern(pattern) => {
+                filter.event_type = Some(pattern.to_owned());
+            }
+            Some(_) => errors.add("type", "format"),
+        }
+        filter
+    }
+
+    /// The key prefix of the index a page reads: the most selective filter's.
+    fn index_prefix(&self) -> String {
+        if let Some(entity_id) = &self.entity_id {
+            entity_prefix(entity_id)
+        } else if let Some(actor_id) = &self.actor_id {
+            actor_prefix(actor_id)
+        } else if let Some(pattern) = &self.event_type {
+            type_prefix(pattern)
+        } else {
+            ITEMS_PREFIX.to_owned()
+        }
+    }
+
+    /// Whether the index alone answers the filter (at most one filter is set).
+    fn index_suffices(&self) -> bool {
+        [
+            self.actor_id.is_some(),
+            self.entity_id.is_some(),
+            self.event_type.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
+            <= 1
+    }
+
+    fn matches(&self, item: &FeedItem) -> bool {
+        let same =
+            |wanted: &Option<String>, actual: &Option<String>| wanted.is_none() || wanted == actual;
+        same(&self.actor_id, &item.actor_id)
+            && same(&self.entity_id, &item.entity_id)
+            && self
+                .event_type
+                .as_deref()
+                .is_none_or(|pattern| item.has_type(pattern))
+    }
+}
+
+/// An id filter: absent, or 1 to [`MAX_ID_BYTES`] bytes without control characters.
+fn id_parameter(query: &Query, name: &str, errors: &mut ValidationErrors) -> Option<String> {
+    let value = query.get(name)?;
+    if value.is_empty() {
+        errors.add(name, "min:1");
+    } else if value.len() > MAX_ID_BYTES {
+        errors.add(name, format!("max:{MAX_ID_BYTES}"));
+    } else if value.chars().any(char::is_control) {
+        errors.add(name, "format");
+    } else {
+        return Some(value.to_owned());
+    }
+    None
+}
+
+/// An event type (1-100 lower-case letters, digits, `.`, `_`, `-`, starting with a letter, as
+/// the host's bus allows) or such a type's prefix followed by `.*`.
+fn is_type_pattern(pattern: &str) -> bool {
+    let name = pattern.strip_suffix(".*").unwrap_or(pattern);
+    (1..=MAX_TYPE_BYTES).contains(&pattern.len())
+        && name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && !name.ends_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+}
+
+/// A cursor position is an item id (a UUID).
+fn is_item_id(position: &str) -> bool {
+    uuid::Uuid::parse_str(position).is_ok()
+}
+
+pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
+    require_reader(ctx)?;
+    let query = req.query(&["actor_id", "entity_id", "type", "cursor", "limit"])?;
+    let mut errors = ValidationErrors::new();
+    let filter = Filter::parse(query, &mut errors);
+    let page = match CursorPage::<String>::from_query(query) {
+        Ok(page) if page.after.as_deref().is_none_or(is_item_id) => Some(page),
+        Ok(_) => {
+            errors.add("cursor", "invalid");
+            None
+        }
+        Err(ApiError::Validation(page_errors)) => {
+            for (field, rules) in page_errors.fields() {
+                rules.iter().for_each(|rule| errors.add(field, rule));
+            }
+            None
+        }
+        Err(other) => return Err(other),
+    };
+    errors.into_result()?;
+    let page = page.expect("validated");
+    let (items, meta) = read_page(&filter, &page)?;
+    Ok(Response::ok_with_meta(&items, &meta))
+}
+
+/// Reads the page newest first from the filter's index, checking the other filters.
+fn read_page(
+    filter: &Filter,
+    page: &CursorPage<String>,
+) -> Result<(Vec<FeedItem>, CursorMeta), HostError> {
+    let prefix = filter.index_prefix();
+    let index_suffices = filter.index_suffices();
+    let wanted = page.fetch_limit() as usize;
+    let mut after = page.after.clone();
+    let mut found: Vec<FeedItem> = Vec::new();
+    let mut scanned = 0;
+    loop {
+        let batch = if index_suffices {
+            page.fetch_limit()
+        } else {
+            SCAN_BATCH
+        };
+        let after_key = after.as_ref().map(|item_id| format!("{prefix}{item_id}"));
+        let rows = storage::list_json::<FeedItem>(&prefix, after_key.as_deref(), batch, true)?;
+        let exhausted = rows.len() < batch as usize;
+        for (_, item) in rows {
+            scanned += 1;
+            after = Some(item.id.clone());
+            if filter.matches(&item) {
+                found.push(item);
+                if found.len() == wanted {
+                    break;
+                }
+            }
+        }
+        if found.len() == wanted || exhausted {
+            return Ok(page.finish(found, |item| item.id.clone()));
+        }
+        if scanned >= SCAN_BUDGET {
+            let meta = CursorMeta {
+                next_cursor: after.as_ref().map(encode_cursor),
+                has_more: true,
+            };
+            return Ok((found, meta));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_patterns_follow_the_bus_rules() {
+        for good in [
+            "message.created",
+            "message.*",
+            "entity.status_changed",
+            "a",
+            "a.b.*",
+        ] {
+            assert!(is_type_pattern(good), "{good}");
+        }
+        for bad in [
+            "",
+            "*",
+            ".*",
+            "Message.created",
+            "message.",
+            "message.**",
+            "1.x",
+            "a b",
+        ] {
+            assert!(!is_type_pattern(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn filters_pick_the_most_selective_index() {
+        let mut errors = ValidationErrors::new();
+        let filter = Filter::parse(
+            &Query::parse("actor_id=u&entity_id=e&type=message.*"),
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(filter.index_prefix(), "by-entity/e/");
+        assert!(!filter.index_suffices());
+        let filter = Filter::parse(&Query::parse("type=*"), &mut errors);
+        assert_eq!(filter.index_prefix(), "items/");
+        assert!(filter.index_suffices());
+        Filter::parse(&Query::parse("actor_id=&type=Nope"), &mut errors);
+        assert_eq!(errors.fields()["actor_id"], ["min:1"]);
+        assert_eq!(errors.fields()["type"], ["format"]);
+    }
+}

@@ -1,0 +1,316 @@
+//! Feed items: how a bus event becomes one item (its actor, entity and identifier-only data),
+//! the index keys an item is stored under, and recording it exactly once however often the
+//! event is delivered.
+//!
+//! Rules:
+//! - `actor_id`: the event's actor; else the payload's `actor_id`; else, for the chat events
+//!   whose payload's `user_id` is the user who acted (`message.*`, `conversation.*`), that
+//!   `user_id` (for events published outside a request, which carry no actor: the host
+//!   stamps the requesting user only on events published while serving a request).
+//!   Otherwise null.
+//! - `entity_id`: the payload's `entity_id`; else the id named after the event's noun
+//!   (`message_id` for `message.*`, `note_id` for `note.*`, …); else the first of
+//!   `conversation_id`, `folder_id`, `call_id`, `user_id` (so `member.*` → its conversation).
+//!   Otherwise null.
+//! - `data`: only identifiers: every payload key ending in `_id` with a string value, every key
+//!   ending in `_ids` with an array of strings, and core's descriptive names `family`, `field`,
+//!   `old_status`, `new_status`. Never field values, titles or text.
+
+use serde::{Deserialize, Serialize};
+use tessera_sdk::serde_json::{Map, Value};
+use tessera_sdk::{Event, HostError, storage};
+
+/// Longest identifier kept (actor, entity, data values), in bytes.
+pub const MAX_ID_BYTES: usize = 200;
+/// Most elements of an `_ids` array kept in `data`.
+const MAX_LISTED_IDS: usize = 100;
+/// Descriptive keys kept in `data` although they are not `_id`s (core's entity events).
+const DESCRIPTIVE_KEYS: [&str; 4] = ["family", "field", "old_status", "new_status"];
+/// Fallback keys for `entity_id`, in order, when neither `entity_id` nor `<noun>_id` is there.
+const PARENT_ID_KEYS: [&str; 4] = ["conversation_id", "folder_id", "call_id", "user_id"];
+/// Event nouns whose payload's `user_id` names the user who acted (chat's events).
+const USER_ID_IS_ACTOR: [&str; 2] = ["message", "conversation"];
+
+/// One item of the feed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedItem {
+    /// UUID v7 taken when the item was recorded: ids sort in the order items arrived.
+    pub id: String,
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub actor_id: Option<String>,
+    pub entity_id: Option<String>,
+    pub occurred_at: String,
+    pub data: Map<String, Value>,
+}
+
+impl FeedItem {
+    /// The item of `event`, under `id`.
+    pub fn from_event(id: String, event: &Event) -> Self {
+        let payload = match tessera_sdk::serde_json::from_str::<Value>(&event.payload) {
+            Ok(Value::Object(payload)) => payload,
+            _ => Map::new(),
+        };
+        let noun = event
+            .event_type
+            .split('.')
+            .next()
+            .unwrap_or(&event.event_type);
+        let actor_id = event
+            .actor_id
+            .clone()
+            .filter(|actor| is_identifier(actor))
+            .or_else(|| identifier(&payload, "actor_id"))
+            .or_else(|| {
+                USER_ID_IS_ACTOR
+                    .contains(&noun)
+                    .then(|| identifier(&payload, "user_id"))
+                    .flatten()
+            });
+        let entity_id = identifier(&payload, "entity_id")
+            .or_else(|| identifier(&payload, &format!("{noun}_id")))
+            .or_else(|| {
+                PARENT_ID_KEYS
+                    .iter()
+                    .find_map(|key| identifier(&payload, key))
+            });
+        let data = payload
+            .into_iter()
+            .filter(|(key, value)| is_data(key, value))
+            .collect();
+        Self {
+            id,
+            event_id: event.id.clone(),
+            event_type: event.event_type.clone(),
+            actor_id,
+            entity_id,
+            occurred_at: event.occurred_at.clone(),
+            data,
+        }
+    }
+
+    /// Whether the item's type is `pattern`: an exact type or `prefix.*`.
+    pub fn has_type(&self, pattern: &str) -> bool {
+        match pattern.strip_suffix('*') {
+            Some(prefix) => self.event_type.starts_with(prefix),
+            None => self.event_type == pattern,
+        }
+    }
+
+    /// Every key the item is stored under: the feed itself and each index.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys = vec![item_key(&self.id)];
+        if let Some(actor_id) = &self.actor_id {
+            keys.push(format!("{}{}", actor_prefix(actor_id), self.id));
+        }
+        if let Some(entity_id) = &self.entity_id {
+            keys.push(format!("{}{}", entity_prefix(entity_id), self.id));
+        }
+        keys.extend(
+            type_patterns(&self.event_type)
+                .map(|pattern| format!("{}{}", type_prefix(&pattern), self.id)),
+        );
+        keys
+    }
+}
+
+/// The feed: `items/<item_id>`.
+pub const ITEMS_PREFIX: &str = "items/";
+
+pub fn item_key(item_id: &str) -> String {
+    format!("{ITEMS_PREFIX}{item_id}")
+}
+
+/// The items an actor caused: `by-actor/<actor_id>/<item_id>`.
+pub fn actor_prefix(actor_id: &str) -> String {
+    format!("by-actor/{}/", key_segment(actor_id))
+}
+
+/// The items about an entity: `by-entity/<entity_id>/<item_id>`.
+pub fn entity_prefix(entity_id: &str) -> String {
+    format!("by-entity/{}/", key_segment(entity_id))
+}
+
+/// The items of a type pattern: `by-type/<type or prefix.*>/<item_id>`.
+pub fn type_prefix(pattern: &str) -> String {
+    format!("by-type/{pattern}/")
+}
+
+/// The marker of a recorded event: `seen-events/<event_id>`, holding the item's id.
+fn event_marker_key(event_id: &str) -> String {
+    format!("seen-events/{}", key_segment(event_id))
+}
+
+/// The patterns a type is indexed under: itself and `prefix.*` for each of its dot prefixes
+/// (`a.b.c` → `a.b.c`, `a.*`, `a.b.*`).
+fn type_patterns(event_type: &str) -> impl Iterator<Item = String> + '_ {
+    let prefixes = event_type
+        .match_indices('.')
+        .map(|(index, _)| format!("{}*", &event_type[..=index]));
+    std::iter::once(event_type.to_owned()).chain(prefixes)
+}
+
+/// An id as one segment of a key: `%` and `/` escaped, so one id never prefixes another's keys.
+fn key_segment(id: &str) -> String {
+    id.replace('%', "%25").replace('/', "%2F")
+}
+
+/// A plausible identifier: 1 to [`MAX_ID_BYTES`] bytes without control characters.
+pub fn is_identifier(value: &str) -> bool {
+    (1..=MAX_ID_BYTES).contains(&value.len()) && !value.chars().any(char::is_control)
+}
+
+fn identifier(payload: &Map<String, Value>, key: &str) -> Option<String> {
+    payload
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|value| is_identifier(value))
+        .map(str::to_owned)
+}
+
+/// Whether a payload entry belongs in an item's `data` (identifiers only, see the module doc).
+fn is_data(key: &str, value: &Value) -> bool {
+    let is_name = |value: &Value| value.as_str().is_some_and(is_identifier);
+    if key.ends_with("_id") || DESCRIPTIVE_KEYS.contains(&key) {
+        is_name(value)
+    } else if key.ends_with("_ids") {
+        value
+            .as_array()
+            .is_some_and(|ids| ids.len() <= MAX_LISTED_IDS && ids.iter().all(is_name))
+    } else {
+        false
+    }
+}
+
+/// Records `event` as one item, once: the first delivery claims `seen-events/<event_id>` with
+/// a new item id (compare-and-swap), and every delivery then writes the item and its index
+/// entries in one batch unless the item exists. A redelivery, concurrent or after a crash
+/// between the two steps, writes the same keys with the same values: one item either way.
+pub fn record(event: &Event) -> Result<(), HostError> {
+    let marker = event_marker_key(&event.id);
+    let candidate = uuid::Uuid::now_v7().to_string();
+    let (_, claim) = storage::json_entry(marker.as_str(), &candidate)?;
+    let claimed = storage::compare_and_swap(&marker, None, Some(&claim))?;
+    let item_id = if claimed {
+        candidate
+    } else {
+        match storage::get_json::<String>(&marker)? {
+            Some(item_id) => item_id,
+            // Removed in between (the tenant was deprovisioned): nothing to record.
+            None => return Ok(()),
+        }
+    };
+    if storage::exists(&item_key(&item_id))? {
+        return Ok(());
+    }
+    let item = FeedItem::from_event(item_id, event);
+    let sets = item
+        .keys()
+        .into_iter()
+        .map(|key| storage::json_entry(key, &item))
+        .collect::<Result<Vec<_>, _>>()?;
+    storage::write_batch(&sets, &[], &[]).map(drop)
+}
+
+/// Every key an item occupies: [`FeedItem::keys`] and its event's marker (what removing it
+/// deletes).
+pub fn all_keys(item: &FeedItem) -> Vec<String> {
+    let mut keys = item.keys();
+    keys.push(event_marker_key(&item.event_id));
+    keys
+}
+
+/// When an item was recorded, in Unix milliseconds (from its UUID v7 id).
+pub fn recorded_at_ms(item: &FeedItem) -> Option<u64> {
+    let (seconds, nanos) = uuid::Uuid::parse_str(&item.id)
+        .ok()?
+        .get_timestamp()?
+        .to_unix();
+    Some(seconds * 1000 + u64::from(nanos) / 1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_sdk::serde_json::json;
+
+    fn event(event_type: &str, actor_id: Option<&str>, payload: Value) -> Event {
+        Event {
+            id: "e1".into(),
+            event_type: event_type.into(),
+            tenant_id: "t".into(),
+            occurred_at: "2026-01-01T00:00:00.000000Z".into(),
+            actor_id: actor_id.map(str::to_owned),
+            correlation_id: "c".into(),
+            payload: payload.to_string(),
+        }
+    }
+
+    #[test]
+    fn core_events_keep_names_and_drop_values() {
+        let item = FeedItem::from_event(
+            "i".into(),
+            &event(
+                "entity.field_updated",
+                Some("u1"),
+                json!({"entity_id": "x", "field": "title", "old_value": "a", "new_value": "b"}),
+            ),
+        );
+        assert_eq!(item.actor_id.as_deref(), Some("u1"));
+        assert_eq!(item.entity_id.as_deref(), Some("x"));
+        assert_eq!(
+            Value::Object(item.data.clone()),
+            json!({"entity_id": "x", "field": "title"})
+        );
+        assert_eq!(
+            item.keys(),
+            [
+                "items/i",
+                "by-actor/u1/i",
+                "by-entity/x/i",
+                "by-type/entity.field_updated/i",
+                "by-type/entity.*/i"
+            ]
+        );
+    }
+
+    #[test]
+    fn chat_events_take_their_noun_id_and_actor() {
+        let payload = json!({"conversation_id": "c", "message_id": "m", "user_id": "u"});
+        let item = FeedItem::from_event("i".into(), &event("message.created", None, payload));
+        assert_eq!(
+            (item.actor_id.as_deref(), item.entity_id.as_deref()),
+            (Some("u"), Some("m"))
+        );
+        let payload = json!({"conversation_id": "c", "user_id": "u"});
+        let item = FeedItem::from_event("i".into(), &event("member.added", None, payload));
+        assert_eq!(
+            (item.actor_id.as_deref(), item.entity_id.as_deref()),
+            (None, Some("c"))
+        );
+        let item = FeedItem::from_event("i".into(), &event("call.ended", None, json!({"x": 1})));
+        assert_eq!((&item.actor_id, &item.entity_id), (&None, &None));
+        assert!(item.has_type("call.*") && item.has_type("call.ended"));
+        assert!(!item.has_type("calls.*") && !item.has_type("call.end"));
+    }
+
+    #[test]
+    fn items_know_when_they_were_recorded() {
+        let mut item = FeedItem::from_event(String::new(), &event("x.y", None, json!({})));
+        // 2026-11-21T17:19:00Z in the first 48 bits.
+        item.id = "01a1ff1e-53a0-7000-8000-000000000000".into();
+        assert_eq!(recorded_at_ms(&item), Some(1_795_281_540_000));
+        item.id = "not a uuid".into();
+        assert_eq!(recorded_at_ms(&item), None);
+    }
+
+    #[test]
+    fn ids_with_slashes_never_prefix_other_keys() {
+        assert_eq!(entity_prefix("a/b%"), "by-entity/a%2Fb%25/");
+        assert_eq!(
+            type_patterns("a.b.c").collect::<Vec<_>>(),
+            ["a.b.c", "a.*", "a.b.*"]
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! Reading and filing the caller's mail: the folders with their counts, a folder's messages
+//! (newest first, cursor-paged, optionally only unread or read ones), one message, marking
+//! read, moving between a copy's folder and the trash, and deleting. Only the caller's own
+//! copies exist for them: anyone else's is a 404.
+
+use tessera_sdk::serde_json::{Value, json};
+use tessera_sdk::{
+    ApiError, Context, CursorPage, HandlerResult, Request, Response, ValidationErrors, storage,
+    time,
+};
+
+use crate::store::{self, Batch, Folder, IndexEntry, Message, SCAN_BATCH};
+use crate::{object_body, view};
+
+pub fn folders(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    store::mailbox_owner(ctx)?;
+    let mut folders = Vec::with_capacity(Folder::ALL.len());
+    for folder in Folder::ALL {
+        let (total, unread) = store::count(&ctx.user_id, folder)?;
+        folders.push(json!({
+            "id": folder.as_str(),
+            "name": folder.name(),
+            "total": total,
+            "unread": unread,
+        }));
+    }
+    Ok(Response::ok(&folders))
+}
+
+pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
+    let query = req.query(&["unread", "cursor", "limit"])?;
+    let unread = query.get_bool("unread")?;
+    let page = CursorPage::from_query(query)?;
+    store::mailbox_owner(ctx)?;
+    let folder = Folder::parse(req.param("folder")).ok_or_else(|| ApiError::not_found("Folder"))?;
+    // Newest first; with a filter, read on until the page is full. An index entry whose copy
+    // is gone or elsewhere (a move that raced another) is skipped.
+    let prefix = store::folder_prefix(&ctx.user_id, folder);
+    let mut found: Vec<(String, Message)> = Vec::new();
+    let mut after = page.after.clone();
+    loop {
+        let rows = storage::list_json::<IndexEntry>(&prefix, after.as_deref(), SCAN_BATCH, true)?;
+        let exhausted = rows.len() < SCAN_BATCH as usize;
+        for (key, entry) in rows {
+            after = Some(key.clone());
+            if unread.is_some_and(|unread| unread == entry.read) {
+                continue;
+            }
+            let copy_id = &key[prefix.len()..];
+            if let Some(message) = store::load_message(&ctx.user_id, copy_id)?
+                .filter(|message| message.folder == folder)
+            {
+                found.push((key, message));
+                if found.len() > page.limit as usize {
+                    break;
+                }
+            }
+        }
+        if exhausted || found.len() > page.limit as usize {
+            break;
+        }
+    }
+    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+    let messages: Vec<Message> = rows.into_iter().map(|(_, message)| message).collect();
+    Ok(Response::ok_with_meta(&messages, &meta))
+}
+
+pub fn show(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    let message = store::find_message(ctx, req.param("id"))?;
+    let body = store::load_body(&message.message_id)?;
+    Ok(Response::ok(&view(&message, &body)))
+}
+
+/// `{read?, folder?}`: `folder` is `trash` or the copy's own folder (`inbox` for a received
+/// copy; `sent`, or `outbox` while its external delivery is pending or failed, for a sent one).
+pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_writer()?;
+    let mut message = store::find_message(ctx, req.param("id"))?;
+    let body = object_body(req)?;
+    let mut errors = ValidationErrors::new();
+    let read = match body.get("read") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(read)) => Some(*read),
+        Some(_) => {
+            errors.add("read", "boolean");
+            None
+        }
+    };
+    let folder = match body.get("folder") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => match Folder::parse(name) {
+            Some(folder) if folder == Folder::Trash || folder == message.home() => Some(folder),
+            _ => {
+                errors.add("folder", "in");
+                None
+            }
+        },
+        Some(_) => {
+            errors.add("folder", "string");
+            None
+        }
+    };
+    errors.into_result()?;
+    let previous = message.folder;
+    let changed = read.is_some_and(|read| read != message.read)
+        || folder.is_some_and(|folder| folder != message.folder);
+    if changed {
+        message.read = read.unwrap_or(message.read);
+        message.folder = folder.unwrap_or(message.folder);
+        message.updated_at = time::now_rfc3339();
+        let mut batch = Batch::new();
+        batch.put_message(&ctx.user_id, &message, Some(previous))?;
+        batch.commit()?;
+    }
+    let body = store::load_body(&message.message_id)?;
+    Ok(Response::ok(&view(&message, &body)))
+}
+
+/// Moves the copy to the trash, or deletes it for good when it is there already.
+pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_writer()?;
+    let mut message = store::find_message(ctx, req.param("id"))?;
+    let mut batch = Batch::new();
+    if message.folder == Folder::Trash {
+        batch.remove_copy(&ctx.user_id, &message);
+        batch.commit()?;
+        store::release_bodies(&[message.message_id])?;
+    } else {
+        let previous = message.folder;
+        message.folder = Folder::Trash;
+        message.updated_at = time::now_rfc3339();
+        batch.put_message(&ctx.user_id, &message, Some(previous))?;
+        batch.commit()?;
+    }
+    Ok(Response::no_content())
+}
