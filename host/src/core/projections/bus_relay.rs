@@ -47,7 +47,12 @@ impl Projection for BusRelay {
     }
 
     async fn apply(&self, tx: &mut Tx, events: &[StoredEvent]) -> anyhow::Result<()> {
+        let subscriptions = self.bus.subscriptions();
         for event in events {
+            // Most events interest no engine: skip building them.
+            if subscriptions.subscribers(&event.event_type).is_empty() {
+                continue;
+            }
             self.bus.publish_in(tx, &bus_event(event)?, None).await?;
         }
         Ok(())
