@@ -40,7 +40,7 @@ pub fn upload(ctx: &Context, req: &Request) -> HandlerResult {
             "The file is too large: uploads are at most {} bytes.",
             limits.max_upload_bytes
         );
-        return Ok(Response::error(413, &message));
+        return Err(ApiError::PayloadTooLarge(message));
     }
     let mut errors = ValidationErrors::new();
     let name = input::name(query.get("name"), "name", &mut errors);

@@ -33,6 +33,8 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 409 with the message.
     Conflict(String),
+    /// 413 with the message (e.g. an upload above the configured limit).
+    PayloadTooLarge(String),
     /// 422 `The given data was invalid.` with the field errors.
     Validation(ValidationErrors),
     /// 500 `Server Error.`; the detail is logged, never shown to the client.
@@ -64,6 +66,7 @@ impl ApiError {
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict(_) => 409,
+            Self::PayloadTooLarge(_) => 413,
             Self::Validation(_) => 422,
             Self::Internal(_) => 500,
         }
@@ -72,9 +75,10 @@ impl ApiError {
     /// The `message` of the body.
     pub fn message(&self) -> &str {
         match self {
-            Self::BadRequest(message) | Self::NotFound(message) | Self::Conflict(message) => {
-                message
-            }
+            Self::BadRequest(message)
+            | Self::NotFound(message)
+            | Self::Conflict(message)
+            | Self::PayloadTooLarge(message) => message,
             Self::Unauthenticated => MESSAGE_UNAUTHENTICATED,
             Self::Forbidden => MESSAGE_FORBIDDEN,
             Self::MethodNotAllowed => MESSAGE_METHOD_NOT_ALLOWED,
