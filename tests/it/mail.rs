@@ -180,12 +180,24 @@ async fn smtp_session(
 /// A host with the mail engine, no rate limits, a 2 MiB body limit (a body may have 1,000,000
 /// bytes), an observer of mail events, and `relay` as its SMTP relay.
 async fn mail_host(backend: Backend, relay: Option<String>) -> TestApp {
+    mail_host_with_senders(backend, relay, None).await
+}
+
+/// [`mail_host`] with `TESSERA_SMTP_ENGINES` set to `senders` (`None`: the default, `mail`).
+async fn mail_host_with_senders(
+    backend: Backend,
+    relay: Option<String>,
+    senders: Option<Vec<String>>,
+) -> TestApp {
     let database = TestDatabase::new(backend).await;
     crate::components::install_engines(&database.data_dir.join("plugins"), &["mail"]);
     let configure = move |config: &mut Config| {
         without_rate_limits(config);
         config.http.max_body_bytes = 2 * 1024 * 1024;
         config.smtp.url = relay.map(Secret::new);
+        if let Some(senders) = senders {
+            config.smtp.engines = senders;
+        }
     };
     let app = spawn_app_with(
         backend,
@@ -1002,6 +1014,43 @@ database_test!(
             counts(&app, &owner.token).await,
             [(0, 0), (0, 0), (1, 0), (0, 0)]
         );
+        app.stop().await;
+    }
+);
+
+database_test!(
+    an_engine_the_operator_does_not_name_cannot_use_the_relay,
+    |backend| async move {
+        // The relay is configured, but `TESSERA_SMTP_ENGINES` names another engine: the mail
+        // engine's attempt is refused by the host before any connection to the relay.
+        let sink = SmtpSink::start(false).await;
+        let app =
+            mail_host_with_senders(backend, Some(sink.url()), Some(vec!["notes".to_owned()])).await;
+        let tenant = tenant(&app).await;
+        let owner = &tenant.owner;
+        let sent = send(
+            &app,
+            &owner.token,
+            json!({ "to": ["erin@outside.example"], "subject": "Hi", "body": "Hello." }),
+        )
+        .await;
+        let own_id = text(&sent["id"]);
+        let attempted = eventually(30, "the first attempt", || async {
+            let message = show(&app, &owner.token, &own_id).await;
+            (message["delivery"]["attempts"] == 1).then_some(message)
+        })
+        .await;
+        assert_eq!(attempted["folder"], "outbox");
+        assert_eq!(attempted["delivery"]["status"], "queued");
+        assert!(
+            attempted["delivery"]["last_error"]
+                .as_str()
+                .is_some_and(|error| error.contains("may not send mail")
+                    && error.contains("TESSERA_SMTP_ENGINES")),
+            "{attempted}"
+        );
+        assert!(sink.mails().is_empty());
+        assert_eq!(sink.refused(), 0);
         app.stop().await;
     }
 );
