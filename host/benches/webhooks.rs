@@ -16,9 +16,9 @@
 //! 1. **Ceiling**: signed POSTs as a delivery makes them (a body of the same shape and size,
 //!    the same headers, a fresh delivery id and a signature computed per request with
 //!    `tessera_signature::sign`) from native `reqwest` (rustls, the receiver's certificate
-//!    trusted, keep-alive) to the same receiver: 1 sequential loop, and 8 concurrent loops
-//!    sharing one client (8 = `WorkerConfig::default().concurrency`, the items of engine work
-//!    the host runs at once). 1 s warm-up, then the 2xx answers completed in a 5 s window.
+//!    trusted, keep-alive) to the same receiver: 1 sequential loop, and as many concurrent
+//!    loops sharing one client as the items of engine work the host runs at once
+//!    (`WorkerConfig::default().concurrency`, 32). 1 s warm-up, then the 2xx answers completed in a 5 s window.
 //!    The higher of the two is the ceiling.
 //! 2. **Engine deliveries at 1 webhook**: a fresh host with the chat engine; a tenant created
 //!    through `TenancyService` (the orchestrator runs chat's `provision_tenant`), an owner

@@ -161,6 +161,8 @@ pub struct Config {
     pub engine_outbound_hosts: BTreeMap<String, Vec<String>>,
     pub drive: DriveConfig,
     pub smtp: SmtpConfig,
+    /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`).
+    pub work: crate::runtime::work::WorkerConfig,
 }
 
 /// What the drive engine reads through `settings` (`drive.*`).
@@ -261,6 +263,17 @@ impl Config {
                     .unwrap_or(8 * 1024 * 1024),
                 tenant_quota_bytes: env_var("TESSERA_DRIVE_TENANT_QUOTA_BYTES")?
                     .unwrap_or(1024 * 1024 * 1024),
+            },
+            work: {
+                let mut work = crate::runtime::work::WorkerConfig::default();
+                if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {
+                    anyhow::ensure!(
+                        (1..=100).contains(&concurrency),
+                        "TESSERA_ENGINE_WORK_CONCURRENCY must be between 1 and 100"
+                    );
+                    work.concurrency = concurrency;
+                }
+                work
             },
             smtp: SmtpConfig {
                 url: env_var::<String>("TESSERA_SMTP_URL")?

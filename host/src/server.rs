@@ -146,7 +146,7 @@ impl Application {
         background.spawn(crate::runtime::work::run_worker(
             state.engines.clone(),
             state.engines.runtime().services().queue.clone(),
-            crate::runtime::work::WorkerConfig::default(),
+            state.config.work.clone(),
             shutdown.clone(),
         ));
         crate::core::projections::spawn_workers(&state, &background, &shutdown);

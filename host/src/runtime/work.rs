@@ -224,18 +224,25 @@ impl WorkQueue {
         Ok(claimed)
     }
 
-    /// The run succeeded: the item is done. Does nothing when another host has claimed the
-    /// item again since (this host's lease ran out).
-    pub async fn complete(&self, work: &ClaimedWork) -> anyhow::Result<()> {
-        on_pool!(self.database, pool => sqlx::query(
-            "DELETE FROM engine_work WHERE id = $1 AND attempt = $2",
-        )
-        .bind(&work.id)
-        .bind(i64::from(work.attempt))
-        .execute(pool)
-        .await
-        .map(drop))
-        .context("completing engine work")
+    /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted, in one
+    /// transaction. An item another host has claimed again since (this host's lease ran out:
+    /// a newer attempt) stays.
+    pub async fn complete_many(&self, done: &[(String, u32)]) -> anyhow::Result<()> {
+        let mut tx = self.database.begin().await?;
+        for (id, attempt) in done {
+            on_tx!(&mut tx, conn => sqlx::query(
+                "DELETE FROM engine_work WHERE id = $1 AND attempt = $2",
+            )
+            .bind(id)
+            .bind(i64::from(*attempt))
+            .execute(&mut **conn)
+            .await
+            .map(drop))
+            .context("completing engine work")?;
+        }
+        tx.commit()
+            .await
+            .context("committing completed engine work")
     }
 
     /// The run failed: retried after [`backoff`], or kept as `failed` after [`MAX_ATTEMPTS`].
@@ -269,7 +276,9 @@ impl WorkQueue {
 /// How the worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Items run at once on this host.
+    /// Items run at once on this host (default 32: most runs wait on the network or the
+    /// database, e.g. a webhook delivery waiting for its receiver, so a slow receiver does
+    /// not hold up the others).
     pub concurrency: usize,
     /// How often the worker looks for due items when nothing woke it.
     pub poll_interval: Duration,
@@ -278,7 +287,7 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
-            concurrency: 8,
+            concurrency: 32,
             poll_interval: Duration::from_millis(500),
         }
     }
@@ -294,6 +303,11 @@ pub async fn run_worker(
 ) {
     let permits = Arc::new(Semaphore::new(config.concurrency));
     let running = TaskTracker::new();
+    // Successful runs are deleted in batches by one task: one write transaction for many items
+    // instead of one each (the single SQLite writer is the bottleneck under load). Until its
+    // batch commits an item stays `running` under its lease, so nobody claims it again.
+    let (completed, completions) = tokio::sync::mpsc::unbounded_channel();
+    let completer = tokio::spawn(complete_in_batches(queue.clone(), completions));
     // A run may take the whole lifecycle deadline; the lease outlives it.
     let lease = engines.runtime().config().lifecycle_timeout + Duration::from_secs(30);
     while !shutdown.is_cancelled() {
@@ -339,21 +353,55 @@ pub async fn run_worker(
             };
             let engines = engines.clone();
             let queue = queue.clone();
+            let completed = completed.clone();
             running.spawn(async move {
-                run_one(&engines, &queue, work).await;
+                run_one(&engines, &queue, &completed, work).await;
                 drop(permit);
             });
         }
     }
     running.close();
     running.wait().await;
+    drop(completed);
+    if let Err(error) = completer.await {
+        tracing::error!(%error, "the engine work completer stopped");
+    }
 }
 
-/// Runs one claimed item and records its outcome.
-async fn run_one(engines: &EngineRegistry, queue: &WorkQueue, work: ClaimedWork) {
+/// Most items deleted in one transaction.
+const COMPLETION_BATCH: usize = 256;
+
+/// Deletes completed items as they come, each batch what arrived since the last commit; ends
+/// when every sender is gone and everything received is committed.
+async fn complete_in_batches(
+    queue: WorkQueue,
+    mut completions: tokio::sync::mpsc::UnboundedReceiver<(String, u32)>,
+) {
+    let mut batch = Vec::with_capacity(COMPLETION_BATCH);
+    while completions.recv_many(&mut batch, COMPLETION_BATCH).await > 0 {
+        if let Err(error) = queue.complete_many(&batch).await {
+            tracing::error!(
+                items = batch.len(),
+                error = format!("{error:#}"),
+                "recording completed engine work failed; it runs again when its lease ends"
+            );
+        }
+        batch.clear();
+    }
+}
+
+/// Runs one claimed item and records its outcome (a success through the completer).
+async fn run_one(
+    engines: &EngineRegistry,
+    queue: &WorkQueue,
+    completed: &tokio::sync::mpsc::UnboundedSender<(String, u32)>,
+    work: ClaimedWork,
+) {
     let outcome = deliver(engines, &work).await;
     let recorded = match &outcome {
-        Ok(()) => queue.complete(&work).await,
+        Ok(()) => completed
+            .send((work.id.clone(), work.attempt))
+            .map_err(|_| anyhow::anyhow!("the completer has stopped")),
         Err(error) => {
             tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, %error, "engine work failed");
             queue.fail(&work, error).await
