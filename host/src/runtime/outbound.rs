@@ -523,7 +523,10 @@ impl OutboundClient {
             .referer(false)
             .connect_timeout(CONNECT_TIMEOUT)
             .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(8)
+            // As many kept-alive connections per origin as engine work runs at once (every
+            // slot may be delivering to the same receiver) plus requests' own calls: fewer would
+            // close connections after each burst and pay a TLS handshake per delivery.
+            .pool_max_idle_per_host(config.work.concurrency * 2)
             .user_agent(concat!("tessera/", env!("CARGO_PKG_VERSION")))
             .dns_resolver(Arc::new(PolicyResolver { allow_private }));
         if let Some(path) = &config.webhook.extra_ca {
