@@ -17,7 +17,7 @@ use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
 use crate::storage::{Database, DatabaseKind, Tx, time};
-use crate::{on_pool, on_tx};
+use crate::{on_tx, on_writer};
 
 /// Runs of one item before it is kept as `failed`.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -143,7 +143,7 @@ impl WorkQueue {
         tenant_id: &str,
         job_id: &str,
     ) -> anyhow::Result<bool> {
-        let deleted = on_pool!(self.database, pool => sqlx::query(
+        let deleted = on_writer!(self.database, pool => sqlx::query(
             "DELETE FROM engine_work WHERE id = $1 AND engine_code = $2 AND tenant_id = $3
              AND kind = 'job' AND status = 'pending'",
         )
@@ -252,7 +252,7 @@ impl WorkQueue {
         } else {
             ("pending", time::format(Utc::now() + backoff(work.attempt)))
         };
-        on_pool!(self.database, pool => sqlx::query(
+        on_writer!(self.database, pool => sqlx::query(
             "UPDATE engine_work SET status = $3, due_at = $4, locked_until = NULL, last_error = $5
              WHERE id = $1 AND attempt = $2",
         )

@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 
 use crate::storage::{Database, Tx, time};
-use crate::{on_pool, on_tx};
+use crate::{on_pool, on_tx, on_writer};
 
 /// The scope every engine storage operation runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub async fn set(
     key: &str,
     value: &[u8],
 ) -> anyhow::Result<()> {
-    on_pool!(database, pool => sqlx::query(
+    on_writer!(database, pool => sqlx::query(
         "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
     )
@@ -56,7 +56,7 @@ pub async fn set(
 }
 
 pub async fn delete(database: &Database, scope: &KvScope<'_>, key: &str) -> anyhow::Result<bool> {
-    let deleted = on_pool!(database, pool => sqlx::query(
+    let deleted = on_writer!(database, pool => sqlx::query(
         "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
     )
     .bind(scope.engine_code)
@@ -111,7 +111,7 @@ pub async fn delete_prefix(
     scope: &KvScope<'_>,
     prefix: &str,
 ) -> anyhow::Result<u64> {
-    on_pool!(database, pool => sqlx::query(
+    on_writer!(database, pool => sqlx::query(
         "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
     )
     .bind(scope.engine_code)
@@ -137,7 +137,7 @@ pub async fn compare_and_swap(
 ) -> anyhow::Result<bool> {
     let swapped = match (expected, value) {
         (None, None) => return Ok(get(database, scope, key).await?.is_none()),
-        (None, Some(value)) => on_pool!(database, pool => sqlx::query(
+        (None, Some(value)) => on_writer!(database, pool => sqlx::query(
             "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
         )
@@ -149,7 +149,7 @@ pub async fn compare_and_swap(
         .execute(pool)
         .await
         .map(|result| result.rows_affected())),
-        (Some(expected), Some(value)) => on_pool!(database, pool => sqlx::query(
+        (Some(expected), Some(value)) => on_writer!(database, pool => sqlx::query(
             "UPDATE engine_kv SET value = $4, updated_at = $5
              WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $6",
         )
@@ -162,7 +162,7 @@ pub async fn compare_and_swap(
         .execute(pool)
         .await
         .map(|result| result.rows_affected())),
-        (Some(expected), None) => on_pool!(database, pool => sqlx::query(
+        (Some(expected), None) => on_writer!(database, pool => sqlx::query(
             "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $4",
         )
         .bind(scope.engine_code)

@@ -73,6 +73,24 @@ macro_rules! on_pool {
     };
 }
 
+/// Runs one write statement outside a transaction: on SQLite on the write connection in this
+/// process's writer turn (on a pool connection it would sleep in SQLite's busy handler while
+/// the writer holds the lock), on PostgreSQL on the pool.
+///
+/// `on_writer!(db, pool => sqlx::query("UPDATE …").execute(pool).await)`
+#[macro_export]
+macro_rules! on_writer {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db.sqlite_write_turn().await {
+            Some((_turn, $pool)) => $body,
+            None => match $db.pool() {
+                $crate::storage::Pool::Sqlite($pool) => $body,
+                $crate::storage::Pool::Postgres($pool) => $body,
+            },
+        }
+    };
+}
+
 /// Runs the same expression against whichever connection a [`Tx`] holds.
 ///
 /// `on_tx!(tx, conn => sqlx::query("…").execute(&mut **conn).await)`
@@ -239,6 +257,15 @@ impl Database {
 
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    /// On SQLite, this process's writer turn and the write connection (see [`on_writer!`]);
+    /// `None` on PostgreSQL.
+    pub async fn sqlite_write_turn(
+        &self,
+    ) -> Option<(tokio::sync::OwnedMutexGuard<()>, &SqlitePool)> {
+        let writer = self.sqlite_writer.as_ref()?;
+        Some((writer.turn.clone().lock_owned().await, &writer.connection))
     }
 
     pub fn kind(&self) -> DatabaseKind {
