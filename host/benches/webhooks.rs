@@ -558,22 +558,9 @@ async fn post_json(
     body: &Value,
     expected: u16,
 ) -> anyhow::Result<Value> {
-    let response = client
-        .post(url)
-        .bearer_auth(token)
-        .json(body)
-        .send()
+    support::data_of(client.post(url).bearer_auth(token).json(body), expected)
         .await
-        .with_context(|| format!("POST {url}"))?;
-    let status = response.status();
-    let text = response.text().await?;
-    anyhow::ensure!(
-        status == expected,
-        "POST {url} answered {status} (expected {expected}): {text}"
-    );
-    let answer: Value =
-        serde_json::from_str(&text).with_context(|| format!("POST {url} answered {text}"))?;
-    Ok(answer["data"].clone())
+        .with_context(|| format!("POST {url}"))
 }
 
 fn id_of(data: &Value, what: &str) -> anyhow::Result<String> {

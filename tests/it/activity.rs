@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tessera_host::runtime::bus::BusEvent;
 use tessera_host::storage::engine_kv::{self, KvScope};
 
+use crate::chat::general_conversation;
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
@@ -108,19 +109,6 @@ async fn guest_token(app: &TestApp, tenant_id: &str) -> String {
     };
     let (_, token_set) = app.state().sessions.open(&scope).await.unwrap();
     token_set.access_token
-}
-
-async fn general_conversation(app: &TestApp, token: &str) -> String {
-    let body = json_with_status(app.get_as("/chat/api/v1/conversations", token).await, 200).await;
-    body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|conversation| conversation["is_default"] == true)
-        .expect("the default conversation")["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 /// Posts a message; returns its id.

@@ -255,7 +255,7 @@ async fn create_webhook(app: &TestApp, token: &str, url: &str, events: &[&str]) 
         .clone()
 }
 
-async fn general_conversation(app: &TestApp, token: &str) -> String {
+pub(crate) async fn general_conversation(app: &TestApp, token: &str) -> String {
     let body = json_with_status(app.get_as("/chat/api/v1/conversations", token).await, 200).await;
     body["data"]
         .as_array()

@@ -9,8 +9,8 @@ use tessera_host::config::Config;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, json_with_status, spawn_app, spawn_app_with,
-    without_rate_limits,
+    AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, json_with_status,
+    observe_events, observed_events, spawn_app, spawn_app_with, without_rate_limits,
 };
 
 const API: &str = "/drive/api/v1";
@@ -59,41 +59,13 @@ async fn drive_host_with(
         },
     )
     .await;
-    app.state()
-        .engines
-        .runtime()
-        .services()
-        .bus
-        .subscriptions()
-        .set(OBSERVER, vec!["file.*".to_owned(), "folder.*".to_owned()]);
+    observe_events(&app, OBSERVER, &["file.*", "folder.*"]);
     app
 }
 
 /// The drive events published in `tenant_id`, oldest first: `(type, payload)`.
 async fn drive_events(app: &TestApp, tenant_id: &str) -> Vec<(String, Value)> {
-    let database = &app.state().database;
-    let stored: Vec<Vec<u8>> = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT payload FROM engine_work WHERE engine_code = $1 AND tenant_id = $2",
-    )
-    .bind(OBSERVER)
-    .bind(tenant_id)
-    .fetch_all(pool)
-    .await
-    .unwrap());
-    let mut events: Vec<Value> = stored
-        .iter()
-        .map(|bytes| serde_json::from_slice(bytes).unwrap())
-        .collect();
-    events.sort_by(|a, b| a["occurred_at"].as_str().cmp(&b["occurred_at"].as_str()));
-    events
-        .into_iter()
-        .map(|event| {
-            (
-                event["event_type"].as_str().unwrap().to_owned(),
-                event["payload"].clone(),
-            )
-        })
-        .collect()
+    observed_events(app, OBSERVER, Some(tenant_id)).await
 }
 
 fn event(event_type: &str, payload: Value) -> (String, Value) {
@@ -1536,59 +1508,37 @@ database_test!(
 async fn every_drive_route_is_documented_with_bearer_security() {
     let app = spawn_app(Backend::Sqlite).await;
     let document = app.openapi().await;
+    assert_engine_documented(
+        &document,
+        "drive",
+        &[
+            ("get", "/drive/api/v1/usage"),
+            ("post", "/drive/api/v1/folders"),
+            ("get", "/drive/api/v1/folders/{id}"),
+            ("patch", "/drive/api/v1/folders/{id}"),
+            ("delete", "/drive/api/v1/folders/{id}"),
+            ("get", "/drive/api/v1/folders/{id}/children"),
+            ("post", "/drive/api/v1/folders/{id}/files"),
+            ("get", "/drive/api/v1/files/{id}"),
+            ("patch", "/drive/api/v1/files/{id}"),
+            ("delete", "/drive/api/v1/files/{id}"),
+            ("get", "/drive/api/v1/files/{id}/content"),
+        ],
+        &[
+            "DriveFolder",
+            "DriveFile",
+            "DriveItem",
+            "DriveUsage",
+            "DriveFolderCreate",
+            "DriveFolderUpdate",
+            "DriveFileUpdate",
+        ],
+    );
     let paths = &document["paths"];
-    for (method, path) in [
-        ("get", "/drive/api/v1/usage"),
-        ("post", "/drive/api/v1/folders"),
-        ("get", "/drive/api/v1/folders/{id}"),
-        ("patch", "/drive/api/v1/folders/{id}"),
-        ("delete", "/drive/api/v1/folders/{id}"),
-        ("get", "/drive/api/v1/folders/{id}/children"),
-        ("post", "/drive/api/v1/folders/{id}/files"),
-        ("get", "/drive/api/v1/files/{id}"),
-        ("patch", "/drive/api/v1/files/{id}"),
-        ("delete", "/drive/api/v1/files/{id}"),
-        ("get", "/drive/api/v1/files/{id}/content"),
-    ] {
-        let operation = &paths[path][method];
-        assert!(operation.is_object(), "{method} {path} is documented");
-        assert_eq!(
-            operation["tags"],
-            json!(["drive"]),
-            "{method} {path} is tagged drive"
-        );
-        assert!(
-            operation["security"][0]["bearer"].is_array(),
-            "{method} {path} requires a bearer token"
-        );
-    }
     let upload = &paths["/drive/api/v1/folders/{id}/files"]["post"];
     assert!(upload["requestBody"]["content"]["application/octet-stream"].is_object());
     assert!(upload["responses"]["413"].is_object());
     let download = &paths["/drive/api/v1/files/{id}/content"]["get"];
     assert!(download["responses"]["200"]["content"]["application/octet-stream"].is_object());
-    let schemas = &document["components"]["schemas"];
-    for schema in [
-        "DriveFolder",
-        "DriveFile",
-        "DriveItem",
-        "DriveUsage",
-        "DriveFolderCreate",
-        "DriveFolderUpdate",
-        "DriveFileUpdate",
-    ] {
-        assert!(
-            schemas[schema].is_object(),
-            "the schema {schema} is documented"
-        );
-    }
-    assert!(
-        document["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|tag| tag["name"] == "drive"),
-        "the drive tag is declared"
-    );
     app.stop().await;
 }

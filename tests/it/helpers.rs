@@ -716,3 +716,88 @@ impl Drop for CertificateFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// Subscribes `observer` (an engine code nothing loads) to `patterns` on the host's bus, so the
+/// deliveries of the matching events stay in `engine_work` for [`observed_events`] to read.
+pub fn observe_events(app: &TestApp, observer: &str, patterns: &[&str]) {
+    app.state()
+        .engines
+        .runtime()
+        .services()
+        .bus
+        .subscriptions()
+        .set(
+            observer,
+            patterns.iter().map(|pattern| pattern.to_string()).collect(),
+        );
+}
+
+/// The events delivered to `observer` (in `tenant_id` when given), oldest first:
+/// `(event_type, payload)`.
+pub async fn observed_events(
+    app: &TestApp,
+    observer: &str,
+    tenant_id: Option<&str>,
+) -> Vec<(String, Value)> {
+    let database = &app.state().database;
+    let stored: Vec<Vec<u8>> = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT payload FROM engine_work WHERE engine_code = $1 AND ($2 IS NULL OR tenant_id = $2)",
+    )
+    .bind(observer)
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await
+    .unwrap());
+    let mut events: Vec<Value> = stored
+        .iter()
+        .map(|bytes| serde_json::from_slice(bytes).unwrap())
+        .collect();
+    events.sort_by(|a, b| a["occurred_at"].as_str().cmp(&b["occurred_at"].as_str()));
+    events
+        .into_iter()
+        .map(|event| {
+            (
+                event["event_type"].as_str().unwrap().to_owned(),
+                event["payload"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Asserts that the OpenAPI `document` declares the tag `tag` and documents each
+/// `(method, path)` of `routes` under that one tag with bearer security, and each schema of
+/// `schemas`.
+pub fn assert_engine_documented(
+    document: &Value,
+    tag: &str,
+    routes: &[(&str, &str)],
+    schemas: &[&str],
+) {
+    for (method, path) in routes {
+        let operation = &document["paths"][path][method];
+        assert!(operation.is_object(), "{method} {path} is documented");
+        assert_eq!(
+            operation["tags"],
+            json!([tag]),
+            "{method} {path} is tagged {tag}"
+        );
+        assert!(
+            operation["security"][0]["bearer"].is_array(),
+            "{method} {path} requires a bearer token"
+        );
+    }
+    for schema in schemas {
+        assert!(
+            document["components"]["schemas"][schema].is_object(),
+            "the schema {schema} is documented"
+        );
+    }
+    assert!(
+        document["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|declared| declared["name"] == tag),
+        "the {tag} tag is declared"
+    );
+}

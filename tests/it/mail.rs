@@ -15,8 +15,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app,
-    spawn_app_with, without_rate_limits,
+    AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, eventually,
+    json_with_status, observe_events, observed_events, spawn_app, spawn_app_with,
+    without_rate_limits,
 };
 
 const MAIL: &str = "/mail/api/v1";
@@ -208,37 +209,13 @@ async fn mail_host_with_senders(
         },
     )
     .await;
-    app.state()
-        .engines
-        .runtime()
-        .services()
-        .bus
-        .subscriptions()
-        .set(OBSERVER, vec!["mail.*".to_owned()]);
+    observe_events(&app, OBSERVER, &["mail.*"]);
     app
 }
 
 /// The mail events published in `tenant_id`, `(type, payload)` sorted by type then payload.
 async fn mail_events(app: &TestApp, tenant_id: &str) -> Vec<(String, Value)> {
-    let database = &app.state().database;
-    let stored: Vec<Vec<u8>> = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT payload FROM engine_work WHERE engine_code = $1 AND tenant_id = $2",
-    )
-    .bind(OBSERVER)
-    .bind(tenant_id)
-    .fetch_all(pool)
-    .await
-    .unwrap());
-    let mut events: Vec<(String, Value)> = stored
-        .iter()
-        .map(|bytes| {
-            let event: Value = serde_json::from_slice(bytes).unwrap();
-            (
-                event["event_type"].as_str().unwrap().to_owned(),
-                event["payload"].clone(),
-            )
-        })
-        .collect();
+    let mut events = observed_events(app, OBSERVER, Some(tenant_id)).await;
     sort_events(&mut events);
     events
 }
@@ -1559,48 +1536,25 @@ database_test!(
 async fn every_mail_route_is_documented_with_bearer_security() {
     let app = spawn_app(Backend::Sqlite).await;
     let document = app.openapi().await;
-    let paths = &document["paths"];
-    for (method, path) in [
-        ("get", "/mail/api/v1/folders"),
-        ("get", "/mail/api/v1/folders/{folder}/messages"),
-        ("post", "/mail/api/v1/messages"),
-        ("get", "/mail/api/v1/messages/{id}"),
-        ("patch", "/mail/api/v1/messages/{id}"),
-        ("delete", "/mail/api/v1/messages/{id}"),
-    ] {
-        let operation = &paths[path][method];
-        assert!(operation.is_object(), "{method} {path} is documented");
-        assert_eq!(
-            operation["tags"],
-            json!(["mail"]),
-            "{method} {path} is tagged mail"
-        );
-        assert!(
-            operation["security"][0]["bearer"].is_array(),
-            "{method} {path} requires a bearer token"
-        );
-    }
-    let schemas = &document["components"]["schemas"];
-    for schema in [
-        "MailFolder",
-        "MailMessage",
-        "MailMessageSummary",
-        "MailDelivery",
-        "MailSend",
-        "MailUpdate",
-    ] {
-        assert!(
-            schemas[schema].is_object(),
-            "the schema {schema} is documented"
-        );
-    }
-    assert!(
-        document["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|tag| tag["name"] == "mail"),
-        "the mail tag is declared"
+    assert_engine_documented(
+        &document,
+        "mail",
+        &[
+            ("get", "/mail/api/v1/folders"),
+            ("get", "/mail/api/v1/folders/{folder}/messages"),
+            ("post", "/mail/api/v1/messages"),
+            ("get", "/mail/api/v1/messages/{id}"),
+            ("patch", "/mail/api/v1/messages/{id}"),
+            ("delete", "/mail/api/v1/messages/{id}"),
+        ],
+        &[
+            "MailFolder",
+            "MailMessage",
+            "MailMessageSummary",
+            "MailDelivery",
+            "MailSend",
+            "MailUpdate",
+        ],
     );
     app.stop().await;
 }

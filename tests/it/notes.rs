@@ -8,8 +8,8 @@ use tessera_host::config::Config;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, json_with_status, spawn_app, spawn_app_with,
-    without_rate_limits,
+    AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, json_with_status,
+    observe_events, observed_events, spawn_app, spawn_app_with, without_rate_limits,
 };
 
 const NOTES: &str = "/notes/api/v1/notes";
@@ -40,41 +40,13 @@ async fn notes_host(backend: Backend) -> TestApp {
         },
     )
     .await;
-    app.state()
-        .engines
-        .runtime()
-        .services()
-        .bus
-        .subscriptions()
-        .set(OBSERVER, vec!["note.*".to_owned()]);
+    observe_events(&app, OBSERVER, &["note.*"]);
     app
 }
 
 /// The note events published in `tenant_id`, oldest first: `(type, payload)`.
 async fn note_events(app: &TestApp, tenant_id: &str) -> Vec<(String, Value)> {
-    let database = &app.state().database;
-    let stored: Vec<Vec<u8>> = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT payload FROM engine_work WHERE engine_code = $1 AND tenant_id = $2",
-    )
-    .bind(OBSERVER)
-    .bind(tenant_id)
-    .fetch_all(pool)
-    .await
-    .unwrap());
-    let mut events: Vec<Value> = stored
-        .iter()
-        .map(|bytes| serde_json::from_slice(bytes).unwrap())
-        .collect();
-    events.sort_by(|a, b| a["occurred_at"].as_str().cmp(&b["occurred_at"].as_str()));
-    events
-        .into_iter()
-        .map(|event| {
-            (
-                event["event_type"].as_str().unwrap().to_owned(),
-                event["payload"].clone(),
-            )
-        })
-        .collect()
+    observed_events(app, OBSERVER, Some(tenant_id)).await
 }
 
 /// A user of a tenant and their token.
@@ -1252,48 +1224,25 @@ database_test!(
 async fn every_notes_route_is_documented_with_bearer_security() {
     let app = spawn_app(Backend::Sqlite).await;
     let document = app.openapi().await;
-    let paths = &document["paths"];
-    for (method, path) in [
-        ("get", "/notes/api/v1/notes"),
-        ("post", "/notes/api/v1/notes"),
-        ("get", "/notes/api/v1/notes/{id}"),
-        ("patch", "/notes/api/v1/notes/{id}"),
-        ("delete", "/notes/api/v1/notes/{id}"),
-        ("put", "/notes/api/v1/notes/{id}/shares/{user_id}"),
-        ("delete", "/notes/api/v1/notes/{id}/shares/{user_id}"),
-    ] {
-        let operation = &paths[path][method];
-        assert!(operation.is_object(), "{method} {path} is documented");
-        assert_eq!(
-            operation["tags"],
-            json!(["notes"]),
-            "{method} {path} is tagged notes"
-        );
-        assert!(
-            operation["security"][0]["bearer"].is_array(),
-            "{method} {path} requires a bearer token"
-        );
-    }
-    let schemas = &document["components"]["schemas"];
-    for schema in [
-        "NotesNote",
-        "NotesNoteSummary",
-        "NotesNoteCreate",
-        "NotesNoteUpdate",
-        "NotesShareWrite",
-    ] {
-        assert!(
-            schemas[schema].is_object(),
-            "the schema {schema} is documented"
-        );
-    }
-    assert!(
-        document["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|tag| tag["name"] == "notes"),
-        "the notes tag is declared"
+    assert_engine_documented(
+        &document,
+        "notes",
+        &[
+            ("get", "/notes/api/v1/notes"),
+            ("post", "/notes/api/v1/notes"),
+            ("get", "/notes/api/v1/notes/{id}"),
+            ("patch", "/notes/api/v1/notes/{id}"),
+            ("delete", "/notes/api/v1/notes/{id}"),
+            ("put", "/notes/api/v1/notes/{id}/shares/{user_id}"),
+            ("delete", "/notes/api/v1/notes/{id}/shares/{user_id}"),
+        ],
+        &[
+            "NotesNote",
+            "NotesNoteSummary",
+            "NotesNoteCreate",
+            "NotesNoteUpdate",
+            "NotesShareWrite",
+        ],
     );
     app.stop().await;
 }

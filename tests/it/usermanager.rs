@@ -9,7 +9,8 @@ use tessera_host::auth::sessions::TokenScope;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
+    AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, eventually,
+    json_with_status, observe_events, observed_events, spawn_app_with,
 };
 
 const USERS: &str = "/usermanager/api/v1/users";
@@ -204,39 +205,12 @@ async fn stored_keys_mentioning(app: &TestApp, needle: &str) -> Vec<String> {
 const PROBE: &str = "usermanager-probe";
 
 fn subscribe_probe(app: &TestApp) {
-    app.state()
-        .engines
-        .runtime()
-        .services()
-        .bus
-        .subscriptions()
-        .set(PROBE, vec!["user.*".into()]);
+    observe_events(app, PROBE, &["user.*"]);
 }
 
 /// The events the probe received, in publication order: `(event_type, payload)`.
 async fn probed_events(app: &TestApp) -> Vec<(String, Value)> {
-    let database = &app.state().database;
-    let payloads: Vec<Vec<u8>> = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT payload FROM engine_work WHERE engine_code = $1",
-    )
-    .bind(PROBE)
-    .fetch_all(pool)
-    .await
-    .unwrap());
-    let mut events: Vec<Value> = payloads
-        .iter()
-        .map(|payload| serde_json::from_slice(payload).unwrap())
-        .collect();
-    events.sort_by_key(|event| event["occurred_at"].as_str().unwrap().to_owned());
-    events
-        .into_iter()
-        .map(|event| {
-            (
-                event["event_type"].as_str().unwrap().to_owned(),
-                event["payload"].clone(),
-            )
-        })
-        .collect()
+    observed_events(app, PROBE, None).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1024,37 +998,19 @@ database_test!(
 async fn every_usermanager_route_is_documented() {
     let app = crate::helpers::spawn_app(Backend::Sqlite).await;
     let document = app.openapi().await;
-    let paths = document["paths"].as_object().expect("paths");
-    for (method, path) in [
-        ("get", "/usermanager/api/v1/status"),
-        ("get", "/usermanager/api/v1/users"),
-        ("get", "/usermanager/api/v1/users/me"),
-        ("get", "/usermanager/api/v1/users/{user_id}"),
-        ("patch", "/usermanager/api/v1/users/{user_id}"),
-        ("post", "/usermanager/api/v1/users/{user_id}/deactivate"),
-        ("post", "/usermanager/api/v1/users/{user_id}/reactivate"),
-    ] {
-        let operation = &paths[path][method];
-        assert!(operation.is_object(), "{method} {path} is documented");
-        assert_eq!(operation["tags"], json!(["usermanager"]), "{method} {path}");
-        assert!(
-            operation["security"][0]["bearer"].is_array(),
-            "{method} {path} requires a bearer token"
-        );
-    }
-    let schemas = &document["components"]["schemas"];
-    for schema in ["UserManagerProfile", "UserManagerProfileUpdate"] {
-        assert!(
-            schemas[schema].is_object(),
-            "the schema {schema} is documented"
-        );
-    }
-    assert!(
-        document["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|tag| tag["name"] == "usermanager")
+    assert_engine_documented(
+        &document,
+        "usermanager",
+        &[
+            ("get", "/usermanager/api/v1/status"),
+            ("get", "/usermanager/api/v1/users"),
+            ("get", "/usermanager/api/v1/users/me"),
+            ("get", "/usermanager/api/v1/users/{user_id}"),
+            ("patch", "/usermanager/api/v1/users/{user_id}"),
+            ("post", "/usermanager/api/v1/users/{user_id}/deactivate"),
+            ("post", "/usermanager/api/v1/users/{user_id}/reactivate"),
+        ],
+        &["UserManagerProfile", "UserManagerProfileUpdate"],
     );
     app.stop().await;
 }

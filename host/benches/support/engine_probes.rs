@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tessera_host::state::AppState;
 use tessera_host::tenancy::Role;
 
-use super::{BenchUser, provisioned_tenant};
+use super::{BenchUser, data_of, provisioned_tenant};
 
 /// Concurrent clients of every row.
 pub const CLIENTS: usize = 16;
@@ -140,18 +140,6 @@ pub async fn wait_for_idle_work(state: &AppState) -> anyhow::Result<()> {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// Sends `request` and returns the answer's `data`, or an error unless it answered `expected`.
-async fn data_of(request: reqwest::RequestBuilder, expected: u16) -> anyhow::Result<Value> {
-    let response = request.send().await?;
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    anyhow::ensure!(
-        status == expected,
-        "answered {status}, not {expected}: {body}"
-    );
-    Ok(body["data"].clone())
 }
 
 fn id_of(data: &Value) -> anyhow::Result<String> {

@@ -154,6 +154,24 @@ impl Server {
     }
 }
 
+/// Sends `request` and returns the answer's `data`, or an error (with the body) unless it
+/// answered `expected`.
+pub async fn data_of(
+    request: reqwest::RequestBuilder,
+    expected: u16,
+) -> anyhow::Result<serde_json::Value> {
+    let response = request.send().await?;
+    let status = response.status().as_u16();
+    let text = response.text().await?;
+    anyhow::ensure!(
+        status == expected,
+        "answered {status} (expected {expected}): {text}"
+    );
+    let answer: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| anyhow::anyhow!("answered {text}: {error}"))?;
+    Ok(answer["data"].clone())
+}
+
 /// A user of a [`provisioned_tenant`] with a session token of theirs.
 pub struct BenchUser {
     pub user_id: String,
