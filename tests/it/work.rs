@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::database_test;
 use crate::helpers::{AppOptions, TestApp, json_with_status, spawn_app_with};
+use tessera_host::runtime::work::{ClaimedWork, NewWork, WorkKind, WorkQueue};
 
 /// Generous: the worker polls every 500 ms and retries after 1 s.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -275,5 +276,106 @@ database_test!(
             "the publisher, though subscribed to ping.*, is not sent its own events"
         );
         app.stop().await;
+    }
+);
+
+database_test!(
+    claims_take_the_oldest_due_items_and_completions_only_their_own_attempt,
+    |backend| async move {
+        let test_database = crate::helpers::TestDatabase::new(backend).await;
+        let database = test_database.connect().await;
+        database
+            .migrate(&test_database.data_dir)
+            .await
+            .expect("migrating");
+        let queue = WorkQueue::new(database.clone());
+        let now = chrono::Utc::now();
+        let item = |engine_code: &str, seconds_ago: i64, payload: &str| NewWork {
+            engine_code: engine_code.to_owned(),
+            tenant_id: "tenant".to_owned(),
+            kind: WorkKind::Job,
+            payload: payload.as_bytes().to_vec(),
+            due_at: now - chrono::Duration::seconds(seconds_ago),
+        };
+        // A backlog enqueued newest first, items of an engine this host does not run, and
+        // items not due yet.
+        let mut items: Vec<NewWork> = (0..300)
+            .map(|index| item("jobber", index, &format!("due-{index}")))
+            .collect();
+        items.push(item("other", 10_000, "other-engine"));
+        items.push(item("jobber", -600, "later"));
+        queue.enqueue(&items).await.unwrap();
+        // A run whose host died: its lease ran out, and it is older than every pending item.
+        let expired = queue
+            .enqueue(&[item("jobber", 5_000, "expired")])
+            .await
+            .unwrap();
+        tessera_host::on_pool!(database, pool => sqlx::query(
+            "UPDATE engine_work SET status = 'running', attempt = 1, locked_until = $2 WHERE id = $1",
+        )
+        .bind(&expired[0])
+        .bind("2000-01-01T00:00:00.000000Z")
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+
+        let engines = ["jobber".to_owned()];
+        let lease = Duration::from_secs(60);
+        let payloads = |claimed: &[ClaimedWork]| -> Vec<String> {
+            claimed
+                .iter()
+                .map(|work| String::from_utf8(work.payload.clone()).unwrap())
+                .collect()
+        };
+        let first = queue.claim(&engines, 3, lease).await.unwrap();
+        assert_eq!(payloads(&first), ["expired", "due-299", "due-298"]);
+        assert_eq!(
+            first.iter().map(|work| work.attempt).collect::<Vec<_>>(),
+            [2, 1, 1],
+            "a claim counts the run"
+        );
+        // Claimed items are not claimed again while their lease runs.
+        let second = queue.claim(&engines, 2, lease).await.unwrap();
+        assert_eq!(payloads(&second), ["due-297", "due-296"]);
+
+        // A completion names the attempt it ran: a stale one deletes nothing.
+        let stale = (first[0].id.clone(), first[0].attempt - 1);
+        let done: Vec<(String, u32)> = first
+            .iter()
+            .skip(1)
+            .chain(&second)
+            .map(|work| (work.id.clone(), work.attempt))
+            .chain([stale])
+            .collect();
+        queue.complete_many(&done).await.unwrap();
+        let left: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT count(*) FROM engine_work",
+        )
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(left, 303 - 4, "four completions deleted four items");
+        let expired_status: String = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT status FROM engine_work WHERE id = $1",
+        )
+        .bind(&expired[0])
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(expired_status, "running");
+
+        // The whole due backlog drains in claim order, and nothing else is claimed.
+        let mut drained = Vec::new();
+        loop {
+            let claimed = queue.claim(&engines, 32, lease).await.unwrap();
+            if claimed.is_empty() {
+                break;
+            }
+            drained.extend(payloads(&claimed));
+        }
+        let expected: Vec<String> = (0..296).rev().map(|index| format!("due-{index}")).collect();
+        assert_eq!(drained, expected);
+        database.close().await;
     }
 );

@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use anyhow::Context as _;
-
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::batch_writer::{BatchWriter, StorageBatch};
 use super::bindings::v0_1::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
 use super::mail_transport::MailTransport;
@@ -53,6 +52,8 @@ pub struct HostServices {
     pub outbound: Arc<OutboundClient>,
     /// Durable jobs and event deliveries.
     pub queue: WorkQueue,
+    /// Group commit of `storage.write-batch` calls.
+    pub batch_writer: BatchWriter,
     /// The event bus (subscriptions kept in step with the registry).
     pub bus: EventBus,
     /// Seals and opens engines' secrets.
@@ -110,6 +111,7 @@ impl HostServices {
         let queue = WorkQueue::new(database.clone());
         let service_secret = crate::secrets::service_secret(config)?;
         Ok(Self {
+            batch_writer: BatchWriter::start(database.clone(), queue.clone()),
             database,
             outbound: Arc::new(OutboundClient::new(config)?),
             bus: EventBus::new(queue.clone()),
@@ -377,26 +379,19 @@ impl world::storage::Host for StoreState {
             Ok(work) => work,
             Err(message) => return Ok(Err(message)),
         };
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
+        let tenant_id = match self.tenant("storage") {
+            Ok(tenant_id) => tenant_id.to_owned(),
             Err(message) => return Ok(Err(message)),
         };
-        let database = self.services.database.clone();
-        let written = async {
-            let mut tx = database.begin().await?;
-            engine_kv::write_batch_in(&mut tx, &scope, &sets, &deletes).await?;
-            let ids = WorkQueue::insert_in(&mut tx, &work).await?;
-            tx.commit().await.context("committing a storage batch")?;
-            anyhow::Ok(ids)
-        }
-        .await;
-        Ok(match written {
-            Ok(ids) => {
-                if !ids.is_empty() {
-                    self.services.queue.wake();
-                }
-                Ok(ids)
-            }
+        let batch = StorageBatch {
+            engine_code: self.scope.engine_code.clone(),
+            tenant_id,
+            sets,
+            deletes,
+            jobs: work,
+        };
+        Ok(match self.services.batch_writer.write(batch).await {
+            Ok(ids) => Ok(ids),
             Err(error) => Err(self.import_failure("storage", error)),
         })
     }

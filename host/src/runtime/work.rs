@@ -21,6 +21,9 @@ use crate::{on_tx, on_writer};
 
 /// Runs of one item before it is kept as `failed`.
 pub const MAX_ATTEMPTS: u32 = 5;
+/// Items inserted by one statement (nine parameters each).
+const INSERT_CHUNK: usize = 100;
+
 /// Largest job payload or event an engine may enqueue.
 pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 
@@ -108,25 +111,34 @@ impl WorkQueue {
     /// once it committed.
     pub async fn insert_in(tx: &mut Tx, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
         let now = time::now();
-        let mut ids = Vec::with_capacity(items.len());
-        for item in items {
-            let id = uuid::Uuid::new_v4().to_string();
-            on_tx!(tx, conn => sqlx::query(
-                "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, 0, 'pending', $7)",
-            )
-            .bind(&id)
-            .bind(&item.engine_code)
-            .bind(&item.tenant_id)
-            .bind(item.kind.as_str())
-            .bind(&item.payload)
-            .bind(time::format(item.due_at))
-            .bind(&now)
-            .execute(&mut **conn)
-            .await
-            .map(drop))
+        let ids: Vec<String> = items
+            .iter()
+            .map(|_| uuid::Uuid::new_v4().to_string())
+            .collect();
+        let rows: Vec<(&String, &NewWork, String)> = ids
+            .iter()
+            .zip(items)
+            .map(|(id, item)| (id, item, time::format(item.due_at)))
+            .collect();
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            on_tx!(tx, conn => {
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at) ",
+                );
+                insert.push_values(chunk, |mut row, (id, item, due_at)| {
+                    row.push_bind(*id)
+                        .push_bind(&item.engine_code)
+                        .push_bind(&item.tenant_id)
+                        .push_bind(item.kind.as_str())
+                        .push_bind(&item.payload)
+                        .push_bind(due_at)
+                        .push_bind(0_i64)
+                        .push_bind("pending")
+                        .push_bind(&now);
+                });
+                insert.build().execute(&mut **conn).await.map(drop)
+            })
             .context("enqueuing engine work")?;
-            ids.push(id);
         }
         Ok(ids)
     }
@@ -174,75 +186,82 @@ impl WorkQueue {
             .map(|index| format!("${}", index + 3))
             .collect::<Vec<_>>()
             .join(", ");
-        // PostgreSQL: rows another host is claiming right now are skipped. SQLite: the write
-        // transaction (BEGIN IMMEDIATE) already excludes every other claimer.
+        let limit_parameter = engine_codes.len() + 3;
+        // PostgreSQL: rows another host is claiming right now are skipped. SQLite: one
+        // statement is one write transaction, which excludes every other claimer.
         let locking = match self.database.kind() {
             DatabaseKind::Postgres => " FOR UPDATE SKIP LOCKED",
             DatabaseKind::Sqlite => "",
         };
-        let select = format!(
-            "SELECT id FROM engine_work
-             WHERE engine_code IN ({placeholders})
-               AND ((status = 'pending' AND due_at <= $1) OR (status = 'running' AND locked_until <= $1))
-             ORDER BY due_at LIMIT $2{locking}"
+        // One statement: the oldest due items and their claim. Due pending items and items
+        // whose lease ran out are read separately, each in the order of the (status, due_at)
+        // index and cut at `limit`, so a claim reads `limit` rows however long the backlog is
+        // (one OR-ed query would sort every due item each time). Returned rows carry no order:
+        // they are put back in due order below.
+        let claim = format!(
+            "WITH
+               pending AS (SELECT id, due_at FROM engine_work
+                           WHERE status = 'pending' AND due_at <= $1 AND engine_code IN ({placeholders})
+                           ORDER BY due_at LIMIT ${limit_parameter}{locking}),
+               expired AS (SELECT id, due_at FROM engine_work
+                           WHERE status = 'running' AND locked_until <= $1 AND engine_code IN ({placeholders})
+                           ORDER BY due_at LIMIT ${limit_parameter}{locking}),
+               chosen AS (SELECT id FROM (SELECT id, due_at FROM pending
+                                          UNION ALL SELECT id, due_at FROM expired) AS due
+                          ORDER BY due_at LIMIT ${limit_parameter})
+             UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
+             WHERE id IN (SELECT id FROM chosen)
+             RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
         );
-        let mut tx = self.database.begin().await?;
-        let ids: Vec<String> = on_tx!(&mut tx, conn => {
-            let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(select.clone()))
+        type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
+        let mut rows: Vec<ClaimedRow> = on_writer!(self.database, pool => {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(claim.clone()))
                 .bind(&now)
-                .bind(i64::from(limit));
+                .bind(&lease_until);
             for code in engine_codes {
                 query = query.bind(code);
             }
-            query.fetch_all(&mut **conn).await
+            query.bind(i64::from(limit)).fetch_all(pool).await
         })
-        .context("finding due engine work")?;
-        let mut claimed = Vec::with_capacity(ids.len());
-        for id in ids {
-            let row: (String, String, String, String, Vec<u8>, i64) =
-                on_tx!(&mut tx, conn => sqlx::query_as(
-                "UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
-                 WHERE id = $1
-                 RETURNING id, engine_code, tenant_id, kind, payload, attempt",
-            )
-            .bind(&id)
-            .bind(&lease_until)
-            .fetch_one(&mut **conn)
-            .await)
-                .context("claiming engine work")?;
-            let (id, engine_code, tenant_id, kind, payload, attempt) = row;
-            claimed.push(ClaimedWork {
-                id,
-                engine_code,
-                tenant_id,
-                kind: WorkKind::parse(&kind)?,
-                payload,
-                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-            });
-        }
-        tx.commit().await?;
-        Ok(claimed)
+        .context("claiming due engine work")?;
+        rows.sort_by(|left, right| left.6.cmp(&right.6));
+        rows.into_iter()
+            .map(|(id, engine_code, tenant_id, kind, payload, attempt, _)| {
+                Ok(ClaimedWork {
+                    id,
+                    engine_code,
+                    tenant_id,
+                    kind: WorkKind::parse(&kind)?,
+                    payload,
+                    attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                })
+            })
+            .collect()
     }
 
-    /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted, in one
-    /// transaction. An item another host has claimed again since (this host's lease ran out:
-    /// a newer attempt) stays.
+    /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted, with one
+    /// statement per [`COMPLETION_CHUNK`] items. An item another host has claimed again since
+    /// (this host's lease ran out: a newer attempt) stays.
     pub async fn complete_many(&self, done: &[(String, u32)]) -> anyhow::Result<()> {
-        let mut tx = self.database.begin().await?;
-        for (id, attempt) in done {
-            on_tx!(&mut tx, conn => sqlx::query(
-                "DELETE FROM engine_work WHERE id = $1 AND attempt = $2",
-            )
-            .bind(id)
-            .bind(i64::from(*attempt))
-            .execute(&mut **conn)
-            .await
-            .map(drop))
+        for chunk in done.chunks(COMPLETION_CHUNK) {
+            on_writer!(self.database, pool => {
+                let mut delete = sqlx::QueryBuilder::new(
+                    "DELETE FROM engine_work WHERE (id, attempt) IN (VALUES ",
+                );
+                let mut rows = delete.separated(", ");
+                for (id, attempt) in chunk {
+                    rows.push("(");
+                    rows.push_bind_unseparated(id);
+                    rows.push_unseparated(", ");
+                    rows.push_bind_unseparated(i64::from(*attempt));
+                    rows.push_unseparated(")");
+                }
+                delete.push(")");
+                delete.build().execute(pool).await.map(drop)
+            })
             .context("completing engine work")?;
         }
-        tx.commit()
-            .await
-            .context("committing completed engine work")
+        Ok(())
     }
 
     /// The run failed: retried after [`backoff`], or kept as `failed` after [`MAX_ATTEMPTS`].
@@ -368,8 +387,11 @@ pub async fn run_worker(
     }
 }
 
-/// Most items deleted in one transaction.
+/// Most items the completer takes at once.
 const COMPLETION_BATCH: usize = 256;
+
+/// Most items deleted by one statement (two parameters each).
+const COMPLETION_CHUNK: usize = 256;
 
 /// Deletes completed items as they come, each batch what arrived since the last commit; ends
 /// when every sender is gone and everything received is committed.

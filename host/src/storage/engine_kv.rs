@@ -177,39 +177,96 @@ pub async fn compare_and_swap(
     Ok(swapped > 0)
 }
 
-/// Writes `sets` and removes `deletes` in the transaction `tx`.
+/// Writes `sets` and removes `deletes` (after the sets) of one scope in `tx`.
 pub async fn write_batch_in(
     tx: &mut Tx,
     scope: &KvScope<'_>,
     sets: &[(String, Vec<u8>)],
     deletes: &[String],
 ) -> anyhow::Result<()> {
+    // One write per key: a later set of a key replaces an earlier one, a delete both.
+    let mut seen: std::collections::HashSet<&str> = deletes.iter().map(String::as_str).collect();
+    let mut last_sets: Vec<&(String, Vec<u8>)> = sets
+        .iter()
+        .rev()
+        .filter(|(key, _)| seen.insert(key.as_str()))
+        .collect();
+    last_sets.reverse();
+    let deletes: std::collections::BTreeSet<&String> = deletes.iter().collect();
+    let writes: Vec<KvWrite<'_>> = last_sets
+        .into_iter()
+        .map(|(key, value)| KvWrite {
+            engine_code: scope.engine_code,
+            tenant_id: scope.tenant_id,
+            key,
+            value: Some(value),
+        })
+        .chain(deletes.iter().map(|key| KvWrite {
+            engine_code: scope.engine_code,
+            tenant_id: scope.tenant_id,
+            key,
+            value: None,
+        }))
+        .collect();
+    apply_in(tx, &writes).await
+}
+
+/// One key's new value (`None`: removed) in its engine and tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvWrite<'a> {
+    pub engine_code: &'a str,
+    pub tenant_id: &'a str,
+    pub key: &'a str,
+    pub value: Option<&'a [u8]>,
+}
+
+/// Rows per multi-row statement (five parameters each).
+const WRITE_CHUNK: usize = 200;
+
+/// Applies `writes` in `tx` with multi-row statements; every (engine, tenant, key) appears at
+/// most once (PostgreSQL refuses an upsert touching one row twice).
+pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()> {
     let now = time::now();
-    for (key, value) in sets {
-        on_tx!(tx, conn => sqlx::query(
-            "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        )
-        .bind(scope.engine_code)
-        .bind(scope.tenant_id)
-        .bind(key)
-        .bind(value)
-        .bind(&now)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
+    let (sets, deletes): (Vec<&KvWrite<'_>>, Vec<&KvWrite<'_>>) =
+        writes.iter().partition(|write| write.value.is_some());
+    for chunk in sets.chunks(WRITE_CHUNK) {
+        on_tx!(tx, conn => {
+            let mut upsert = sqlx::QueryBuilder::new(
+                "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) ",
+            );
+            upsert.push_values(chunk, |mut row, write| {
+                row.push_bind(write.engine_code)
+                    .push_bind(write.tenant_id)
+                    .push_bind(write.key)
+                    .push_bind(write.value)
+                    .push_bind(&now);
+            });
+            upsert.push(
+                " ON CONFLICT (engine_code, tenant_id, key)
+                  DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            );
+            upsert.build().execute(&mut **conn).await.map(drop)
+        })
         .context("writing engine storage in a batch")?;
     }
-    for key in deletes {
-        on_tx!(tx, conn => sqlx::query(
-            "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
-        )
-        .bind(scope.engine_code)
-        .bind(scope.tenant_id)
-        .bind(key)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
+    for chunk in deletes.chunks(WRITE_CHUNK) {
+        on_tx!(tx, conn => {
+            let mut delete = sqlx::QueryBuilder::new(
+                "DELETE FROM engine_kv WHERE (engine_code, tenant_id, key) IN (VALUES ",
+            );
+            let mut rows = delete.separated(", ");
+            for write in chunk {
+                rows.push("(");
+                rows.push_bind_unseparated(write.engine_code);
+                rows.push_unseparated(", ");
+                rows.push_bind_unseparated(write.tenant_id);
+                rows.push_unseparated(", ");
+                rows.push_bind_unseparated(write.key);
+                rows.push_unseparated(")");
+            }
+            delete.push(")");
+            delete.build().execute(&mut **conn).await.map(drop)
+        })
         .context("deleting from engine storage in a batch")?;
     }
     Ok(())

@@ -172,10 +172,11 @@ impl Database {
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                // Reads through the shared OS page cache: a connection's own cache is dropped
-                // whenever another connection commits, which the pool's connections take turns
-                // doing.
-                .pragma("mmap_size", "268435456")
+                // No memory-mapped I/O (SQLite's default): in WAL mode a connection unmaps
+                // the whole file at the start of every read transaction that follows another
+                // connection's commit, so under steady writes each read paid a munmap (a TLB
+                // shootdown across cores) and page faults to map its pages back; see
+                // BENCHMARKS.md. Reads use the connection's page cache and pread instead.
                 // No checkpoint inside a committing writer (it would hold the write lock
                 // through the copy and the fsync): a background task checkpoints instead.
                 .pragma("wal_autocheckpoint", "0");
