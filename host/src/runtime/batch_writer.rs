@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::work::{NewWork, WorkQueue};
-use crate::storage::engine_kv::{self, KvWrite};
+use crate::storage::engine_kv::{self, KvScope, KvWrite};
 use crate::storage::{Database, Tx};
 
 /// The most batches one transaction takes.
@@ -130,31 +130,13 @@ async fn write_in(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<V
 
 /// The net effect of `batches` applied in order: one write per key.
 fn final_writes(batches: &[StorageBatch]) -> Vec<KvWrite<'_>> {
-    let mut position: std::collections::HashMap<(&str, &str, &str), usize> = Default::default();
-    let mut writes: Vec<KvWrite<'_>> = Vec::new();
-    for batch in batches {
-        let sets = batch
-            .sets
-            .iter()
-            .map(|(key, value)| (key, Some(value.as_slice())));
-        let deletes = batch.deletes.iter().map(|key| (key, None));
-        for (key, value) in sets.chain(deletes) {
-            let write = KvWrite {
-                engine_code: &batch.engine_code,
-                tenant_id: &batch.tenant_id,
-                key,
-                value,
-            };
-            match position.entry((&batch.engine_code, &batch.tenant_id, key)) {
-                std::collections::hash_map::Entry::Occupied(entry) => writes[*entry.get()] = write,
-                std::collections::hash_map::Entry::Vacant(entry) => {
-                    entry.insert(writes.len());
-                    writes.push(write);
-                }
-            }
-        }
-    }
-    writes
+    engine_kv::net_writes(batches.iter().map(|batch| {
+        let scope = KvScope {
+            engine_code: &batch.engine_code,
+            tenant_id: &batch.tenant_id,
+        };
+        (scope, batch.sets.as_slice(), batch.deletes.as_slice())
+    }))
 }
 
 #[cfg(test)]

@@ -184,31 +184,38 @@ pub async fn write_batch_in(
     sets: &[(String, Vec<u8>)],
     deletes: &[String],
 ) -> anyhow::Result<()> {
-    // One write per key: a later set of a key replaces an earlier one, a delete both.
-    let mut seen: std::collections::HashSet<&str> = deletes.iter().map(String::as_str).collect();
-    let mut last_sets: Vec<&(String, Vec<u8>)> = sets
-        .iter()
-        .rev()
-        .filter(|(key, _)| seen.insert(key.as_str()))
-        .collect();
-    last_sets.reverse();
-    let deletes: std::collections::BTreeSet<&String> = deletes.iter().collect();
-    let writes: Vec<KvWrite<'_>> = last_sets
-        .into_iter()
-        .map(|(key, value)| KvWrite {
-            engine_code: scope.engine_code,
-            tenant_id: scope.tenant_id,
-            key,
-            value: Some(value),
-        })
-        .chain(deletes.iter().map(|key| KvWrite {
-            engine_code: scope.engine_code,
-            tenant_id: scope.tenant_id,
-            key,
-            value: None,
-        }))
-        .collect();
-    apply_in(tx, &writes).await
+    apply_in(tx, &net_writes([(scope.clone(), sets, deletes)])).await
+}
+
+/// The net effect of write batches applied in order, each its `sets` then its `deletes`: one
+/// write per (engine, tenant, key), the last one of that key (what [`apply_in`] needs).
+pub fn net_writes<'a>(
+    batches: impl IntoIterator<Item = (KvScope<'a>, &'a [(String, Vec<u8>)], &'a [String])>,
+) -> Vec<KvWrite<'a>> {
+    let mut position: std::collections::HashMap<(&str, &str, &str), usize> = Default::default();
+    let mut writes: Vec<KvWrite<'a>> = Vec::new();
+    for (scope, sets, deletes) in batches {
+        let sets = sets
+            .iter()
+            .map(|(key, value)| (key, Some(value.as_slice())));
+        let deletes = deletes.iter().map(|key| (key, None));
+        for (key, value) in sets.chain(deletes) {
+            let write = KvWrite {
+                engine_code: scope.engine_code,
+                tenant_id: scope.tenant_id,
+                key,
+                value,
+            };
+            match position.entry((scope.engine_code, scope.tenant_id, key)) {
+                std::collections::hash_map::Entry::Occupied(entry) => writes[*entry.get()] = write,
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert(writes.len());
+                    writes.push(write);
+                }
+            }
+        }
+    }
+    writes
 }
 
 /// One key's new value (`None`: removed) in its engine and tenant.
