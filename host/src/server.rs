@@ -22,7 +22,7 @@ use crate::core::workers::WorkerRegistry;
 use crate::orchestrator::Orchestrator;
 use crate::runtime::RegistryRole;
 use crate::secrets;
-use crate::state::AppState;
+use crate::state::{AppState, Services};
 use crate::storage::Database;
 use crate::storage::cache::Cache;
 
@@ -47,7 +47,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let workers = WorkerRegistry::new(config.projections.degraded_lag);
     let event_signal = EventSignal::default();
     let intention_writer = IntentionWriter::start(database.clone(), event_signal.clone());
-    Ok(AppState {
+    Ok(AppState::new(Services {
         config: Arc::new(config),
         database,
         cache: Cache::new(100_000, Duration::from_secs(60)),
@@ -65,7 +65,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         orchestrator,
         event_signal,
         intention_writer,
-    })
+    }))
 }
 
 /// A host bound to its address, ready to serve.

@@ -1,4 +1,5 @@
-//! The state every handler shares.
+//! The state every handler shares: one allocation behind an `Arc`, so the clone axum makes
+//! for each request's extractors is one reference count, not one per service.
 
 use std::sync::Arc;
 
@@ -14,8 +15,26 @@ use crate::runtime::EngineRegistry;
 use crate::storage::Database;
 use crate::storage::cache::Cache;
 
+/// The shared services; handlers reach them through [`AppState`]'s `Deref`.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// Every service of the host, built once at start-up.
+pub struct Services {
     pub config: Arc<Config>,
     pub database: Database,
     pub cache: Cache,

@@ -20,7 +20,7 @@ use crate::storage::Database;
 /// The most intentions one transaction takes.
 pub const MAX_BATCH: usize = 128;
 
-/// How long a batch waits for company under concurrent load.
+/// The longest a batch waits for company under concurrent load.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How many intentions may wait for the writer before submitters wait to enqueue.
@@ -83,15 +83,25 @@ async fn run(database: Database, signal: EventSignal, mut queue: mpsc::Receiver<
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut last_batch = 0;
     while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // Under concurrent load (the last batch had company), linger a moment for the
-        // submitters whose answers just went out: their next intentions join this batch
-        // instead of each paying for a transaction. A lone intention never waits.
+        // Under concurrent load (the last batch had company), linger for the submitters
+        // whose answers just went out: their next intentions join this batch instead of each
+        // paying for a transaction. The linger ends as soon as the batch is as large as the
+        // last one (under steady load every submitter of the last batch is back well within
+        // it), so it costs a straggler's wait only; a fixed sleep cost every batch the whole
+        // linger, rounded up to the timer's millisecond (BENCHMARKS.md, issue 5). A lone
+        // intention never waits.
         if last_batch > 1 && batch.len() < last_batch {
-            tokio::time::sleep(LINGER).await;
-            while batch.len() < MAX_BATCH {
-                match queue.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
+            let deadline = tokio::time::Instant::now() + LINGER;
+            while batch.len() < last_batch {
+                let room = MAX_BATCH - batch.len();
+                tokio::select! {
+                    biased;
+                    received = queue.recv_many(&mut batch, room) => {
+                        if received == 0 {
+                            break;
+                        }
+                    }
+                    () = tokio::time::sleep_until(deadline) => break,
                 }
             }
         }

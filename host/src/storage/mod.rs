@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod engine_blobs;
 pub mod engine_kv;
+mod sqlite_library;
 pub mod time;
 
 use std::path::{Path, PathBuf};
@@ -165,6 +166,7 @@ impl Database {
                 .context("connecting to PostgreSQL")?;
             Pool::Postgres(pool)
         } else if url.starts_with("sqlite:") {
+            sqlite_library::configure();
             let options = SqliteConnectOptions::from_str(url)
                 .context("parsing the SQLite database URL")?
                 .create_if_missing(true)
