@@ -4,6 +4,7 @@
 //! where the last commit left off: nothing lost, nothing applied twice.
 
 pub mod bus_relay;
+pub mod log_cache;
 pub mod projector;
 pub mod signal;
 pub mod stats;
@@ -58,10 +59,13 @@ pub fn spawn_workers(
             .clone()
             .run_postgres_relay(state.database.clone(), shutdown.clone()),
     );
+    // One cache of recently read log stretches for the host's workers (used on SQLite).
+    let log_cache = log_cache::LogCache::default();
     macro_rules! spawn {
         ($projection:expr) => {
             background.spawn(worker::run(
                 state.database.clone(),
+                log_cache.clone(),
                 std::sync::Arc::new($projection),
                 state.event_signal.clone(),
                 state.workers.clone(),

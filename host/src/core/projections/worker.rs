@@ -20,6 +20,7 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use super::Projection;
+use super::log_cache::{CachedBatch, LogCache};
 use super::signal::EventSignal;
 use crate::core::events::{STORED_EVENT_COLUMNS, StoredEvent};
 use crate::core::workers::WorkerRegistry;
@@ -76,8 +77,13 @@ impl LogPosition {
 /// What one step of a worker did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Step {
-    /// Applied this many events; the oldest had waited `lag`.
-    Applied { events: usize, lag: Duration },
+    /// Applied this many events; the oldest had waited `lag`. `more_follow`: the batch was
+    /// cut short of the batch size, yet more events are known to be waiting.
+    Applied {
+        events: usize,
+        lag: Duration,
+        more_follow: bool,
+    },
     /// Nothing to apply yet; events still in flight (PostgreSQL) have waited `lag`.
     Idle { lag: Duration },
     /// Another host holds the projection; the oldest pending event has waited `lag`.
@@ -135,7 +141,22 @@ async fn first_pending(database: &Database, after: LogPosition) -> anyhow::Resul
 }
 
 /// The next batch after `after` on SQLite, read outside the writer's turn (writers are
-/// serialized there, so the position is commit order).
+/// serialized there, so the position is commit order): from a stretch another worker of this
+/// host already read, or from the log (and then kept for the others).
+async fn sqlite_batch(
+    database: &Database,
+    log_cache: &LogCache,
+    after: LogPosition,
+    batch_size: u32,
+) -> anyhow::Result<CachedBatch> {
+    let limit = batch_size as usize;
+    if let Some(batch) = log_cache.batch_after(after.position, limit) {
+        return Ok(batch);
+    }
+    let events = read_sqlite_batch(database, after, batch_size).await?;
+    Ok(log_cache.insert(after.position, events, limit))
+}
+
 async fn read_sqlite_batch(
     database: &Database,
     after: LogPosition,
@@ -152,6 +173,22 @@ async fn read_sqlite_batch(
     .context("reading the event log")
 }
 
+/// A batch to apply: shared with the host's other workers (SQLite) or read in the
+/// transaction (PostgreSQL).
+enum Batch {
+    Shared(CachedBatch),
+    Read(Vec<StoredEvent>),
+}
+
+impl Batch {
+    fn events(&self) -> &[StoredEvent] {
+        match self {
+            Self::Shared(batch) => batch.events(),
+            Self::Read(events) => events,
+        }
+    }
+}
+
 /// Locks the checkpoint (PostgreSQL: skipping it when another host holds it) and reads the
 /// next batch after it. On SQLite the batch was read before the transaction began
 /// (`prefetched`, after the checkpoint `read_before`), so the writer's turn is not spent
@@ -162,8 +199,8 @@ async fn lock_and_read(
     name: &str,
     batch_size: u32,
     read_before: Checkpoint,
-    prefetched: Vec<StoredEvent>,
-) -> anyhow::Result<Option<(Checkpoint, Vec<StoredEvent>)>> {
+    prefetched: Option<CachedBatch>,
+) -> anyhow::Result<Option<(Checkpoint, Batch)>> {
     let limit = i64::from(batch_size);
     match tx.kind() {
         DatabaseKind::Sqlite => {
@@ -175,10 +212,11 @@ async fn lock_and_read(
             .await)
             .with_context(|| format!("reading the {name} checkpoint"))?;
             let checkpoint = checkpoint_of(row);
-            if checkpoint.applied != read_before.applied {
+            let Some(prefetched) = prefetched.filter(|_| checkpoint.applied == read_before.applied)
+            else {
                 return Ok(None);
-            }
-            Ok(Some((checkpoint, prefetched)))
+            };
+            Ok(Some((checkpoint, Batch::Shared(prefetched))))
         }
         DatabaseKind::Postgres => {
             // First, before this transaction has an id of its own: the horizon below which
@@ -214,7 +252,7 @@ async fn lock_and_read(
                 .fetch_all(&mut **conn)
                 .await)
             .context("reading the event log")?;
-            Ok(Some((checkpoint, events)))
+            Ok(Some((checkpoint, Batch::Read(events))))
         }
     }
 }
@@ -229,6 +267,7 @@ fn waited_since(occurred_at: &str, now: chrono::DateTime<chrono::Utc>) -> Durati
 /// One batch: applies the next events after the checkpoint, if any, and commits.
 pub async fn step<P: Projection>(
     database: &Database,
+    log_cache: &LogCache,
     projection: &P,
     batch_size: u32,
 ) -> anyhow::Result<Step> {
@@ -237,16 +276,16 @@ pub async fn step<P: Projection>(
     let checkpoint = read_checkpoint(database, name).await?;
     let (oldest_pending, prefetched) = match database.kind() {
         DatabaseKind::Sqlite => {
-            let events = read_sqlite_batch(database, checkpoint.applied, batch_size).await?;
+            let batch = sqlite_batch(database, log_cache, checkpoint.applied, batch_size).await?;
             (
-                events.first().map(|event| event.occurred_at.clone()),
-                events,
+                batch
+                    .events()
+                    .first()
+                    .map(|event| event.occurred_at.clone()),
+                Some(batch),
             )
         }
-        DatabaseKind::Postgres => (
-            first_pending(database, checkpoint.applied).await?,
-            Vec::new(),
-        ),
+        DatabaseKind::Postgres => (first_pending(database, checkpoint.applied).await?, None),
     };
     let Some(oldest_pending) = oldest_pending else {
         return Ok(Step::Idle {
@@ -255,12 +294,14 @@ pub async fn step<P: Projection>(
     };
     let pending_lag = waited_since(&oldest_pending, chrono::Utc::now());
     let mut tx = database.begin_background().await?;
-    let Some((checkpoint, events)) =
+    let Some((checkpoint, batch)) =
         lock_and_read(&mut tx, name, batch_size, checkpoint, prefetched).await?
     else {
         tx.rollback().await?;
         return Ok(Step::Busy { lag: pending_lag });
     };
+    let more_follow = matches!(&batch, Batch::Shared(shared) if shared.more_follow);
+    let events = batch.events();
     let Some(last) = events.last() else {
         // Only events of transactions still in flight: wait for them to end.
         tx.rollback().await?;
@@ -268,12 +309,12 @@ pub async fn step<P: Projection>(
     };
     let last = LogPosition::of(last);
     projection
-        .apply(&mut tx, &events)
+        .apply(&mut tx, events)
         .await
         .with_context(|| format!("applying {} events to {name}", events.len()))?;
     let now = chrono::Utc::now();
     let lag = waited_since(&events[0].occurred_at, now);
-    record_stats(&mut tx, name, &events, checkpoint.counted, now).await?;
+    record_stats(&mut tx, name, events, checkpoint.counted, now).await?;
     let counted = checkpoint.counted.max(last);
     on_tx!(&mut tx, conn => sqlx::query(
         "UPDATE projection_checkpoints SET transaction_id = $2, position = $3,
@@ -295,6 +336,7 @@ pub async fn step<P: Projection>(
     Ok(Step::Applied {
         events: events.len(),
         lag,
+        more_follow,
     })
 }
 
@@ -341,6 +383,7 @@ async fn record_stats(
 /// a failing batch is retried after a pause (the checkpoint did not move).
 pub async fn run<P: Projection>(
     database: Database,
+    log_cache: LogCache,
     projection: Arc<P>,
     signal: EventSignal,
     workers: WorkerRegistry,
@@ -349,15 +392,20 @@ pub async fn run<P: Projection>(
 ) {
     let name = projection.name();
     let mut failures: u32 = 0;
+    let log_cache = &log_cache;
     while !shutdown.is_cancelled() {
         let notified = signal.wait();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let pause = match step(&database, projection.as_ref(), config.batch_size).await {
-            Ok(Step::Applied { events, lag }) => {
+        let pause = match step(&database, log_cache, projection.as_ref(), config.batch_size).await {
+            Ok(Step::Applied {
+                events,
+                lag,
+                more_follow,
+            }) => {
                 failures = 0;
                 workers.heartbeat(name, lag);
-                if events >= config.batch_size as usize {
+                if more_follow || events >= config.batch_size as usize {
                     continue;
                 }
                 tokio::select! {
@@ -398,8 +446,9 @@ pub async fn catch_up<P: Projection>(
     batch_size: u32,
 ) -> anyhow::Result<u64> {
     let mut applied = 0u64;
+    let log_cache = LogCache::default();
     loop {
-        match step(database, projection, batch_size).await? {
+        match step(database, &log_cache, projection, batch_size).await? {
             Step::Applied { events, .. } => applied += events as u64,
             Step::Idle { .. } => return Ok(applied),
             Step::Busy { .. } => tokio::time::sleep(Duration::from_millis(50)).await,
