@@ -27,7 +27,8 @@ pub fn configure() {
         // SAFETY: `sqlite3_config` is called before any connection of this process is opened
         // (every connection goes through `Database::connect`, which calls this first), with
         // the argument types its documentation names for each option: an `int` for
-        // MEMSTATUS, a pointer to a `sqlite3_mem_methods` for MALLOC (copied by SQLite before it returns).
+        // MEMSTATUS, a pointer to a `sqlite3_mem_methods` for MALLOC (copied by SQLite
+        // before it returns).
         let (memory_statistics, allocator) = unsafe {
             (
                 ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int),

@@ -25,7 +25,6 @@ pub struct LogCache {
 }
 
 /// Every event with `after < position <= events.last().position`, in log order.
-#[derive(Clone)]
 struct Stretch {
     after: i64,
     events: Arc<[StoredEvent]>,
@@ -33,18 +32,32 @@ struct Stretch {
     full: bool,
 }
 
-/// A batch of events after a position, perhaps borrowed from a shared stretch.
-#[derive(Clone)]
-pub struct CachedBatch {
+/// A batch of events after a position: read by its worker, or a part of a shared stretch.
+pub struct EventBatch {
     events: Arc<[StoredEvent]>,
     range: Range<usize>,
     /// Cut short by the end of a full stretch: more events are known to follow.
     pub more_follow: bool,
 }
 
-impl CachedBatch {
+impl EventBatch {
     pub fn events(&self) -> &[StoredEvent] {
         &self.events[self.range.clone()]
+    }
+
+    fn whole(events: Arc<[StoredEvent]>) -> Self {
+        Self {
+            range: 0..events.len(),
+            events,
+            more_follow: false,
+        }
+    }
+}
+
+impl From<Vec<StoredEvent>> for EventBatch {
+    /// A whole read of its own.
+    fn from(events: Vec<StoredEvent>) -> Self {
+        Self::whole(events.into())
     }
 }
 
@@ -52,12 +65,12 @@ impl LogCache {
     /// Up to `limit` events right after `after`, from a stretch already read, if one covers
     /// them: all `limit`, or those up to the end of a stretch that was a full read (the rest
     /// follow in the next batch). `None` when the log must be read.
-    pub fn batch_after(&self, after: i64, limit: usize) -> Option<CachedBatch> {
+    pub fn batch_after(&self, after: i64, limit: usize) -> Option<EventBatch> {
         let stretches = self
             .stretches
             .lock()
             .expect("the log cache lock is never poisoned");
-        let mut best: Option<CachedBatch> = None;
+        let mut best: Option<EventBatch> = None;
         for stretch in stretches.iter() {
             let Some(last) = stretch.events.last() else {
                 continue;
@@ -70,13 +83,13 @@ impl LogCache {
                 .partition_point(|event| event.position <= after);
             let available = stretch.events.len() - start;
             let candidate = if available >= limit {
-                CachedBatch {
+                EventBatch {
                     events: stretch.events.clone(),
                     range: start..start + limit,
                     more_follow: false,
                 }
             } else if stretch.full {
-                CachedBatch {
+                EventBatch {
                     events: stretch.events.clone(),
                     range: start..stretch.events.len(),
                     more_follow: true,
@@ -98,14 +111,10 @@ impl LogCache {
 
     /// Keeps `events`, the answer to a read of up to `limit` events after `after`, and returns
     /// them as a batch.
-    pub fn insert(&self, after: i64, events: Vec<StoredEvent>, limit: usize) -> CachedBatch {
+    pub fn insert(&self, after: i64, events: Vec<StoredEvent>, limit: usize) -> EventBatch {
         let full = events.len() >= limit;
         let events: Arc<[StoredEvent]> = events.into();
-        let batch = CachedBatch {
-            range: 0..events.len(),
-            events: events.clone(),
-            more_follow: false,
-        };
+        let batch = EventBatch::whole(events.clone());
         if !events.is_empty() {
             let mut stretches = self
                 .stretches
@@ -147,7 +156,7 @@ mod tests {
         }
     }
 
-    fn positions(batch: &CachedBatch) -> Vec<i64> {
+    fn positions(batch: &EventBatch) -> Vec<i64> {
         batch.events().iter().map(|event| event.position).collect()
     }
 

@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use super::Projection;
-use super::log_cache::{CachedBatch, LogCache};
+use super::log_cache::{EventBatch, LogCache};
 use super::signal::EventSignal;
 use crate::core::events::{STORED_EVENT_COLUMNS, StoredEvent};
 use crate::core::workers::WorkerRegistry;
@@ -148,7 +148,7 @@ async fn sqlite_batch(
     log_cache: &LogCache,
     after: LogPosition,
     batch_size: u32,
-) -> anyhow::Result<CachedBatch> {
+) -> anyhow::Result<EventBatch> {
     let limit = batch_size as usize;
     if let Some(batch) = log_cache.batch_after(after.position, limit) {
         return Ok(batch);
@@ -173,22 +173,6 @@ async fn read_sqlite_batch(
     .context("reading the event log")
 }
 
-/// A batch to apply: shared with the host's other workers (SQLite) or read in the
-/// transaction (PostgreSQL).
-enum Batch {
-    Shared(CachedBatch),
-    Read(Vec<StoredEvent>),
-}
-
-impl Batch {
-    fn events(&self) -> &[StoredEvent] {
-        match self {
-            Self::Shared(batch) => batch.events(),
-            Self::Read(events) => events,
-        }
-    }
-}
-
 /// Locks the checkpoint (PostgreSQL: skipping it when another host holds it) and reads the
 /// next batch after it. On SQLite the batch was read before the transaction began
 /// (`prefetched`, after the checkpoint `read_before`), so the writer's turn is not spent
@@ -199,8 +183,8 @@ async fn lock_and_read(
     name: &str,
     batch_size: u32,
     read_before: Checkpoint,
-    prefetched: Option<CachedBatch>,
-) -> anyhow::Result<Option<(Checkpoint, Batch)>> {
+    prefetched: Option<EventBatch>,
+) -> anyhow::Result<Option<(Checkpoint, EventBatch)>> {
     let limit = i64::from(batch_size);
     match tx.kind() {
         DatabaseKind::Sqlite => {
@@ -216,7 +200,7 @@ async fn lock_and_read(
             else {
                 return Ok(None);
             };
-            Ok(Some((checkpoint, Batch::Shared(prefetched))))
+            Ok(Some((checkpoint, prefetched)))
         }
         DatabaseKind::Postgres => {
             // First, before this transaction has an id of its own: the horizon below which
@@ -252,7 +236,7 @@ async fn lock_and_read(
                 .fetch_all(&mut **conn)
                 .await)
             .context("reading the event log")?;
-            Ok(Some((checkpoint, Batch::Read(events))))
+            Ok(Some((checkpoint, EventBatch::from(events))))
         }
     }
 }
@@ -300,7 +284,7 @@ pub async fn step<P: Projection>(
         tx.rollback().await?;
         return Ok(Step::Busy { lag: pending_lag });
     };
-    let more_follow = matches!(&batch, Batch::Shared(shared) if shared.more_follow);
+    let more_follow = batch.more_follow;
     let events = batch.events();
     let Some(last) = events.last() else {
         // Only events of transactions still in flight: wait for them to end.
@@ -392,12 +376,18 @@ pub async fn run<P: Projection>(
 ) {
     let name = projection.name();
     let mut failures: u32 = 0;
-    let log_cache = &log_cache;
     while !shutdown.is_cancelled() {
         let notified = signal.wait();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let pause = match step(&database, log_cache, projection.as_ref(), config.batch_size).await {
+        let pause = match step(
+            &database,
+            &log_cache,
+            projection.as_ref(),
+            config.batch_size,
+        )
+        .await
+        {
             Ok(Step::Applied {
                 events,
                 lag,
