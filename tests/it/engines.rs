@@ -188,6 +188,60 @@ database_test!(
     }
 );
 
+database_test!(
+    get_many_answers_each_call_its_own_keys_in_order_even_when_reads_are_batched,
+    |backend| async move {
+        let app = spawn_app_with_plugins(backend, &["probe-alpha", "probe-beta"]).await;
+        let tenant_a = app.token(&tenant(), "user-a", "editor").await;
+        let tenant_b = app.token(&tenant(), "user-b", "editor").await;
+        for (path, token, value) in [
+            ("/probe-alpha/api/v1/kv/one", &tenant_a, "alpha a one"),
+            ("/probe-alpha/api/v1/kv/two", &tenant_a, "alpha a two"),
+            ("/probe-alpha/api/v1/kv/one", &tenant_b, "alpha b one"),
+            ("/probe-beta/api/v1/kv/two", &tenant_a, "beta a two"),
+        ] {
+            assert_eq!(app.put_as(path, token, value).await.status(), 204);
+        }
+
+        // In the order asked, absent keys as null, a key asked twice answered twice.
+        let read = |engine: &'static str, token: String| {
+            let app = &app;
+            async move {
+                json_with_status(
+                    app.get_as(
+                        &format!("/{engine}/api/v1/kv-many?keys=two,absent,one,two"),
+                        &token,
+                    )
+                    .await,
+                    200,
+                )
+                .await["data"]
+                    .clone()
+            }
+        };
+        let alpha_a = serde_json::json!(["alpha a two", null, "alpha a one", "alpha a two"]);
+        let alpha_b = serde_json::json!([null, null, "alpha b one", null]);
+        let beta_a = serde_json::json!(["beta a two", null, null, "beta a two"]);
+        assert_eq!(read("probe-alpha", tenant_a.clone()).await, alpha_a);
+
+        // Many calls at once, of two engines and two tenants: the host reads them together,
+        // and each call still gets exactly its own engine's and tenant's values.
+        let calls = (0..48).map(|index| {
+            let (engine, token, expected) = match index % 3 {
+                0 => ("probe-alpha", tenant_a.clone(), &alpha_a),
+                1 => ("probe-alpha", tenant_b.clone(), &alpha_b),
+                _ => ("probe-beta", tenant_a.clone(), &beta_a),
+            };
+            let read = &read;
+            async move { (read(engine, token).await, expected.clone()) }
+        });
+        for (answer, expected) in futures_util::future::join_all(calls).await {
+            assert_eq!(answer, expected);
+        }
+        app.stop().await;
+    }
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compiled_components_are_cached_across_restarts() {
     let app = spawn_app_with(

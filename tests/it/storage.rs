@@ -366,3 +366,93 @@ database_test!(
         handle.close().await;
     }
 );
+
+database_test!(
+    reads_of_many_keys_across_scopes_answer_in_order_and_in_chunks,
+    |backend| async move {
+        use tessera_host::storage::engine_kv::{self, KvKey, KvScope};
+
+        let database = TestDatabase::new(backend).await;
+        let handle = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("migrating");
+        let scopes = [
+            KvScope {
+                engine_code: "chat",
+                tenant_id: "tenant-a",
+            },
+            KvScope {
+                engine_code: "chat",
+                tenant_id: "tenant-b",
+            },
+            KvScope {
+                engine_code: "notes",
+                tenant_id: "tenant-a",
+            },
+        ];
+        // Every scope holds keys 0, 2, 4, … < 600 with values naming the scope and the key.
+        for (index, scope) in scopes.iter().enumerate() {
+            for key in (0..600).step_by(2) {
+                engine_kv::set(
+                    &handle,
+                    scope,
+                    &format!("k/{key:03}"),
+                    format!("{index}:{key}").as_bytes(),
+                )
+                .await
+                .unwrap();
+            }
+        }
+
+        // 700 keys (three statements of at most 256, the last padded), interleaving the
+        // scopes, present and absent keys, and a key asked twice.
+        let keys: Vec<(usize, String)> = (0..700)
+            .map(|position| (position % 3, format!("k/{:03}", (position * 7) % 650)))
+            .chain([(0, "k/000".to_owned())])
+            .collect();
+        let wanted: Vec<KvKey<'_>> = keys
+            .iter()
+            .map(|(scope, key)| KvKey {
+                engine_code: scopes[*scope].engine_code,
+                tenant_id: scopes[*scope].tenant_id,
+                key,
+            })
+            .collect();
+        let values = engine_kv::get_across(&handle, &wanted).await.unwrap();
+        assert_eq!(values.len(), keys.len());
+        for ((scope, key), value) in keys.iter().zip(&values) {
+            let number: usize = key[2..].parse().unwrap();
+            let stored = number.is_multiple_of(2) && number < 600;
+            let expected = stored.then(|| format!("{scope}:{number}").into_bytes());
+            assert_eq!(value, &expected, "{scope} {key}");
+        }
+
+        // One scope's read names only that scope's keys; more than the limit is refused.
+        let scoped = engine_kv::get_many(
+            &handle,
+            &scopes[1],
+            &["k/004".to_owned(), "k/005".to_owned(), "k/004".to_owned()],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            scoped,
+            vec![Some(b"1:4".to_vec()), None, Some(b"1:4".to_vec())]
+        );
+        assert!(
+            engine_kv::get_many(&handle, &scopes[0], &[])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let too_many: Vec<String> = (0..=engine_kv::MAX_GET_MANY)
+            .map(|n| format!("k/{n}"))
+            .collect();
+        assert!(
+            engine_kv::get_many(&handle, &scopes[0], &too_many)
+                .await
+                .is_err()
+        );
+        handle.close().await;
+    }
+);

@@ -379,3 +379,190 @@ database_test!(
         database.close().await;
     }
 );
+
+database_test!(
+    handed_back_claims_are_pending_again_and_storage_groups_complete_work,
+    |backend| async move {
+        use tessera_host::runtime::batch_writer::{BatchWriter, StorageBatch};
+        use tessera_host::storage::engine_kv::{self, KvScope};
+
+        let test_database = crate::helpers::TestDatabase::new(backend).await;
+        let database = test_database.connect().await;
+        database
+            .migrate(&test_database.data_dir)
+            .await
+            .expect("migrating");
+        let queue = WorkQueue::new(database.clone());
+        let now = chrono::Utc::now();
+        let item = |payload: &str| NewWork {
+            engine_code: "jobber".to_owned(),
+            tenant_id: "tenant".to_owned(),
+            kind: WorkKind::Job,
+            payload: payload.as_bytes().to_vec(),
+            due_at: now - chrono::Duration::seconds(10),
+        };
+        queue
+            .enqueue(&[item("first"), item("second"), item("third")])
+            .await
+            .unwrap();
+        let engines = ["jobber".to_owned()];
+        let lease = Duration::from_secs(60);
+        let status = |id: String| {
+            let database = database.clone();
+            async move {
+                tessera_host::on_pool!(database, pool => sqlx::query_as::<_, (String, i64)>(
+                    "SELECT status, attempt FROM engine_work WHERE id = $1",
+                )
+                .bind(&id)
+                .fetch_optional(pool)
+                .await)
+                .unwrap()
+            }
+        };
+
+        // Handed back: pending again, the claim not counted as a run, claimable at once.
+        let claimed = queue.claim(&engines, 2, lease).await.unwrap();
+        assert_eq!(claimed.len(), 2);
+        queue.release(&claimed[..1]).await.unwrap();
+        assert_eq!(
+            status(claimed[0].id.clone()).await,
+            Some(("pending".to_owned(), 0))
+        );
+        assert_eq!(
+            status(claimed[1].id.clone()).await,
+            Some(("running".to_owned(), 1))
+        );
+        let again = queue.claim(&engines, 3, lease).await.unwrap();
+        assert_eq!(again.len(), 2, "the handed-back item and the third");
+        assert!(again.iter().any(|work| work.id == claimed[0].id));
+        assert!(again.iter().all(|work| work.attempt == 1));
+        // A stale hand-back changes nothing: the second item's lease ran out (its host, say,
+        // hung) and another claim took it over (attempt 2) before the hand-back came.
+        tessera_host::on_pool!(database, pool => sqlx::query(
+            "UPDATE engine_work SET locked_until = $2 WHERE id = $1",
+        )
+        .bind(&claimed[1].id)
+        .bind("2000-01-01T00:00:00.000000Z")
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        let taken_over = queue.claim(&engines, 1, lease).await.unwrap();
+        assert_eq!(taken_over[0].id, claimed[1].id);
+        assert_eq!(taken_over[0].attempt, 2);
+        queue.release(&claimed[1..2]).await.unwrap();
+        assert_eq!(
+            status(claimed[1].id.clone()).await,
+            Some(("running".to_owned(), 2))
+        );
+
+        // One group: storage writes, a new job and two completions, all or nothing; a stale
+        // completion (an attempt that is not the item's current one) deletes nothing.
+        let writer = BatchWriter::start(database.clone(), queue.clone());
+        let scope = KvScope {
+            engine_code: "jobber",
+            tenant_id: "tenant",
+        };
+        engine_kv::set(&database, &scope, "gone", b"old")
+            .await
+            .unwrap();
+        let batch = StorageBatch {
+            engine_code: "jobber".to_owned(),
+            tenant_id: "tenant".to_owned(),
+            sets: vec![
+                ("b".to_owned(), b"2".to_vec()),
+                ("a".to_owned(), b"1".to_vec()),
+            ],
+            deletes: vec!["gone".to_owned()],
+            jobs: vec![item("scheduled")],
+        };
+        let stale = (claimed[1].id.clone(), claimed[1].attempt);
+        let (ids, first, second, stale_done) = tokio::join!(
+            writer.write(batch),
+            writer.complete((again[0].id.clone(), again[0].attempt)),
+            writer.complete((again[1].id.clone(), again[1].attempt)),
+            writer.complete(stale),
+        );
+        let ids = ids.unwrap();
+        first.unwrap();
+        second.unwrap();
+        stale_done.unwrap();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(
+            status(ids[0].clone()).await,
+            Some(("pending".to_owned(), 0))
+        );
+        assert_eq!(status(again[0].id.clone()).await, None);
+        assert_eq!(status(again[1].id.clone()).await, None);
+        assert_eq!(
+            status(claimed[1].id.clone()).await,
+            Some(("running".to_owned(), 2))
+        );
+        let values = engine_kv::get_many(
+            &database,
+            &scope,
+            &["a".to_owned(), "b".to_owned(), "gone".to_owned()],
+        )
+        .await
+        .unwrap();
+        assert_eq!(values, vec![Some(b"1".to_vec()), Some(b"2".to_vec()), None]);
+        database.close().await;
+    }
+);
+
+database_test!(
+    a_stopping_host_hands_back_the_work_it_claimed_but_did_not_start,
+    |backend| async move {
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["jobber"],
+                // One slot: a run in it, one claimed item waiting for it, the rest pending.
+                configure: Some(Box::new(|config| config.work.concurrency = 1)),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let token = app.token(&uuid(), &uuid(), "editor").await;
+        for _ in 0..3 {
+            schedule(&app, &token, 0, "busy-ms:1500").await;
+        }
+        wait_for(&app, "/jobber/api/v1/runs", &token, |runs| !runs.is_empty()).await;
+        let claimed = |database: tessera_host::storage::Database| async move {
+            tessera_host::on_pool!(database, pool => sqlx::query_as::<_, (String, i64)>(
+                "SELECT status, attempt FROM engine_work WHERE engine_code = 'jobber' ORDER BY status, attempt",
+            )
+            .fetch_all(pool)
+            .await)
+            .unwrap()
+        };
+        // While the first runs: it and the one waiting for its slot are claimed.
+        let expected_during = [
+            ("pending".to_owned(), 0),
+            ("running".to_owned(), 1),
+            ("running".to_owned(), 1),
+        ];
+        let started = std::time::Instant::now();
+        loop {
+            let during = claimed(app.state().database.clone()).await;
+            if during == expected_during {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_millis(1000),
+                "while the first run lasts: {during:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // Stopping lets the run finish and hands the waiting item back: two items left, both
+        // pending, neither counted as run.
+        let database = app.stop_keeping_database().await;
+        let handle = database.connect().await;
+        assert_eq!(
+            claimed(handle.clone()).await,
+            [("pending".to_owned(), 0), ("pending".to_owned(), 0)]
+        );
+        handle.close().await;
+    }
+);

@@ -1,7 +1,8 @@
-//! Group commit for engines' storage batches (`storage.write-batch`): one writer task per host
-//! takes every batch waiting at the moment it starts a transaction (up to [`MAX_GROUP`]) and
-//! commits them together, instead of one write transaction per call. Concurrent engine calls
-//! (32 webhook deliveries recording their outcomes, say) then cost SQLite's single writer one
+//! Group commit for engines' storage batches (`storage.write-batch`) and for the completions of
+//! engine work: one writer task per host takes everything waiting at the moment it starts a
+//! transaction (up to [`MAX_GROUP`] items) and commits it together, instead of one write
+//! transaction per call. Concurrent engine calls (webhook deliveries recording their outcomes,
+//! and the deletion of the work items they ran, say) then cost SQLite's single writer one
 //! transaction, and PostgreSQL one round trip per statement, for the whole group.
 //!
 //! Each batch stays all-or-nothing and is answered only after its group committed. The group's
@@ -9,18 +10,23 @@
 //! write of a key wins; inside one batch, as `write-batch` documents, the sets come before the
 //! deletes). If the group's transaction fails, every batch is retried alone, so one failing
 //! batch cannot take the others down with it.
+//!
+//! One group commits at a time, even on PostgreSQL: measured, several concurrent groups
+//! (smaller, so more statements and commits) cost more CPU than the latency they save
+//! (BENCHMARKS.md, issue 7, session 16). Rows are written in key order, so groups of two
+//! hosts sharing one PostgreSQL take their row locks in the same order.
 
 use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::work::{NewWork, WorkQueue};
 use crate::storage::engine_kv::{self, KvScope, KvWrite};
-use crate::storage::{Database, Tx};
+use crate::storage::{Database, Pool, Tx, time};
 
-/// The most batches one transaction takes.
-const MAX_GROUP: usize = 64;
+/// The most items (batches and completions) one transaction takes.
+const MAX_GROUP: usize = 256;
 
-/// How many batches may wait for the writer before callers wait to enqueue.
+/// How many items may wait for the writer before callers wait to enqueue.
 const QUEUE: usize = 1024;
 
 /// One engine call's `write-batch`, scoped to the engine and tenant of the call.
@@ -34,85 +40,242 @@ pub struct StorageBatch {
     pub jobs: Vec<NewWork>,
 }
 
-struct Job {
-    batch: StorageBatch,
-    reply: oneshot::Sender<anyhow::Result<Vec<String>>>,
+/// What the writer is asked to commit.
+enum Item {
+    /// A `write-batch`, answered with its job ids.
+    Batch {
+        batch: StorageBatch,
+        reply: oneshot::Sender<anyhow::Result<Vec<String>>>,
+    },
+    /// A run of engine work (`(id, attempt)`) that succeeded: its item is deleted.
+    Completion {
+        work: (String, u32),
+        reply: oneshot::Sender<anyhow::Result<()>>,
+    },
 }
 
 /// The handle engine calls use; cheap to clone.
 #[derive(Clone)]
 pub struct BatchWriter {
-    jobs: mpsc::Sender<Job>,
+    items: mpsc::Sender<Item>,
 }
 
 impl BatchWriter {
     /// Starts the writer task on the current runtime; it ends when every handle is dropped.
     pub fn start(database: Database, queue: WorkQueue) -> Self {
-        let (jobs, receiver) = mpsc::channel(QUEUE);
+        let (items, receiver) = mpsc::channel(QUEUE);
         tokio::spawn(run(database, queue, receiver));
-        Self { jobs }
+        Self { items }
     }
 
     /// Writes `batch` (all of it or nothing) and answers once it is committed, with the ids of
     /// its jobs in order.
     pub async fn write(&self, batch: StorageBatch) -> anyhow::Result<Vec<String>> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job { batch, reply })
-            .await
-            .map_err(|_| anyhow::anyhow!("the storage batch writer has stopped"))?;
+        self.send(Item::Batch { batch, reply }).await?;
         answer
             .await
             .map_err(|_| anyhow::anyhow!("the storage batch writer dropped a batch"))?
     }
+
+    /// Deletes the item of a successful run of engine work (`(id, attempt)`; an item claimed
+    /// again since, by a newer attempt, stays) and answers once that is committed.
+    pub async fn complete(&self, work: (String, u32)) -> anyhow::Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Item::Completion { work, reply }).await?;
+        answer
+            .await
+            .map_err(|_| anyhow::anyhow!("the storage batch writer dropped a completion"))?
+    }
+
+    async fn send(&self, item: Item) -> anyhow::Result<()> {
+        self.items
+            .send(item)
+            .await
+            .map_err(|_| anyhow::anyhow!("the storage batch writer has stopped"))
+    }
 }
 
-async fn run(database: Database, queue: WorkQueue, mut receiver: mpsc::Receiver<Job>) {
+async fn run(database: Database, queue: WorkQueue, mut receiver: mpsc::Receiver<Item>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
     while receiver.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let (batches, replies): (Vec<StorageBatch>, Vec<_>) =
-            group.drain(..).map(|job| (job.batch, job.reply)).unzip();
-        let scheduled = batches.iter().any(|batch| !batch.jobs.is_empty());
-        let outcomes = match write_group(&database, &batches).await {
-            Ok(ids) => ids.into_iter().map(Ok).collect(),
-            Err(error) if batches.len() > 1 => {
+        commit_group(&database, &queue, std::mem::take(&mut group)).await;
+    }
+}
+
+/// Commits `group` in one transaction and answers each item; when that fails, each item is
+/// committed alone.
+async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) {
+    let mut batches = Vec::new();
+    let mut batch_replies = Vec::new();
+    let mut completions = Vec::new();
+    let mut completion_replies = Vec::new();
+    for item in group {
+        match item {
+            Item::Batch { batch, reply } => {
+                batches.push(batch);
+                batch_replies.push(reply);
+            }
+            Item::Completion { work, reply } => {
+                completions.push(work);
+                completion_replies.push(reply);
+            }
+        }
+    }
+    let scheduled = batches.iter().any(|batch| !batch.jobs.is_empty());
+    let items = batches.len() + completions.len();
+    let (batch_outcomes, completion_outcomes) =
+        match write_group(database, &batches, &completions).await {
+            Ok(ids) => (
+                ids.into_iter().map(Ok).collect(),
+                completions.iter().map(|_| Ok(())).collect(),
+            ),
+            Err(error) if items > 1 => {
                 tracing::warn!(
                     batches = batches.len(),
+                    completions = completions.len(),
                     error = format!("{error:#}"),
                     "a group of storage batches failed; writing each alone"
                 );
-                let mut outcomes = Vec::with_capacity(batches.len());
+                let mut batch_outcomes = Vec::with_capacity(batches.len());
                 for batch in &batches {
-                    outcomes.push(
-                        write_group(&database, std::slice::from_ref(batch))
+                    batch_outcomes.push(
+                        write_group(database, std::slice::from_ref(batch), &[])
                             .await
                             .map(|mut ids| ids.remove(0)),
                     );
                 }
-                outcomes
+                let mut completion_outcomes = Vec::with_capacity(completions.len());
+                for work in &completions {
+                    completion_outcomes.push(
+                        write_group(database, &[], std::slice::from_ref(work))
+                            .await
+                            .map(drop),
+                    );
+                }
+                (batch_outcomes, completion_outcomes)
             }
-            Err(error) => vec![Err(error)],
+            Err(error) => {
+                let message = format!("{error:#}");
+                (
+                    batches
+                        .iter()
+                        .map(|_| Err(anyhow::anyhow!("{message}")))
+                        .collect(),
+                    completions
+                        .iter()
+                        .map(|_| Err(anyhow::anyhow!("{message}")))
+                        .collect(),
+                )
+            }
         };
-        if scheduled {
-            queue.wake();
-        }
-        for (reply, outcome) in replies.into_iter().zip(outcomes) {
-            let _ = reply.send(outcome);
-        }
+    if scheduled {
+        queue.wake();
+    }
+    for (reply, outcome) in batch_replies.into_iter().zip(batch_outcomes) {
+        let _ = reply.send(outcome);
+    }
+    for (reply, outcome) in completion_replies.into_iter().zip(completion_outcomes) {
+        let _ = reply.send(outcome);
     }
 }
 
-/// Writes `batches` in one transaction; the job ids of each, in order.
+/// Writes `batches` and deletes the items of `completions` atomically; the job ids of each
+/// batch, in order. PostgreSQL: one statement (`engine_storage_write_group`, migration 12), so
+/// one round trip and one commit; SQLite: a transaction of multi-row statements on the writer.
 async fn write_group(
     database: &Database,
     batches: &[StorageBatch],
+    completions: &[(String, u32)],
 ) -> anyhow::Result<Vec<Vec<String>>> {
+    if let Pool::Postgres(pool) = database.pool() {
+        return write_group_postgres(pool, batches, completions).await;
+    }
     let mut tx = database.begin().await?;
     let ids = write_in(&mut tx, batches).await?;
+    WorkQueue::complete_in(&mut tx, completions).await?;
     tx.commit()
         .await
         .context("committing a group of storage batches")?;
     Ok(ids)
+}
+
+/// One field of every write, as an array parameter.
+fn column<'a>(writes: &[&KvWrite<'a>], field: impl Fn(&KvWrite<'a>) -> &'a str) -> Vec<&'a str> {
+    writes.iter().map(|write| field(write)).collect()
+}
+
+/// [`write_group`] on PostgreSQL: every row as arrays to one function call.
+async fn write_group_postgres(
+    pool: &sqlx::PgPool,
+    batches: &[StorageBatch],
+    completions: &[(String, u32)],
+) -> anyhow::Result<Vec<Vec<String>>> {
+    let writes = final_writes(batches);
+    let (sets, deletes) = engine_kv::in_key_order(&writes);
+    let jobs: Vec<&NewWork> = batches.iter().flat_map(|batch| &batch.jobs).collect();
+    let job_ids: Vec<String> = jobs
+        .iter()
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    sqlx::query(
+        "SELECT sets FROM engine_storage_write_group(
+             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+    )
+    .bind(column(&sets, |write| write.engine_code))
+    .bind(column(&sets, |write| write.tenant_id))
+    .bind(column(&sets, |write| write.key))
+    .bind(
+        sets.iter()
+            .map(|write| write.value.unwrap_or_default())
+            .collect::<Vec<&[u8]>>(),
+    )
+    .bind(column(&deletes, |write| write.engine_code))
+    .bind(column(&deletes, |write| write.tenant_id))
+    .bind(column(&deletes, |write| write.key))
+    .bind(&job_ids)
+    .bind(
+        jobs.iter()
+            .map(|job| job.engine_code.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        jobs.iter()
+            .map(|job| job.tenant_id.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind(jobs.iter().map(|job| job.kind.as_str()).collect::<Vec<_>>())
+    .bind(
+        jobs.iter()
+            .map(|job| job.payload.as_slice())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        jobs.iter()
+            .map(|job| time::format(job.due_at))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        completions
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        completions
+            .iter()
+            .map(|(_, attempt)| i64::from(*attempt))
+            .collect::<Vec<_>>(),
+    )
+    .bind(time::now())
+    .execute(pool)
+    .await
+    .context("writing a group of storage batches")?;
+    let mut ids = job_ids.into_iter();
+    Ok(batches
+        .iter()
+        .map(|batch| ids.by_ref().take(batch.jobs.len()).collect())
+        .collect())
 }
 
 async fn write_in(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<Vec<String>>> {

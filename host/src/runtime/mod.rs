@@ -1,6 +1,7 @@
 //! The engine runtime: engines are WebAssembly components run by wasmtime, one fresh store per
 //! call, with a deadline, a memory cap and only the imports of the engine world.
 
+pub mod batch_reader;
 pub mod batch_writer;
 pub mod bindings;
 pub mod blobs;

@@ -8,6 +8,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::batch_reader::BatchReader;
 use super::batch_writer::{BatchWriter, StorageBatch};
 use super::bindings::v0_1::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
@@ -52,6 +53,8 @@ pub struct HostServices {
     pub outbound: Arc<OutboundClient>,
     /// Durable jobs and event deliveries.
     pub queue: WorkQueue,
+    /// Batched reads of `storage.get` and `storage.get-many` calls.
+    pub batch_reader: BatchReader,
     /// Group commit of `storage.write-batch` calls.
     pub batch_writer: BatchWriter,
     /// The event bus (subscriptions kept in step with the registry).
@@ -111,6 +114,7 @@ impl HostServices {
         let queue = WorkQueue::new(database.clone());
         let service_secret = crate::secrets::service_secret(config)?;
         Ok(Self {
+            batch_reader: BatchReader::start(database.clone()),
             batch_writer: BatchWriter::start(database.clone(), queue.clone()),
             database,
             outbound: Arc::new(OutboundClient::new(config)?),
@@ -160,6 +164,20 @@ impl StoreState {
             .tenant_id
             .as_deref()
             .ok_or_else(|| format!("{what} is only available in calls made for a tenant"))
+    }
+
+    /// The values under `keys` in the call's scope, through the host's batched reader.
+    async fn read(&mut self, keys: Vec<String>) -> Result<Vec<Option<Vec<u8>>>, String> {
+        let scope = self.kv_scope()?;
+        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reader = self.services.batch_reader.clone();
+        match reader.get(&engine_code, &tenant_id, keys).await {
+            Ok(values) => Ok(values),
+            Err(error) => Err(self.import_failure("storage", error)),
+        }
     }
 
     /// Logs a failure of the host side of an import and hands the engine a plain message.
@@ -245,16 +263,23 @@ impl world::types::Host for StoreState {}
 
 impl world::storage::Host for StoreState {
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, String>> {
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
-            Err(message) => return Ok(Err(message)),
-        };
-        Ok(
-            match engine_kv::get(&self.services.database, &scope, &key).await {
-                Ok(value) => Ok(value),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        Ok(self
+            .read(vec![key])
+            .await
+            .map(|mut values| values.remove(0)))
+    }
+
+    async fn get_many(
+        &mut self,
+        keys: Vec<String>,
+    ) -> wasmtime::Result<Result<Vec<Option<Vec<u8>>>, String>> {
+        if keys.len() > engine_kv::MAX_GET_MANY {
+            return Ok(Err(format!(
+                "get-many reads at most {} keys",
+                engine_kv::MAX_GET_MANY
+            )));
+        }
+        Ok(self.read(keys).await)
     }
 
     async fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), String>> {

@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
-use crate::storage::{Database, DatabaseKind, Tx, time};
+use crate::storage::{Database, Pool, Tx, time};
 use crate::{on_tx, on_writer};
 
 /// Runs of one item before it is kept as `failed`.
@@ -37,7 +37,7 @@ pub enum WorkKind {
 }
 
 impl WorkKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Job => "job",
             Self::Event => "event",
@@ -73,6 +73,34 @@ pub struct ClaimedWork {
     pub payload: Vec<u8>,
     /// 1 on the first run.
     pub attempt: u32,
+}
+
+/// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
+type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
+
+/// SQLite's claim of up to `$3` items of `engine_codes` engines (`$4`…) due by `$1`, leased
+/// until `$2`. Pending items and items whose lease ran out are read separately, each from its
+/// partial index in order and cut at the limit (one OR-ed query would sort every due item).
+fn sqlite_claim_statement(engine_codes: usize) -> String {
+    let codes = (0..engine_codes)
+        .map(|index| format!("${}", index + 4))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "WITH
+           pending AS (SELECT id, due_at FROM engine_work
+                       WHERE status = 'pending' AND due_at <= $1 AND engine_code IN ({codes})
+                       ORDER BY due_at LIMIT $3),
+           expired AS (SELECT id, due_at FROM engine_work
+                       WHERE status = 'running' AND locked_until <= $1 AND engine_code IN ({codes})
+                       ORDER BY locked_until LIMIT $3),
+           chosen AS (SELECT id FROM (SELECT id, due_at FROM pending
+                                      UNION ALL SELECT id, due_at FROM expired)
+                      ORDER BY due_at LIMIT $3)
+         UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
+         WHERE id IN (SELECT id FROM chosen)
+         RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
+    )
 }
 
 /// The delay before run `attempt + 1` after run `attempt` failed: 1 s, 4 s, 16 s, 64 s.
@@ -170,7 +198,14 @@ impl WorkQueue {
     }
 
     /// Claims up to `limit` due items of the given engines (pending and due, or running with
-    /// an expired lease) for `lease`, counting the run.
+    /// an expired lease) for `lease`, counting the run; oldest due first.
+    ///
+    /// One statement reads each kind of claimable row from its own partial index, in order,
+    /// and stops at `limit`, so a claim reads `limit` rows however long the backlog is. On
+    /// PostgreSQL it is the `engine_work_claim` function (migration 12), whose plan does not
+    /// depend on the table's statistics, and rows another host is claiming at the same moment
+    /// are skipped (`SKIP LOCKED`); on SQLite the statement is one write transaction, which
+    /// excludes every other claimer.
     pub async fn claim(
         &self,
         engine_codes: &[String],
@@ -182,48 +217,36 @@ impl WorkQueue {
         }
         let now = time::now();
         let lease_until = time::format(Utc::now() + lease);
-        let placeholders = (0..engine_codes.len())
-            .map(|index| format!("${}", index + 3))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let limit_parameter = engine_codes.len() + 3;
-        // PostgreSQL: rows another host is claiming right now are skipped. SQLite: one
-        // statement is one write transaction, which excludes every other claimer.
-        let locking = match self.database.kind() {
-            DatabaseKind::Postgres => " FOR UPDATE SKIP LOCKED",
-            DatabaseKind::Sqlite => "",
-        };
-        // One statement: the oldest due items and their claim. Due pending items and items
-        // whose lease ran out are read separately, each in the order of the (status, due_at)
-        // index and cut at `limit`, so a claim reads `limit` rows however long the backlog is
-        // (one OR-ed query would sort every due item each time). Returned rows carry no order:
-        // they are put back in due order below.
-        let claim = format!(
-            "WITH
-               pending AS (SELECT id, due_at FROM engine_work
-                           WHERE status = 'pending' AND due_at <= $1 AND engine_code IN ({placeholders})
-                           ORDER BY due_at LIMIT ${limit_parameter}{locking}),
-               expired AS (SELECT id, due_at FROM engine_work
-                           WHERE status = 'running' AND locked_until <= $1 AND engine_code IN ({placeholders})
-                           ORDER BY due_at LIMIT ${limit_parameter}{locking}),
-               chosen AS (SELECT id FROM (SELECT id, due_at FROM pending
-                                          UNION ALL SELECT id, due_at FROM expired) AS due
-                          ORDER BY due_at LIMIT ${limit_parameter})
-             UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
-             WHERE id IN (SELECT id FROM chosen)
-             RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
-        );
-        type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
-        let mut rows: Vec<ClaimedRow> = on_writer!(self.database, pool => {
-            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(claim.clone()))
+        let limit = i64::from(limit);
+        let mut rows: Vec<ClaimedRow> = match self.database.pool() {
+            Pool::Postgres(pool) => {
+                sqlx::query_as(
+                    "SELECT id, engine_code, tenant_id, kind, payload, attempt, due_at
+                 FROM engine_work_claim($1, $2, $3, $4)",
+                )
                 .bind(&now)
-                .bind(&lease_until);
-            for code in engine_codes {
-                query = query.bind(code);
+                .bind(&lease_until)
+                .bind(engine_codes)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
             }
-            query.bind(i64::from(limit)).fetch_all(pool).await
-        })
+            Pool::Sqlite(_) => {
+                let claim = sqlite_claim_statement(engine_codes.len());
+                on_writer!(self.database, pool => {
+                    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(claim.clone()))
+                        .bind(&now)
+                        .bind(&lease_until)
+                        .bind(limit);
+                    for code in engine_codes {
+                        query = query.bind(code);
+                    }
+                    query.fetch_all(pool).await
+                })
+            }
+        }
         .context("claiming due engine work")?;
+        // The returned rows carry no order: put them back in due order.
         rows.sort_by(|left, right| left.6.cmp(&right.6));
         rows.into_iter()
             .map(|(id, engine_code, tenant_id, kind, payload, attempt, _)| {
@@ -239,12 +262,41 @@ impl WorkQueue {
             .collect()
     }
 
-    /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted, with one
-    /// statement per [`COMPLETION_CHUNK`] items. An item another host has claimed again since
-    /// (this host's lease ran out: a newer attempt) stays.
+    /// Hands back claimed items whose runs never started (a host stopping with claimed items
+    /// still waiting for a slot): pending again, due as before, their claim not counted as a
+    /// run. An item claimed again since (`attempt` moved on) is left alone.
+    pub async fn release(&self, unstarted: &[ClaimedWork]) -> anyhow::Result<()> {
+        for work in unstarted {
+            on_writer!(self.database, pool => sqlx::query(
+                "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1
+                 WHERE id = $1 AND attempt = $2 AND status = 'running'",
+            )
+            .bind(&work.id)
+            .bind(i64::from(work.attempt))
+            .execute(pool)
+            .await
+            .map(drop))
+            .context("handing back claimed engine work")?;
+        }
+        Ok(())
+    }
+
+    /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted in one
+    /// transaction (see [`Self::complete_in`]).
     pub async fn complete_many(&self, done: &[(String, u32)]) -> anyhow::Result<()> {
+        let mut tx = self.database.begin().await?;
+        Self::complete_in(&mut tx, done).await?;
+        tx.commit()
+            .await
+            .context("committing completed engine work")
+    }
+
+    /// Deletes the items of the successful runs `done` (`(id, attempt)`) in the caller's
+    /// transaction, one statement per [`COMPLETION_CHUNK`] items. An item another host has
+    /// claimed again since (this host's lease ran out: a newer attempt) stays.
+    pub async fn complete_in(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
         for chunk in done.chunks(COMPLETION_CHUNK) {
-            on_writer!(self.database, pool => {
+            on_tx!(tx, conn => {
                 let mut delete = sqlx::QueryBuilder::new(
                     "DELETE FROM engine_work WHERE (id, attempt) IN (VALUES ",
                 );
@@ -257,7 +309,7 @@ impl WorkQueue {
                     rows.push_unseparated(")");
                 }
                 delete.push(")");
-                delete.build().execute(pool).await.map(drop)
+                delete.build().execute(&mut **conn).await.map(drop)
             })
             .context("completing engine work")?;
         }
@@ -306,124 +358,176 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
-            concurrency: 32,
+            concurrency: 64,
             poll_interval: Duration::from_millis(500),
         }
     }
 }
 
 /// Runs due work of the engines loaded on this host until `shutdown`, then waits for the runs
-/// in flight (each bounded by the lifecycle deadline).
+/// in flight (each bounded by the lifecycle deadline) and hands back the items it had claimed
+/// but not started.
+///
+/// Claiming and running are two tasks: a claimer keeps up to `concurrency` claimed items
+/// waiting for a slot, claiming again once half of them have started (one claim statement per
+/// `concurrency / 2` items or more, where one per finished run would make every delivery pay a
+/// write transaction), and this task starts each waiting item as soon as a slot frees, without
+/// waiting for a claim.
 pub async fn run_worker(
     engines: Arc<EngineRegistry>,
     queue: WorkQueue,
     config: WorkerConfig,
     shutdown: CancellationToken,
 ) {
-    let permits = Arc::new(Semaphore::new(config.concurrency));
+    let concurrency = config.concurrency.max(1);
+    let permits = Arc::new(Semaphore::new(concurrency));
     let running = TaskTracker::new();
-    // Successful runs are deleted in batches by one task: one write transaction for many items
-    // instead of one each (the single SQLite writer is the bottleneck under load). Until its
-    // batch commits an item stays `running` under its lease, so nobody claims it again.
-    let (completed, completions) = tokio::sync::mpsc::unbounded_channel();
-    let completer = tokio::spawn(complete_in_batches(queue.clone(), completions));
-    // A run may take the whole lifecycle deadline; the lease outlives it.
-    let lease = engines.runtime().config().lifecycle_timeout + Duration::from_secs(30);
-    while !shutdown.is_cancelled() {
-        let codes: Vec<String> = engines
-            .loaded()
-            .iter()
-            .map(|engine| engine.descriptor.code.clone())
-            .collect();
-        // Wait for a free slot first: claiming with none free would find nothing and sleep a
-        // whole poll interval while runs finish (deliveries in bursts of `concurrency`).
-        let first_permit = tokio::select! {
+    // An item may wait for a slot while the runs ahead of it take the whole lifecycle deadline
+    // (at most `concurrency` items wait, and every run ahead ends within the deadline), then
+    // run for the deadline itself: the lease outlives both.
+    let lifecycle_timeout = engines.runtime().config().lifecycle_timeout;
+    let lease = lifecycle_timeout * 2 + Duration::from_secs(30);
+    let (waiting_sender, mut waiting) = tokio::sync::mpsc::channel(concurrency);
+    let claimer = tokio::spawn(claim_ahead(ClaimAhead {
+        engines: engines.clone(),
+        queue: queue.clone(),
+        waiting: waiting_sender,
+        lease,
+        poll_interval: config.poll_interval,
+        shutdown: shutdown.clone(),
+    }));
+    loop {
+        // A free slot first, then the next claimed item: items wait in `waiting` (whose
+        // capacity bounds them), not here.
+        let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => break,
             },
             () = shutdown.cancelled() => break,
         };
-        let free = u32::try_from(1 + permits.available_permits()).unwrap_or(u32::MAX);
-        let claimed = match queue.claim(&codes, free, lease).await {
+        let work = tokio::select! {
+            work = waiting.recv() => match work {
+                Some(work) => work,
+                None => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let engines = engines.clone();
+        let queue = queue.clone();
+        running.spawn(async move { run_one(&engines, &queue, work, permit).await });
+    }
+    // The claimer stops at `shutdown` (or ended because this loop did); what it had claimed
+    // and nobody started goes back to the queue for the next host to claim.
+    waiting.close();
+    if let Err(error) = claimer.await {
+        tracing::error!(%error, "the engine work claimer stopped");
+    }
+    let mut unstarted = Vec::new();
+    while let Ok(work) = waiting.try_recv() {
+        unstarted.push(work);
+    }
+    if !unstarted.is_empty()
+        && let Err(error) = queue.release(&unstarted).await
+    {
+        tracing::error!(
+            items = unstarted.len(),
+            error = format!("{error:#}"),
+            "handing back claimed engine work failed; it runs again when its lease ends"
+        );
+    }
+    running.close();
+    running.wait().await;
+}
+
+/// What the claimer of [`run_worker`] works with.
+struct ClaimAhead {
+    engines: Arc<EngineRegistry>,
+    queue: WorkQueue,
+    /// Claimed items waiting for a slot; its capacity is the most that may wait.
+    waiting: tokio::sync::mpsc::Sender<ClaimedWork>,
+    lease: Duration,
+    poll_interval: Duration,
+    shutdown: CancellationToken,
+}
+
+/// Claims due items into `waiting` until `shutdown` or until the worker stops taking them: as
+/// many as there is room for, once there is room for half of its capacity. When nothing is
+/// due it waits for an enqueue on this host or the poll interval (other hosts' work).
+async fn claim_ahead(claimer: ClaimAhead) {
+    let ClaimAhead {
+        engines,
+        queue,
+        waiting,
+        lease,
+        poll_interval,
+        shutdown,
+    } = claimer;
+    let batch = (waiting.max_capacity() / 2).max(1);
+    while !shutdown.is_cancelled() {
+        let room = tokio::select! {
+            room = waiting.reserve_many(batch) => match room {
+                Ok(room) => room,
+                Err(_) => return,
+            },
+            () = shutdown.cancelled() => return,
+        };
+        let mut room: Vec<_> = room.collect();
+        if let Ok(more) = waiting.try_reserve_many(waiting.capacity()) {
+            room.extend(more);
+        }
+        let codes: Vec<String> = engines
+            .loaded()
+            .iter()
+            .map(|engine| engine.descriptor.code.clone())
+            .collect();
+        let limit = u32::try_from(room.len()).unwrap_or(u32::MAX);
+        let claimed = match queue.claim(&codes, limit, lease).await {
             Ok(claimed) => claimed,
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "claiming engine work failed");
                 Vec::new()
             }
         };
-        if claimed.is_empty() {
-            drop(first_permit);
+        let found = claimed.len();
+        for (slot, work) in room.into_iter().zip(claimed) {
+            slot.send(work);
+        }
+        if found == 0 {
             tokio::select! {
                 () = queue.enqueued() => {}
-                () = tokio::time::sleep(config.poll_interval) => {}
-                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(poll_interval) => {}
+                () = shutdown.cancelled() => return,
             }
-            continue;
         }
-        let mut first_permit = Some(first_permit);
-        for work in claimed {
-            let permit = match first_permit.take() {
-                Some(permit) => permit,
-                None => match permits.clone().acquire_owned().await {
-                    Ok(permit) => permit,
-                    Err(_) => break,
-                },
-            };
-            let engines = engines.clone();
-            let queue = queue.clone();
-            let completed = completed.clone();
-            running.spawn(async move {
-                run_one(&engines, &queue, &completed, work).await;
-                drop(permit);
-            });
-        }
-    }
-    running.close();
-    running.wait().await;
-    drop(completed);
-    if let Err(error) = completer.await {
-        tracing::error!(%error, "the engine work completer stopped");
     }
 }
-
-/// Most items the completer takes at once.
-const COMPLETION_BATCH: usize = 256;
 
 /// Most items deleted by one statement (two parameters each).
 const COMPLETION_CHUNK: usize = 256;
 
-/// Deletes completed items as they come, each batch what arrived since the last commit; ends
-/// when every sender is gone and everything received is committed.
-async fn complete_in_batches(
-    queue: WorkQueue,
-    mut completions: tokio::sync::mpsc::UnboundedReceiver<(String, u32)>,
-) {
-    let mut batch = Vec::with_capacity(COMPLETION_BATCH);
-    while completions.recv_many(&mut batch, COMPLETION_BATCH).await > 0 {
-        if let Err(error) = queue.complete_many(&batch).await {
-            tracing::error!(
-                items = batch.len(),
-                error = format!("{error:#}"),
-                "recording completed engine work failed; it runs again when its lease ends"
-            );
-        }
-        batch.clear();
-    }
-}
-
-/// Runs one claimed item and records its outcome (a success through the completer).
+/// Runs one claimed item in the slot `permit` holds and records its outcome. A success is
+/// deleted through the host's group-commit writer, in the transaction of whatever else is
+/// being written at that moment (other runs' completions, engines' storage batches), after the
+/// slot is given back; until then the item stays `running` under its lease, so nobody claims
+/// it again, and a crash before the commit runs it again.
 async fn run_one(
     engines: &EngineRegistry,
     queue: &WorkQueue,
-    completed: &tokio::sync::mpsc::UnboundedSender<(String, u32)>,
     work: ClaimedWork,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let outcome = deliver(engines, &work).await;
+    drop(permit);
     let recorded = match &outcome {
-        Ok(()) => completed
-            .send((work.id.clone(), work.attempt))
-            .map_err(|_| anyhow::anyhow!("the completer has stopped")),
+        Ok(()) => {
+            engines
+                .runtime()
+                .services()
+                .batch_writer
+                .complete((work.id.clone(), work.attempt))
+                .await
+        }
         Err(error) => {
             tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, %error, "engine work failed");
             queue.fail(&work, error).await

@@ -34,6 +34,109 @@ pub async fn get(
     .context("reading engine storage")
 }
 
+/// Most keys one [`get_many`] reads.
+pub const MAX_GET_MANY: usize = 1000;
+
+/// The values under `keys` of one scope, in the order of `keys` (`None` where absent): see
+/// [`get_across`].
+pub async fn get_many(
+    database: &Database,
+    scope: &KvScope<'_>,
+    keys: &[String],
+) -> anyhow::Result<Vec<Option<Vec<u8>>>> {
+    anyhow::ensure!(
+        keys.len() <= MAX_GET_MANY,
+        "at most {MAX_GET_MANY} keys per read"
+    );
+    let wanted: Vec<KvKey<'_>> = keys
+        .iter()
+        .map(|key| KvKey {
+            engine_code: scope.engine_code,
+            tenant_id: scope.tenant_id,
+            key,
+        })
+        .collect();
+    get_across(database, &wanted).await
+}
+
+/// One key in its engine and tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvKey<'a> {
+    pub engine_code: &'a str,
+    pub tenant_id: &'a str,
+    pub key: &'a str,
+}
+
+/// Most keys one statement of [`get_across`] reads (three parameters each).
+const READ_CHUNK: usize = 256;
+
+/// The statement of [`get_across`] for `rows` keys, `$1…$3·rows` (engine, tenant, key each).
+fn read_statement(rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::from("WITH wanted (position, engine_code, tenant_id, key) AS (VALUES ");
+    for row in 0..rows {
+        let first = 3 * row + 1;
+        let separator = if row == 0 { "" } else { ", " };
+        let _ = write!(
+            sql,
+            "{separator}({row}, ${first}, ${}, ${})",
+            first + 1,
+            first + 2
+        );
+    }
+    sql.push_str(
+        ") SELECT (SELECT value FROM engine_kv
+                   WHERE engine_code = wanted.engine_code AND tenant_id = wanted.tenant_id
+                     AND key = wanted.key)
+           FROM wanted ORDER BY wanted.position",
+    );
+    sql
+}
+
+/// The values under `wanted` (keys of any engines and tenants), in the order of `wanted`
+/// (`None` where absent), one statement per [`READ_CHUNK`] keys.
+///
+/// Each key is looked up by a scalar subquery on the whole primary key, which both databases
+/// plan as one index search per key whatever their statistics say (PostgreSQL planned
+/// `key = ANY($3)` on a never-analyzed table as a read of every entry of the engine and tenant;
+/// SQLite reads a row-value `IN (VALUES …)` by scanning the table). The keys are a `VALUES`
+/// list, padded to a power of two by repeating the last one, so the statement has few shapes:
+/// each connection prepares each shape once, and PostgreSQL's plan cache keeps one generic
+/// plan per shape (an array parameter would be planned again on every call).
+pub async fn get_across(
+    database: &Database,
+    wanted: &[KvKey<'_>],
+) -> anyhow::Result<Vec<Option<Vec<u8>>>> {
+    let mut values = Vec::with_capacity(wanted.len());
+    for chunk in wanted.chunks(READ_CHUNK) {
+        let rows = chunk.len().next_power_of_two();
+        let last = chunk[chunk.len() - 1];
+        let padded = || {
+            chunk
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(last, rows - chunk.len()))
+        };
+        let sql = read_statement(rows);
+        let mut found: Vec<Option<Vec<u8>>> = on_pool!(database, pool => {
+            let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.as_str()));
+            for key in padded() {
+                query = query.bind(key.engine_code).bind(key.tenant_id).bind(key.key);
+            }
+            query.fetch_all(pool).await
+        })
+        .context("reading engine storage")?;
+        anyhow::ensure!(
+            found.len() == rows,
+            "a storage read answered {} rows for {rows} keys",
+            found.len()
+        );
+        found.truncate(chunk.len());
+        values.extend(found);
+    }
+    Ok(values)
+}
+
 pub async fn set(
     database: &Database,
     scope: &KvScope<'_>,
@@ -227,15 +330,34 @@ pub struct KvWrite<'a> {
     pub value: Option<&'a [u8]>,
 }
 
+/// The sets and the deletes of `writes`, each in key order: two transactions writing the same
+/// keys at once (two hosts sharing one PostgreSQL) then lock their rows in the same order,
+/// instead of each waiting for a row the other holds.
+pub fn in_key_order<'w, 'a>(
+    writes: &'w [KvWrite<'a>],
+) -> (Vec<&'w KvWrite<'a>>, Vec<&'w KvWrite<'a>>) {
+    let (mut sets, mut deletes): (Vec<&KvWrite<'a>>, Vec<&KvWrite<'a>>) =
+        writes.iter().partition(|write| write.value.is_some());
+    let order = |left: &&KvWrite<'a>, right: &&KvWrite<'a>| {
+        (left.engine_code, left.tenant_id, left.key).cmp(&(
+            right.engine_code,
+            right.tenant_id,
+            right.key,
+        ))
+    };
+    sets.sort_unstable_by(order);
+    deletes.sort_unstable_by(order);
+    (sets, deletes)
+}
+
 /// Rows per multi-row statement (five parameters each).
 const WRITE_CHUNK: usize = 200;
 
-/// Applies `writes` in `tx` with multi-row statements; every (engine, tenant, key) appears at
-/// most once (PostgreSQL refuses an upsert touching one row twice).
+/// Applies `writes` in `tx` with multi-row statements, in key order; every (engine, tenant,
+/// key) appears at most once (PostgreSQL refuses an upsert touching one row twice).
 pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()> {
     let now = time::now();
-    let (sets, deletes): (Vec<&KvWrite<'_>>, Vec<&KvWrite<'_>>) =
-        writes.iter().partition(|write| write.value.is_some());
+    let (sets, deletes) = in_key_order(writes);
     for chunk in sets.chunks(WRITE_CHUNK) {
         on_tx!(tx, conn => {
             let mut upsert = sqlx::QueryBuilder::new(

@@ -313,12 +313,31 @@ fn apply(delivery: &mut Delivery, outcome: &Outcome) {
     }
 }
 
+/// What the webhook's consecutive-failure count was known to be before an attempt.
+#[derive(Debug, Clone, Copy)]
+enum KnownFailures {
+    /// Not read: read it when counting.
+    Unknown,
+    /// Read (in the same snapshot as the webhook and the delivery) before the attempt:
+    /// `None` when nothing was counted.
+    Read(Option<u32>),
+}
+
 /// Counts the attempt for the webhook: a success resets the consecutive failures, a failure
 /// adds one, and the [`DISABLE_AFTER_FAILURES`]th disables the webhook. Compare-and-swap, so
-/// attempts running at once do not lose a count.
-fn count_for_webhook(webhook_id: &str, delivered: bool) -> Result<(), HostError> {
+/// attempts running at once do not lose a count. A success whose attempt began with no
+/// failures counted writes nothing (it counts as made when it read: a failure recorded by
+/// another attempt since then stays, to be reset by the next success).
+fn count_for_webhook(
+    webhook_id: &str,
+    delivered: bool,
+    known: KnownFailures,
+) -> Result<(), HostError> {
     let key = failures_key(webhook_id);
     if delivered {
+        if matches!(known, KnownFailures::Read(None | Some(0))) {
+            return Ok(());
+        }
         storage::update_json::<u32, _>(&key, |current| match current {
             Some(failures) if failures > 0 => Update::Delete,
             _ => Update::Keep,
@@ -342,17 +361,53 @@ fn count_for_webhook(webhook_id: &str, delivered: bool) -> Result<(), HostError>
     Ok(())
 }
 
+/// What an automatic attempt starts from, read together (one storage round trip); `None`
+/// where absent.
+struct AttemptState {
+    webhook: Option<Webhook>,
+    delivery: Option<Delivery>,
+    /// The webhook's consecutive failures.
+    failures: Option<u32>,
+}
+
+fn attempt_state(request: &AttemptJob) -> Result<AttemptState, HostError> {
+    let keys = [
+        webhook_key(&request.webhook_id),
+        delivery_key(&request.webhook_id, &request.delivery_id),
+        failures_key(&request.webhook_id),
+    ];
+    let values = storage::get_many(&[&keys[0], &keys[1], &keys[2]])?;
+    let [webhook, delivery, failures]: [Option<Vec<u8>>; 3] = values
+        .try_into()
+        .map_err(|_| HostError::new("storage.get-many", "answered a different number of keys"))?;
+    fn decode<T: serde::de::DeserializeOwned>(
+        key: &str,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<Option<T>, HostError> {
+        bytes
+            .map(|bytes| storage::decode_json(key, &bytes))
+            .transpose()
+    }
+    Ok(AttemptState {
+        webhook: decode(&keys[0], webhook)?,
+        delivery: decode(&keys[1], delivery)?,
+        failures: decode(&keys[2], failures)?,
+    })
+}
+
 /// `run-job`: automatic attempt `attempt` of a delivery.
 pub fn run_attempt(job: &Job) -> Result<(), String> {
     let request: AttemptJob = job.payload_json()?;
+    let AttemptState {
+        webhook,
+        delivery,
+        failures,
+    } = attempt_state(&request)?;
     // A deleted webhook took its deliveries along: nothing to do.
-    let Some(webhook) = super::load(&request.webhook_id)? else {
+    let (Some(webhook), Some(mut delivery)) = (webhook, delivery) else {
         return Ok(());
     };
-    let key = delivery_key(&request.webhook_id, &request.delivery_id);
-    let Some(mut delivery) = storage::get_json::<Delivery>(&key)? else {
-        return Ok(());
-    };
+    let key = delivery.key();
     let stale = delivery.status == Status::Delivered
         || delivery.in_dead_letters
         || delivery.automatic_attempts >= request.attempt;
@@ -400,7 +455,11 @@ pub fn run_attempt(job: &Job) -> Result<(), String> {
     }
     batch.put(key, &delivery)?;
     batch.commit()?;
-    count_for_webhook(&webhook.id, outcome.delivered)?;
+    count_for_webhook(
+        &webhook.id,
+        outcome.delivered,
+        KnownFailures::Read(failures),
+    )?;
     Ok(())
 }
 
@@ -456,7 +515,7 @@ fn attempt_now(webhook: &Webhook, delivery: &mut Delivery) -> Result<Outcome, Ho
         batch.delete(dead_letter_key(&delivery.id));
     }
     batch.commit()?;
-    count_for_webhook(&webhook.id, outcome.delivered)?;
+    count_for_webhook(&webhook.id, outcome.delivered, KnownFailures::Unknown)?;
     Ok(outcome)
 }
 

@@ -4,7 +4,8 @@
 //!   refusals are 422 `{"message"}`.
 //! - `DELETE /api/v1/jobs/{id}` → 200 `{"data": {"cancelled": bool}}`
 //! - `GET /api/v1/runs` → 200 `{"data": [{"job_id", "payload", "attempt"}, …]}`: every run, in
-//!   the order they happened. A job whose payload is `fail-once` fails its first run.
+//!   the order they happened. A job whose payload is `fail-once` fails its first run; one whose
+//!   payload is `busy-ms:N` records its run, then busy-waits N milliseconds.
 //! - `POST /api/v1/events` `{"event_type", "payload": {…}}` → 202, or 409 with the host's reason.
 
 use tessera_sdk::serde_json::{Value, json};
@@ -38,6 +39,15 @@ impl Engine for Jobber {
         )?;
         if payload == "fail-once" && job.attempt == 1 {
             return Err("failing the first run on purpose".into());
+        }
+        if let Some(ms) = payload
+            .strip_prefix("busy-ms:")
+            .and_then(|ms| ms.parse::<u64>().ok())
+        {
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_millis(ms) {
+                std::hint::spin_loop();
+            }
         }
         Ok(())
     }

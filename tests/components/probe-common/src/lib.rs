@@ -5,6 +5,8 @@
 //! - `PUT /api/v1/kv/{key}` stores the raw body under `kv/{key}` → 204
 //! - `GET /api/v1/kv/{key}` → 200 `{"data": "<value as UTF-8>"}`, or 404 `Key not found.`
 //! - `GET /api/v1/kv?cursor&limit` → 200 `{"data": ["k1", …], "meta": {next_cursor, has_more}}`
+//! - `GET /api/v1/kv-many?keys=k1,k2,…` → 200 `{"data": ["<value>" or null, …]}`: one
+//!   `storage.get-many` of `kv/k1`, `kv/k2`, … in that order
 
 use tessera_sdk::{
     ApiError, Context, CursorPage, Descriptor, HandlerResult, Request, Response, Router, storage,
@@ -24,6 +26,7 @@ pub fn handle(ctx: &Context, request: Request) -> Response {
         .put("/api/v1/kv/{key}", put)
         .get("/api/v1/kv/{key}", get)
         .get("/api/v1/kv", list)
+        .get("/api/v1/kv-many", get_many)
         .handle(ctx, request)
 }
 
@@ -38,6 +41,22 @@ fn get(_ctx: &Context, request: &Request) -> HandlerResult {
     let value = storage::get(&format!("{PREFIX}{}", request.param("key")))?
         .ok_or_else(|| ApiError::not_found("Key"))?;
     Ok(Response::ok(&String::from_utf8_lossy(&value)))
+}
+
+fn get_many(_ctx: &Context, request: &Request) -> HandlerResult {
+    let query = request.query(&["keys"])?;
+    let keys: Vec<String> = query
+        .get("keys")
+        .unwrap_or_default()
+        .split(',')
+        .map(|key| format!("{PREFIX}{key}"))
+        .collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let values: Vec<Option<String>> = storage::get_many(&keys)?
+        .into_iter()
+        .map(|value| value.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+        .collect();
+    Ok(Response::ok(&values))
 }
 
 fn list(_ctx: &Context, request: &Request) -> HandlerResult {
