@@ -347,9 +347,11 @@ impl WorkQueue {
 /// How the worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Items run at once on this host (default 32: most runs wait on the network or the
+    /// Items run at once on this host (default 64: most runs wait on the network or the
     /// database, e.g. a webhook delivery waiting for its receiver, so a slow receiver does
-    /// not hold up the others).
+    /// not hold up the others, and 32 left two cores a quarter idle under a backlog; well
+    /// under the 200 pooled instances, so HTTP requests keep theirs). As many claimed items
+    /// may wait for a slot.
     pub concurrency: usize,
     /// How often the worker looks for due items when nothing woke it.
     pub poll_interval: Duration,
