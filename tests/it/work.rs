@@ -74,6 +74,36 @@ async fn schedule(app: &TestApp, token: &str, in_ms: u64, payload: &str) -> Stri
     body["data"]["job_id"].as_str().unwrap().to_owned()
 }
 
+/// A fresh, migrated database and the work queue over it (keep the first: dropping it removes
+/// the database).
+async fn migrated_queue(
+    backend: crate::helpers::Backend,
+) -> (
+    crate::helpers::TestDatabase,
+    tessera_host::storage::Database,
+    WorkQueue,
+) {
+    let test_database = crate::helpers::TestDatabase::new(backend).await;
+    let database = test_database.connect().await;
+    database
+        .migrate(&test_database.data_dir)
+        .await
+        .expect("migrating");
+    let queue = WorkQueue::new(database.clone());
+    (test_database, database, queue)
+}
+
+/// A job of `engine_code` for the tenant `tenant`, due at `due_at`.
+fn job(engine_code: &str, due_at: chrono::DateTime<chrono::Utc>, payload: &str) -> NewWork {
+    NewWork {
+        engine_code: engine_code.to_owned(),
+        tenant_id: "tenant".to_owned(),
+        kind: WorkKind::Job,
+        payload: payload.as_bytes().to_vec(),
+        due_at,
+    }
+}
+
 async fn work_rows(app: &TestApp, engine_code: &str) -> i64 {
     let database = &app.state().database;
     tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
@@ -282,20 +312,14 @@ database_test!(
 database_test!(
     claims_take_the_oldest_due_items_and_completions_only_their_own_attempt,
     |backend| async move {
-        let test_database = crate::helpers::TestDatabase::new(backend).await;
-        let database = test_database.connect().await;
-        database
-            .migrate(&test_database.data_dir)
-            .await
-            .expect("migrating");
-        let queue = WorkQueue::new(database.clone());
+        let (_test_database, database, queue) = migrated_queue(backend).await;
         let now = chrono::Utc::now();
-        let item = |engine_code: &str, seconds_ago: i64, payload: &str| NewWork {
-            engine_code: engine_code.to_owned(),
-            tenant_id: "tenant".to_owned(),
-            kind: WorkKind::Job,
-            payload: payload.as_bytes().to_vec(),
-            due_at: now - chrono::Duration::seconds(seconds_ago),
+        let item = |engine_code: &str, seconds_ago: i64, payload: &str| {
+            job(
+                engine_code,
+                now - chrono::Duration::seconds(seconds_ago),
+                payload,
+            )
         };
         // A backlog enqueued newest first, items of an engine this host does not run, and
         // items not due yet.
@@ -386,21 +410,9 @@ database_test!(
         use tessera_host::runtime::batch_writer::{BatchWriter, StorageBatch};
         use tessera_host::storage::engine_kv::{self, KvScope};
 
-        let test_database = crate::helpers::TestDatabase::new(backend).await;
-        let database = test_database.connect().await;
-        database
-            .migrate(&test_database.data_dir)
-            .await
-            .expect("migrating");
-        let queue = WorkQueue::new(database.clone());
+        let (_test_database, database, queue) = migrated_queue(backend).await;
         let now = chrono::Utc::now();
-        let item = |payload: &str| NewWork {
-            engine_code: "jobber".to_owned(),
-            tenant_id: "tenant".to_owned(),
-            kind: WorkKind::Job,
-            payload: payload.as_bytes().to_vec(),
-            due_at: now - chrono::Duration::seconds(10),
-        };
+        let item = |payload: &str| job("jobber", now - chrono::Duration::seconds(10), payload);
         queue
             .enqueue(&[item("first"), item("second"), item("third")])
             .await

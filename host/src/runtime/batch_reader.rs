@@ -45,15 +45,15 @@ impl BatchReader {
     /// where absent), read from one snapshot.
     pub async fn get(
         &self,
-        engine_code: &str,
-        tenant_id: &str,
+        engine_code: String,
+        tenant_id: String,
         keys: Vec<String>,
     ) -> anyhow::Result<Vec<Option<Vec<u8>>>> {
         let (reply, answer) = oneshot::channel();
         self.reads
             .send(Read {
-                engine_code: engine_code.to_owned(),
-                tenant_id: tenant_id.to_owned(),
+                engine_code,
+                tenant_id,
                 keys,
                 reply,
             })

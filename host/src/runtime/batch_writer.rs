@@ -200,9 +200,9 @@ async fn write_group(
     Ok(ids)
 }
 
-/// One field of every write, as an array parameter.
-fn column<'a>(writes: &[&KvWrite<'a>], field: impl Fn(&KvWrite<'a>) -> &'a str) -> Vec<&'a str> {
-    writes.iter().map(|write| field(write)).collect()
+/// One field of every item, as an array parameter.
+fn column<'a, T, U>(items: &'a [T], field: impl Fn(&'a T) -> U) -> Vec<U> {
+    items.iter().map(field).collect()
 }
 
 /// [`write_group`] on PostgreSQL: every row as arrays to one function call.
@@ -225,48 +225,18 @@ async fn write_group_postgres(
     .bind(column(&sets, |write| write.engine_code))
     .bind(column(&sets, |write| write.tenant_id))
     .bind(column(&sets, |write| write.key))
-    .bind(
-        sets.iter()
-            .map(|write| write.value.unwrap_or_default())
-            .collect::<Vec<&[u8]>>(),
-    )
+    .bind(column(&sets, |write| write.value.unwrap_or_default()))
     .bind(column(&deletes, |write| write.engine_code))
     .bind(column(&deletes, |write| write.tenant_id))
     .bind(column(&deletes, |write| write.key))
     .bind(&job_ids)
-    .bind(
-        jobs.iter()
-            .map(|job| job.engine_code.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        jobs.iter()
-            .map(|job| job.tenant_id.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(jobs.iter().map(|job| job.kind.as_str()).collect::<Vec<_>>())
-    .bind(
-        jobs.iter()
-            .map(|job| job.payload.as_slice())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        jobs.iter()
-            .map(|job| time::format(job.due_at))
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        completions
-            .iter()
-            .map(|(id, _)| id.as_str())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        completions
-            .iter()
-            .map(|(_, attempt)| i64::from(*attempt))
-            .collect::<Vec<_>>(),
-    )
+    .bind(column(&jobs, |job| job.engine_code.as_str()))
+    .bind(column(&jobs, |job| job.tenant_id.as_str()))
+    .bind(column(&jobs, |job| job.kind.as_str()))
+    .bind(column(&jobs, |job| job.payload.as_slice()))
+    .bind(column(&jobs, |job| time::format(job.due_at)))
+    .bind(column(completions, |(id, _)| id.as_str()))
+    .bind(column(completions, |(_, attempt)| i64::from(*attempt)))
     .bind(time::now())
     .execute(pool)
     .await

@@ -174,7 +174,7 @@ impl StoreState {
             return Ok(Vec::new());
         }
         let reader = self.services.batch_reader.clone();
-        match reader.get(&engine_code, &tenant_id, keys).await {
+        match reader.get(engine_code, tenant_id, keys).await {
             Ok(values) => Ok(values),
             Err(error) => Err(self.import_failure("storage", error)),
         }

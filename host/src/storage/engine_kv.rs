@@ -70,6 +70,13 @@ pub struct KvKey<'a> {
 /// Most keys one statement of [`get_across`] reads (three parameters each).
 const READ_CHUNK: usize = 256;
 
+/// The statements of [`get_across`], one per power of two up to [`READ_CHUNK`] keys, made once.
+static READ_STATEMENTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    (0..=READ_CHUNK.trailing_zeros())
+        .map(|power| read_statement(1 << power))
+        .collect()
+});
+
 /// The statement of [`get_across`] for `rows` keys, `$1…$3·rows` (engine, tenant, key each).
 fn read_statement(rows: usize) -> String {
     use std::fmt::Write as _;
@@ -117,7 +124,7 @@ pub async fn get_across(
                 .copied()
                 .chain(std::iter::repeat_n(last, rows - chunk.len()))
         };
-        let sql = read_statement(rows);
+        let sql = &READ_STATEMENTS[rows.trailing_zeros() as usize];
         let mut found: Vec<Option<Vec<u8>>> = on_pool!(database, pool => {
             let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.as_str()));
             for key in padded() {
