@@ -945,8 +945,14 @@ async fn create_workflows(state: &AppState, tenant: &BenchTenant) -> anyhow::Res
             definition,
         )
         .await?;
-        workflows::store::set_active(&state.database, &tenant.tenant_id, &workflow.id, true)
-            .await?;
+        workflows::store::set_active(
+            &state.database,
+            &tenant.tenant_id,
+            &workflow.id,
+            true,
+            state.config.workflows.max_active_per_tenant,
+        )
+        .await?;
     }
     Ok(())
 }

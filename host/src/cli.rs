@@ -99,6 +99,8 @@ pub enum TenancyCommand {
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
+    // Everything the host creates (database, WAL, caches, lock files) is private to its user.
+    crate::secrets::restrict_umask();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -48,6 +48,7 @@ impl StorageArgs {
                 .unwrap_or_else(|| DatabaseConfig::default_url(&self.data_dir)),
             data_dir: self.data_dir.clone(),
             max_connections: 16,
+            sqlite_wal_max_bytes: crate::storage::DEFAULT_SQLITE_WAL_MAX_BYTES,
         }
     }
 }
@@ -91,6 +92,42 @@ impl std::fmt::Debug for Secret {
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub max_body_bytes: usize,
+    /// `TESSERA_HTTP_HEADER_TIMEOUT` (default 10 s): a request head must arrive whole within it,
+    /// counted from the connection's opening or from its first byte on a kept-alive connection.
+    pub header_timeout: Duration,
+    /// `TESSERA_HTTP_BODY_TIMEOUT` (default 60 s): a request body must arrive whole within it,
+    /// counted from its head; beyond it, 408 and the connection is closed.
+    pub body_timeout: Duration,
+    /// `TESSERA_HTTP_IDLE_TIMEOUT` (default 60 s): a connection without a request in flight, or
+    /// moving no bytes, is closed after it.
+    pub idle_timeout: Duration,
+    /// `TESSERA_HTTP_MAX_CONNECTIONS` (default 10,000): connections served at once; further
+    /// ones wait in the listen backlog until one closes.
+    pub max_connections: usize,
+}
+
+impl HttpConfig {
+    /// The body limit given, the connection limits from the environment.
+    pub fn from_env(max_body_bytes: usize) -> anyhow::Result<Self> {
+        let timeout = |name: &str, default: u64| -> anyhow::Result<Duration> {
+            let value = env_var::<humantime::Duration>(name)?
+                .map_or(Duration::from_secs(default), Duration::from);
+            anyhow::ensure!(!value.is_zero(), "{name} must be above zero");
+            Ok(value)
+        };
+        let max_connections = env_var::<usize>("TESSERA_HTTP_MAX_CONNECTIONS")?.unwrap_or(10_000);
+        anyhow::ensure!(
+            max_connections >= 1,
+            "TESSERA_HTTP_MAX_CONNECTIONS must be at least 1"
+        );
+        Ok(Self {
+            max_body_bytes,
+            header_timeout: timeout("TESSERA_HTTP_HEADER_TIMEOUT", 10)?,
+            body_timeout: timeout("TESSERA_HTTP_BODY_TIMEOUT", 60)?,
+            idle_timeout: timeout("TESSERA_HTTP_IDLE_TIMEOUT", 60)?,
+            max_connections,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +136,12 @@ pub struct WebhookConfig {
     pub retry_schedule: Vec<Duration>,
     pub allow_private_targets: bool,
     pub extra_ca: Option<PathBuf>,
+    /// `TESSERA_WEBHOOK_DNS_SERVERS` (default: none, the system resolver): name servers
+    /// (`ip` or `ip:port`, comma-separated) that engines' outbound names resolve through.
+    pub dns_servers: Vec<std::net::SocketAddr>,
+    /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
+    /// creation and update) waits for a name to resolve; a name not resolved by then passes.
+    pub check_dns_timeout: Duration,
 }
 
 /// Requests per 60 s.
@@ -163,6 +206,30 @@ pub struct Config {
     pub smtp: SmtpConfig,
     /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`).
     pub work: crate::runtime::work::WorkerConfig,
+    /// Bounds of engines' storage scans (`TESSERA_ENGINE_SCAN_PAGE`, `TESSERA_ENGINE_SCAN_BUDGET`).
+    pub engine_scans: EngineScanConfig,
+    /// Workflow limits (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`,
+    /// `TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`).
+    pub workflows: crate::core::workflows::WorkflowLimits,
+}
+
+/// How much of a tenant's engine storage one engine call may read through `storage.scan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineScanConfig {
+    /// `TESSERA_ENGINE_SCAN_PAGE`: most entries one scan returns, whatever it asks (default 1000).
+    pub page: u32,
+    /// `TESSERA_ENGINE_SCAN_BUDGET`: most entries all the scans of one engine call return
+    /// together (default 10,000); a scan past it fails with `scan budget exhausted`.
+    pub budget: u64,
+}
+
+impl Default for EngineScanConfig {
+    fn default() -> Self {
+        Self {
+            page: 1000,
+            budget: 10_000,
+        }
+    }
 }
 
 /// What the drive engine reads through `settings` (`drive.*`).
@@ -197,15 +264,23 @@ impl Config {
         Ok(Self {
             listen: args.listen,
             data_dir: args.storage.data_dir.clone(),
-            database: args.storage.database_config(),
+            database: {
+                let mut database = args.storage.database_config();
+                if let Some(bytes) = env_var::<u64>("TESSERA_SQLITE_WAL_MAX_BYTES")? {
+                    anyhow::ensure!(
+                        bytes >= 1024 * 1024,
+                        "TESSERA_SQLITE_WAL_MAX_BYTES must be at least 1048576 (1 MiB)"
+                    );
+                    database.sqlite_wal_max_bytes = bytes;
+                }
+                database
+            },
             plugins_dir: args.storage.plugins_dir.clone(),
             public_url,
             service_secret: env_var("TESSERA_SERVICE_SECRET")?
                 .filter(|value: &String| !value.is_empty())
                 .map(Secret::new),
-            http: HttpConfig {
-                max_body_bytes: args.max_body_bytes,
-            },
+            http: HttpConfig::from_env(args.max_body_bytes)?,
             webhook: WebhookConfig {
                 retry_schedule: match env_var::<String>("TESSERA_WEBHOOK_RETRY_SCHEDULE")? {
                     Some(text) => {
@@ -216,6 +291,16 @@ impl Config {
                 allow_private_targets: env_var("TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS")?
                     .unwrap_or(false),
                 extra_ca: env_var::<PathBuf>("TESSERA_WEBHOOK_EXTRA_CA")?,
+                dns_servers: match env_var::<String>("TESSERA_WEBHOOK_DNS_SERVERS")? {
+                    Some(text) => crate::runtime::outbound::parse_dns_servers(&text)
+                        .map_err(anyhow::Error::msg)
+                        .context("TESSERA_WEBHOOK_DNS_SERVERS")?,
+                    None => Vec::new(),
+                },
+                check_dns_timeout: env_var::<humantime::Duration>(
+                    "TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT",
+                )?
+                .map_or(crate::runtime::outbound::CHECK_DNS_TIMEOUT, Into::into),
             },
             rate_limits: RateLimitConfig {
                 auth_per_minute: env_var("TESSERA_RATE_LIMIT_AUTH")?.unwrap_or(60),
@@ -238,6 +323,29 @@ impl Config {
                 if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MAX_BODY_BYTES")? {
                     runtime.max_request_bytes = bytes;
                     runtime.max_response_bytes = bytes;
+                }
+                // Engine capacity and each tenant's share of it (runtime/admission.rs).
+                if let Some(instances) = env_var::<u32>("TESSERA_ENGINE_MAX_INSTANCES")? {
+                    anyhow::ensure!(
+                        (1..=10_000).contains(&instances),
+                        "TESSERA_ENGINE_MAX_INSTANCES must be between 1 and 10000"
+                    );
+                    runtime.max_instances = instances;
+                }
+                if let Some(share) = env_var::<u32>("TESSERA_ENGINE_TENANT_CONCURRENCY")? {
+                    anyhow::ensure!(
+                        (1..=runtime.max_instances).contains(&share),
+                        "TESSERA_ENGINE_TENANT_CONCURRENCY must be between 1 and TESSERA_ENGINE_MAX_INSTANCES"
+                    );
+                    runtime.tenant_concurrency = Some(share);
+                }
+                if let Some(queue) = env_var::<u32>("TESSERA_ENGINE_TENANT_QUEUE")? {
+                    runtime.tenant_queue = queue;
+                }
+                if let Some(wait) =
+                    env_var::<humantime::Duration>("TESSERA_ENGINE_TENANT_QUEUE_TIMEOUT")?
+                {
+                    runtime.tenant_queue_timeout = wait.into();
                 }
                 runtime
             },
@@ -274,6 +382,39 @@ impl Config {
                     work.concurrency = concurrency;
                 }
                 work
+            },
+            workflows: {
+                let mut limits = crate::core::workflows::WorkflowLimits::default();
+                if let Some(max) = env_var::<u32>("TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT")? {
+                    anyhow::ensure!(
+                        max >= 1,
+                        "TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT must be at least 1"
+                    );
+                    limits.max_active_per_tenant = max;
+                }
+                if let Some(budget) = env_var::<u32>("TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET")? {
+                    anyhow::ensure!(
+                        budget >= 1,
+                        "TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET must be at least 1"
+                    );
+                    limits.chain_write_budget = budget;
+                }
+                limits
+            },
+            engine_scans: {
+                let mut scans = EngineScanConfig::default();
+                if let Some(page) = env_var::<u32>("TESSERA_ENGINE_SCAN_PAGE")? {
+                    anyhow::ensure!(
+                        (1..=100_000).contains(&page),
+                        "TESSERA_ENGINE_SCAN_PAGE must be between 1 and 100000"
+                    );
+                    scans.page = page;
+                }
+                if let Some(budget) = env_var::<u64>("TESSERA_ENGINE_SCAN_BUDGET")? {
+                    anyhow::ensure!(budget >= 1, "TESSERA_ENGINE_SCAN_BUDGET must be at least 1");
+                    scans.budget = budget;
+                }
+                scans
             },
             smtp: SmtpConfig {
                 url: env_var::<String>("TESSERA_SMTP_URL")?

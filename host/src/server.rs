@@ -33,13 +33,17 @@ fn password_hash_concurrency() -> usize {
 
 /// Opens the database, runs migrations and assembles the shared state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    // The data dir holds the database and secrets: 0700, everything in it private.
+    secrets::prepare_data_dir(&config.data_dir)?;
     let database = Database::connect_and_migrate(&config.database).await?;
     let service_secret = secrets::service_secret(&config)?;
-    let signing_keys = SigningKeys::load_or_create(database.clone(), config.auth.token_lifetime)
-        .await
-        .context("loading the token signing keys")?;
+    let signing_keys = SigningKeys::load_or_create(
+        database.clone(),
+        config.auth.token_lifetime,
+        &service_secret,
+    )
+    .await
+    .context("loading the token signing keys")?;
     let access_tokens = AccessTokens::new(signing_keys);
     let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
     let engines = crate::runtime::start_engines(&config, &database, RegistryRole::Serving).await?;
@@ -151,24 +155,27 @@ impl Application {
         ));
         crate::core::projections::spawn_workers(&state, &background, &shutdown);
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
-        let stopping = shutdown.clone();
-        let served = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+        // `stop` ends the listener (its own token) and, as before, tells the workers to stop.
+        let stop_serving = CancellationToken::new();
+        let stopping = async {
             stop.await;
             tracing::info!("shutting down: finishing in-flight requests");
-            stopping.cancel();
-        })
-        .await
-        .context("serving HTTP");
+            shutdown.cancel();
+            stop_serving.cancel();
+        };
+        let serving = crate::http::connections::serve(
+            listener,
+            router,
+            &state.config.http,
+            stop_serving.clone(),
+        );
+        tokio::join!(stopping, serving);
         shutdown.cancel();
         background.close();
         background.wait().await;
         state.database.close().await;
         tracing::info!("stopped");
-        served
+        Ok(())
     }
 }
 

@@ -100,15 +100,7 @@ async fn tenant(app: &TestApp) -> Tenant {
 
 /// A token of a guest of the tenant.
 async fn guest_token(app: &TestApp, tenant_id: &str) -> String {
-    let scope = tessera_host::auth::sessions::TokenScope {
-        user_id: uuid(),
-        tenant_id: tenant_id.into(),
-        workspace_id: None,
-        role: "viewer".into(),
-        user_type: "guest".into(),
-    };
-    let (_, token_set) = app.state().sessions.open(&scope).await.unwrap();
-    token_set.access_token
+    app.token_of(tenant_id, &uuid(), "viewer", "guest").await
 }
 
 /// Posts a message; returns its id.

@@ -742,17 +742,9 @@ database_test!(
         let app = spawn(backend, |_| {}).await;
         let tenant_id = uuid::Uuid::new_v4().to_string();
         let token_as = |role: &'static str, user_type: &'static str| {
-            let (sessions, tenant_id) = (app.state().sessions.clone(), tenant_id.clone());
-            async move {
-                let scope = tessera_host::auth::sessions::TokenScope {
-                    user_id: uuid::Uuid::new_v4().to_string(),
-                    tenant_id,
-                    workspace_id: None,
-                    role: role.into(),
-                    user_type: user_type.into(),
-                };
-                sessions.open(&scope).await.unwrap().1.access_token
-            }
+            let user_id = uuid::Uuid::new_v4().to_string();
+            let (app, tenant_id) = (&app, tenant_id.clone());
+            async move { app.token_of(&tenant_id, &user_id, role, user_type).await }
         };
         for (role, user_type, status) in [
             ("owner", "user", 200),

@@ -796,6 +796,11 @@ database_test!(
             "https://169.254.169.254/latest/meta-data",
             "https://10.1.2.3/hook",
             "https://[::1]/hook",
+            // 6to4 embedding 127.0.0.1, Teredo, NAT64 local-use, the 6to4 relay range.
+            "https://[2002:7f00:1::]/hook",
+            "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",
+            "https://[64:ff9b:1::a00:1]/hook",
+            "https://192.88.99.1/hook",
         ] {
             let body = json!({ "url": url, "events": ["message.created"], "secret": SECRET });
             let answer = json_with_status(
@@ -813,6 +818,87 @@ database_test!(
         .await;
         assert_eq!(listed["data"], json!([]));
         app.stop().await;
+    }
+);
+
+/// A name server on loopback that never answers: a UDP socket and a TCP listener on one port
+/// that take queries and connections and say nothing. Dropped with the returned handles.
+async fn silent_name_server() -> (
+    std::net::SocketAddr,
+    tokio::net::UdpSocket,
+    tokio::task::JoinHandle<()>,
+) {
+    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let address = udp.local_addr().unwrap();
+    let tcp = tokio::net::TcpListener::bind(address).await.unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = tcp.accept().await {
+            held.push(connection);
+        }
+    });
+    (address, udp, silent)
+}
+
+database_test!(
+    webhooks_are_created_and_updated_when_dns_does_not_answer,
+    |backend| async move {
+        let (name_server, _udp, silent) = silent_name_server().await;
+        let database = TestDatabase::new(backend).await;
+        crate::components::install_engines(&database.data_dir.join("plugins"), &["chat"]);
+        let configure = move |config: &mut Config| {
+            without_rate_limits(config);
+            assert!(!config.webhook.allow_private_targets, "the default");
+            config.webhook.dns_servers = vec![name_server];
+        };
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                database: Some(database),
+                configure: Some(Box::new(configure)),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let tenant = tenant(&app).await;
+
+        // The lookup at creation gives up on the silent server (TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT)
+        // before the engine's deadline: the name is accepted, each delivery checks it again.
+        let hook = create_webhook(
+            &app,
+            &tenant.owner,
+            "https://hooks.unanswered.example/in",
+            &["message.created"],
+        )
+        .await;
+        let hook_id = hook["id"].as_str().unwrap().to_owned();
+        let patched = json_with_status(
+            app.patch_as(
+                &format!("/chat/api/v1/webhooks/{hook_id}"),
+                &tenant.owner,
+                &json!({ "url": "https://other.unanswered.example/in" }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(
+            patched["data"]["url"],
+            "https://other.unanswered.example/in"
+        );
+        // Addresses still refuse at once, whatever DNS does.
+        let body = json!({
+            "url": "https://[2002:7f00:1::]/in", "events": ["message.created"], "secret": SECRET,
+        });
+        let refused = json_with_status(
+            app.post_as("/chat/api/v1/webhooks", &tenant.owner, &body)
+                .await,
+            422,
+        )
+        .await;
+        assert_eq!(refused["errors"]["url"], json!(["not_private"]));
+        app.stop().await;
+        silent.abort();
     }
 );
 

@@ -172,15 +172,7 @@ async fn tenant(app: &TestApp) -> Tenant {
 
 /// A token of a guest (token type `guest`) of a tenant, from a real session.
 async fn guest_token(app: &TestApp, tenant_id: &str, user_id: &str) -> String {
-    let scope = tessera_host::auth::sessions::TokenScope {
-        user_id: user_id.into(),
-        tenant_id: tenant_id.into(),
-        workspace_id: None,
-        role: "editor".into(),
-        user_type: "guest".into(),
-    };
-    let (_, token_set) = app.state().sessions.open(&scope).await.unwrap();
-    token_set.access_token
+    app.token_of(tenant_id, user_id, "editor", "guest").await
 }
 
 // ---------------------------------------------------------------------------------------------

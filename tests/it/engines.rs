@@ -337,7 +337,7 @@ async fn wait_for_engine(app: &crate::helpers::TestApp, code: &str, active: bool
 database_test!(
     engine_internal_endpoints_are_signed_and_reach_the_lifecycle_exports,
     |backend| async move {
-        use tessera_host::http::signature::sign;
+        use tessera_host::http::signature::sign_request;
         let app = spawn_app_with_plugins(backend, &["flaky-provision"]).await;
         let tenant_id = tenant();
         let body = serde_json::json!({ "tenant_id": tenant_id, "tenant_short_id": "acme", "name": "Acme" }).to_string();
@@ -359,7 +359,13 @@ database_test!(
         json_with_status(post(None, body.clone()).await.unwrap(), 401).await;
         json_with_status(
             post(
-                Some(sign(b"not the secret", now, body.as_bytes())),
+                Some(sign_request(
+                    b"not the secret",
+                    now,
+                    "POST",
+                    path,
+                    body.as_bytes(),
+                )),
                 body.clone(),
             )
             .await
@@ -369,7 +375,13 @@ database_test!(
         .await;
         json_with_status(
             post(
-                Some(sign(&secret, now - 301, body.as_bytes())),
+                Some(sign_request(
+                    &secret,
+                    now - 301,
+                    "POST",
+                    path,
+                    body.as_bytes(),
+                )),
                 body.clone(),
             )
             .await
@@ -378,16 +390,22 @@ database_test!(
         )
         .await;
         json_with_status(
-            post(Some(sign(&secret, now, b"{}")), body.clone())
-                .await
-                .unwrap(),
+            post(
+                Some(sign_request(&secret, now, "POST", path, b"{}")),
+                body.clone(),
+            )
+            .await
+            .unwrap(),
             401,
         )
         .await;
         let invalid = json_with_status(
-            post(Some(sign(&secret, now, b"{}")), "{}".into())
-                .await
-                .unwrap(),
+            post(
+                Some(sign_request(&secret, now, "POST", path, b"{}")),
+                "{}".into(),
+            )
+            .await
+            .unwrap(),
             422,
         )
         .await;
@@ -398,9 +416,12 @@ database_test!(
 
         // The component fails its first attempt for a tenant and succeeds afterwards.
         let failed = json_with_status(
-            post(Some(sign(&secret, now, body.as_bytes())), body.clone())
-                .await
-                .unwrap(),
+            post(
+                Some(sign_request(&secret, now, "POST", path, body.as_bytes())),
+                body.clone(),
+            )
+            .await
+            .unwrap(),
             502,
         )
         .await;
@@ -409,9 +430,12 @@ database_test!(
             "{failed}"
         );
         let done = json_with_status(
-            post(Some(sign(&secret, now, body.as_bytes())), body.clone())
-                .await
-                .unwrap(),
+            post(
+                Some(sign_request(&secret, now, "POST", path, body.as_bytes())),
+                body.clone(),
+            )
+            .await
+            .unwrap(),
             200,
         )
         .await;
@@ -428,13 +452,20 @@ database_test!(
         assert_eq!(attempts["data"]["attempts"], 2);
 
         let deprovision = serde_json::json!({ "tenant_id": tenant_id }).to_string();
+        let deprovision_path = "/flaky-provision/api/internal/flaky-provision/deprovision/tenant";
         let response = app
             .client
-            .post(app.url("/flaky-provision/api/internal/flaky-provision/deprovision/tenant"))
+            .post(app.url(deprovision_path))
             .header("content-type", "application/json")
             .header(
                 "x-service-signature",
-                sign(&secret, now, deprovision.as_bytes()),
+                sign_request(
+                    &secret,
+                    now,
+                    "POST",
+                    deprovision_path,
+                    deprovision.as_bytes(),
+                ),
             )
             .body(deprovision)
             .send()

@@ -114,6 +114,10 @@ impl TestDatabase {
     pub fn for_another_host(&self) -> Self {
         let data_dir = std::env::temp_dir().join(format!("tessera-test-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&data_dir).unwrap();
+        // Hosts sharing a database share the service secret (it seals the signing keys).
+        if let Ok(secret) = std::fs::read(self.data_dir.join("service_secret")) {
+            std::fs::write(data_dir.join("service_secret"), secret).unwrap();
+        }
         Self {
             data_dir,
             url: self.url.clone(),
@@ -135,6 +139,7 @@ impl TestDatabase {
             url: self.url.clone(),
             data_dir: self.data_dir.clone(),
             max_connections: 8,
+            sqlite_wal_max_bytes: tessera_host::storage::DEFAULT_SQLITE_WAL_MAX_BYTES,
         }
     }
 
@@ -378,16 +383,29 @@ impl TestApp {
         &self.state
     }
 
-    /// A valid access token for a user of a tenant with a role.
     /// An access token for a user in a tenant with a role, from a real session (as a login
-    /// would open), so the bearer extractor accepts it until the session ends.
+    /// would open), so the bearer extractor accepts it until the session ends. The bearer
+    /// check also reads the member's current role, so the user is made a member with `role`
+    /// first (tenant and user rows included, for made-up ids); an existing membership stays.
     pub async fn token(&self, tenant_id: &str, user_id: &str, role: &str) -> String {
+        self.token_of(tenant_id, user_id, role, "user").await
+    }
+
+    /// [`Self::token`] with a token type (`user`, `guest` or `agent`).
+    pub async fn token_of(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        role: &str,
+        user_type: &str,
+    ) -> String {
+        self.ensure_member(tenant_id, user_id, role).await;
         let scope = tessera_host::auth::sessions::TokenScope {
             user_id: user_id.into(),
             tenant_id: tenant_id.into(),
             workspace_id: None,
             role: role.into(),
-            user_type: "user".into(),
+            user_type: user_type.into(),
         };
         let (_, token_set) = self
             .state
@@ -396,6 +414,51 @@ impl TestApp {
             .await
             .expect("opening a session");
         token_set.access_token
+    }
+
+    async fn ensure_member(&self, tenant_id: &str, user_id: &str, role: &str) {
+        let database = &self.state.database;
+        let now = tessera_host::storage::time::now();
+        let statements: [(&'static str, [String; 3]); 3] = [
+            (
+                "INSERT INTO tenants (id, slug, name, created_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT DO NOTHING",
+                [
+                    tenant_id.into(),
+                    format!("member-test-{tenant_id}"),
+                    tenant_id.into(),
+                ],
+            ),
+            (
+                "INSERT INTO users (id, email, password_hash, user_type, created_at, updated_at)
+                 VALUES ($1, $2, $3, 'user', $4, $4) ON CONFLICT DO NOTHING",
+                [user_id.into(), format!("{user_id}@member.test"), "!".into()],
+            ),
+            (
+                "INSERT INTO memberships (user_id, tenant_id, role, created_at)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                // A made-up role (the token keeps it) needs a real one in the membership.
+                [
+                    user_id.into(),
+                    tenant_id.into(),
+                    match role {
+                        "owner" | "editor" => role.into(),
+                        _ => "viewer".into(),
+                    },
+                ],
+            ),
+        ];
+        for (sql, [first, second, third]) in statements {
+            tessera_host::on_pool!(database, pool => sqlx::query(sql)
+                .bind(&first)
+                .bind(&second)
+                .bind(&third)
+                .bind(&now)
+                .execute(pool)
+                .await
+                .map(drop))
+            .expect("making a test member");
+        }
     }
 
     pub async fn get_as(&self, path: &str, token: &str) -> reqwest::Response {
@@ -417,15 +480,22 @@ impl TestApp {
             .expect("PUT")
     }
 
+    /// The `X-Service-Signature` of an internal call (CONTRACT §5), made now with the service
+    /// secret: `method` and `path` (with its query string) are the request's.
+    pub fn internal_signature(&self, method: &str, path: &str, body: &[u8]) -> String {
+        tessera_host::http::signature::sign_request(
+            self.state.service_secret.expose().as_bytes(),
+            chrono::Utc::now().timestamp(),
+            method,
+            path,
+            body,
+        )
+    }
+
     /// POSTs `body` to an internal endpoint, signed now with the service secret (CONTRACT §5).
     pub async fn post_signed(&self, path: &str, body: &Value) -> reqwest::Response {
         let body = body.to_string();
-        let secret = self.state.service_secret.expose().as_bytes();
-        let signature = tessera_host::http::signature::sign(
-            secret,
-            chrono::Utc::now().timestamp(),
-            body.as_bytes(),
-        );
+        let signature = self.internal_signature("POST", path, body.as_bytes());
         self.client
             .post(self.url(path))
             .header("content-type", "application/json")
@@ -470,9 +540,7 @@ impl TestApp {
 
     /// GETs an internal endpoint, signed now over an empty body (CONTRACT §5).
     pub async fn get_signed(&self, path: &str) -> reqwest::Response {
-        let secret = self.state.service_secret.expose().as_bytes();
-        let signature =
-            tessera_host::http::signature::sign(secret, chrono::Utc::now().timestamp(), b"");
+        let signature = self.internal_signature("GET", path, b"");
         self.client
             .get(self.url(path))
             .header("x-service-signature", signature)

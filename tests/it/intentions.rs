@@ -443,16 +443,11 @@ database_test!(
             403,
         )
         .await;
-        let guest_scope = tessera_host::auth::sessions::TokenScope {
-            user_id: uuid::Uuid::new_v4().to_string(),
-            tenant_id: acme.clone(),
-            workspace_id: None,
-            role: "editor".into(),
-            user_type: "guest".into(),
-        };
-        let (_, guest) = app.state().sessions.open(&guest_scope).await.unwrap();
+        let guest = app
+            .token_of(&acme, &uuid::Uuid::new_v4().to_string(), "editor", "guest")
+            .await;
         json_with_status(
-            app.intention(&guest.access_token, "entity.create", json!({"family": "task", "fields": {}}))
+            app.intention(&guest, "entity.create", json!({"family": "task", "fields": {}}))
                 .await,
             403,
         )

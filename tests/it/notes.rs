@@ -1246,3 +1246,93 @@ async fn every_notes_route_is_documented_with_bearer_security() {
     );
     app.stop().await;
 }
+
+/// A host like [`notes_host`] whose engine calls may scan at most `budget` entries each
+/// (`TESSERA_ENGINE_SCAN_BUDGET`).
+async fn notes_host_with_scan_budget(backend: Backend, budget: u64) -> TestApp {
+    let database = TestDatabase::new(backend).await;
+    crate::components::install_engines(&database.data_dir.join("plugins"), &["notes"]);
+    let configure = move |config: &mut Config| {
+        without_rate_limits(config);
+        config.engine_scans.budget = budget;
+    };
+    spawn_app_with(
+        backend,
+        AppOptions {
+            database: Some(database),
+            configure: Some(Box::new(configure)),
+            ..AppOptions::default()
+        },
+    )
+    .await
+}
+
+/// Walks a filtered list through its cursors: the ids found, and how many pages it took.
+async fn walk(app: &TestApp, token: &str, filter: &str) -> (Vec<String>, usize) {
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let query = match &cursor {
+            Some(cursor) => format!("?{filter}&cursor={cursor}"),
+            None => format!("?{filter}"),
+        };
+        let page = list(app, token, &query).await;
+        pages += 1;
+        assert!(pages < 1000, "the walk ends");
+        found.extend(ids(&page));
+        if page["meta"]["has_more"] == false {
+            return (found, pages);
+        }
+        let next = page["meta"]["next_cursor"].as_str().map(str::to_owned);
+        assert!(
+            next.is_some() && next != cursor,
+            "a page with more moves on"
+        );
+        cursor = next;
+    }
+}
+
+database_test!(
+    a_filtered_list_reads_a_bounded_number_of_notes_per_request,
+    |backend| async move {
+        // Each engine call may scan 40 entries; the owner has 1 + 120 notes.
+        let app = notes_host_with_scan_budget(backend, 40).await;
+        let tenant = tenant(&app).await;
+        let token = &tenant.owner.token;
+        // The only match is the oldest note: the last a newest-first list reaches.
+        let needle = note_id(
+            &app,
+            token,
+            json!({ "title": "needle", "tags": ["needle"] }),
+        )
+        .await;
+        for index in 0..120 {
+            note_id(
+                &app,
+                token,
+                json!({ "title": format!("hay {index}"), "tags": ["hay"] }),
+            )
+            .await;
+        }
+
+        // A request reads at most the bound: 200, an empty page, and a cursor to go on.
+        let first = list(&app, token, "?tag=nomatch").await;
+        assert_eq!(first["data"], json!([]));
+        assert_eq!(first["meta"]["has_more"], true);
+        assert!(first["meta"]["next_cursor"].is_string());
+
+        // Following the cursors reaches the end and finds every match, on the last page.
+        let (found, pages) = walk(&app, token, "tag=needle&limit=5").await;
+        assert_eq!(found, vec![needle.clone()]);
+        assert!(pages >= 121 / 40, "{pages} pages");
+        let (found, _) = walk(&app, token, "tag=nomatch").await;
+        assert!(found.is_empty());
+
+        // Unfiltered pages are full, and the whole list is walked once each.
+        let (everything, _) = walk(&app, token, "limit=30").await;
+        assert_eq!(everything.len(), 121);
+        assert_eq!(everything.last(), Some(&needle));
+        app.stop().await;
+    }
+);

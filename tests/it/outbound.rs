@@ -415,3 +415,67 @@ database_test!(
         app.stop().await;
     }
 );
+
+database_test!(
+    tunnelled_and_translated_ranges_are_refused_like_private_ones,
+    |backend| async move {
+        let (app, token) = spawn(backend, |config| {
+            assert!(!config.webhook.allow_private_targets, "the default");
+        })
+        .await;
+
+        for url in [
+            // 6to4 (2002::/16) embedding 127.0.0.1, 10.0.0.1 and a public 8.8.8.8: the whole
+            // range is refused (tunnelled through relays nobody controls).
+            "https://[2002:7f00:1::]/",
+            "https://[2002:a00:1::1]/",
+            "https://[2002:808:808::1]/",
+            // Teredo (2001::/32).
+            "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "https://[2001::1]/",
+            // NAT64 local-use (64:ff9b:1::/48), and the well-known prefix embedding a private
+            // address.
+            "https://[64:ff9b:1::a00:1]/",
+            "https://[64:ff9b:1:ffff::8.8.8.8]/",
+            "https://[64:ff9b::127.0.0.1]/",
+            // The 6to4 relay anycast range.
+            "https://192.88.99.1/",
+            "https://192.88.99.254:8443/",
+        ] {
+            let report = fetch(&app, &token, json!({ "url": url, "timeout_ms": 300 })).await;
+            let error = error_of(&report);
+            assert!(
+                error.starts_with("refused by policy:") && error.contains("private targets"),
+                "{url}: {error}"
+            );
+        }
+        app.stop().await;
+    }
+);
+
+database_test!(
+    a_name_resolving_to_a_private_address_does_not_reveal_it,
+    |backend| async move {
+        let plain = http_receiver().await;
+        let (app, token) = spawn(backend, |_| {}).await;
+
+        // `localhost` resolves to 127.0.0.1 (and ::1): the engine learns that it is private,
+        // never which address it is.
+        let report = fetch(
+            &app,
+            &token,
+            json!({ "url": format!("http://localhost:{}/hook", plain.port) }),
+        )
+        .await;
+        let error = error_of(&report);
+        assert_eq!(
+            error,
+            "refused by policy: localhost resolves only to private (non-public) addresses, and this host does not allow private targets"
+        );
+        for address in ["127.0.0.1", "::1", "loopback"] {
+            assert!(!error.contains(address), "{error}");
+        }
+        assert_eq!(plain.hook_hits(), 0);
+        app.stop().await;
+    }
+);

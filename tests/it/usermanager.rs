@@ -5,7 +5,6 @@
 //! concurrent edits.
 
 use serde_json::{Value, json};
-use tessera_host::auth::sessions::TokenScope;
 
 use crate::database_test;
 use crate::helpers::{
@@ -122,15 +121,7 @@ async fn tenant(app: &TestApp) -> Tenant {
 
 /// A token of a guest user (`typ` `guest`) with the viewer role.
 async fn guest_token(app: &TestApp, tenant_id: &str, user_id: &str) -> String {
-    let scope = TokenScope {
-        user_id: user_id.into(),
-        tenant_id: tenant_id.into(),
-        workspace_id: None,
-        role: "viewer".into(),
-        user_type: "guest".into(),
-    };
-    let (_, token_set) = app.state().sessions.open(&scope).await.unwrap();
-    token_set.access_token
+    app.token_of(tenant_id, user_id, "viewer", "guest").await
 }
 
 fn user_path(user_id: &str) -> String {

@@ -13,16 +13,16 @@ use crate::helpers::{
 const WORKFLOWS: &str = "/core/api/v1/workflows";
 
 /// A tenant with an owner, an editor and a viewer.
-struct Team {
-    tenant_id: String,
-    owner_id: String,
-    owner: String,
-    editor_id: String,
-    editor: String,
-    viewer: String,
+pub(crate) struct Team {
+    pub(crate) tenant_id: String,
+    pub(crate) owner_id: String,
+    pub(crate) owner: String,
+    pub(crate) editor_id: String,
+    pub(crate) editor: String,
+    pub(crate) viewer: String,
 }
 
-async fn team(app: &TestApp, slug: &str) -> Team {
+pub(crate) async fn team(app: &TestApp, slug: &str) -> Team {
     let tenant_id = app.create_tenant(slug);
     let owner_id = uuid::Uuid::new_v4().to_string();
     let editor_id = uuid::Uuid::new_v4().to_string();
@@ -42,12 +42,12 @@ async fn team(app: &TestApp, slug: &str) -> Team {
 }
 
 /// Creates a workflow (201) and returns its `data`.
-async fn create_workflow(app: &TestApp, token: &str, body: Value) -> Value {
+pub(crate) async fn create_workflow(app: &TestApp, token: &str, body: Value) -> Value {
     json_with_status(app.post_as(WORKFLOWS, token, &body).await, 201).await["data"].clone()
 }
 
 /// Creates and activates a workflow; returns its id.
-async fn active_workflow(app: &TestApp, token: &str, body: Value) -> String {
+pub(crate) async fn active_workflow(app: &TestApp, token: &str, body: Value) -> String {
     let id = create_workflow(app, token, body).await["id"]
         .as_str()
         .unwrap()
@@ -57,7 +57,7 @@ async fn active_workflow(app: &TestApp, token: &str, body: Value) -> String {
     id
 }
 
-async fn runs(app: &TestApp, token: &str, workflow_id: &str) -> Vec<Value> {
+pub(crate) async fn runs(app: &TestApp, token: &str, workflow_id: &str) -> Vec<Value> {
     let path = format!("{WORKFLOWS}/{workflow_id}/runs?per_page=100");
     json_with_status(app.get_as(&path, token).await, 200).await["data"]
         .as_array()
@@ -72,7 +72,7 @@ async fn entity(app: &TestApp, token: &str, id: &str) -> Value {
 
 /// Waits until the workflow worker has consumed the whole log, including the events its own
 /// runs appended.
-async fn workflows_settled(app: &TestApp) {
+pub(crate) async fn workflows_settled(app: &TestApp) {
     eventually(30, "the workflow worker to reach the end of the log", || async {
         // One statement, one snapshot: the head and the checkpoint of the same moment.
         let behind = app
@@ -218,7 +218,7 @@ database_test!(
     }
 );
 
-async fn team_of_other_tenant(app: &TestApp) -> String {
+pub(crate) async fn team_of_other_tenant(app: &TestApp) -> String {
     let tenant = app.create_tenant("other");
     app.token(&tenant, &uuid::Uuid::new_v4().to_string(), "owner")
         .await

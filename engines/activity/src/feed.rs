@@ -6,7 +6,6 @@
 //! request reads at most [`SCAN_BUDGET`] index entries: a page may then come back short, with
 //! `has_more` and a cursor after the last entry read.
 
-use tessera_sdk::paging::encode_cursor;
 use tessera_sdk::{
     ApiError, Context, CursorMeta, CursorPage, HandlerResult, HostError, Query, Request, Response,
     ValidationErrors, storage,
@@ -145,47 +144,35 @@ pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     Ok(Response::ok_with_meta(&items, &meta))
 }
 
-/// Reads the page newest first from the filter's index, checking the other filters.
+/// Reads the page newest first from the filter's index, checking the other filters, reading at
+/// most [`SCAN_BUDGET`] index entries (or what the call's scan budget has left).
 fn read_page(
     filter: &Filter,
     page: &CursorPage<String>,
 ) -> Result<(Vec<FeedItem>, CursorMeta), HostError> {
     let prefix = filter.index_prefix();
-    let index_suffices = filter.index_suffices();
-    let wanted = page.fetch_limit() as usize;
-    let mut after = page.after.clone();
-    let mut found: Vec<FeedItem> = Vec::new();
-    let mut scanned = 0;
-    loop {
-        let batch = if index_suffices {
-            page.fetch_limit()
-        } else {
-            SCAN_BATCH
-        };
-        let after_key = after.as_ref().map(|item_id| format!("{prefix}{item_id}"));
-        let rows = storage::list_json::<FeedItem>(&prefix, after_key.as_deref(), batch, true)?;
-        let exhausted = rows.len() < batch as usize;
-        for (_, item) in rows {
-            scanned += 1;
-            after = Some(item.id.clone());
-            if filter.matches(&item) {
-                found.push(item);
-                if found.len() == wanted {
-                    break;
-                }
-            }
-        }
-        if found.len() == wanted || exhausted {
-            return Ok(page.finish(found, |item| item.id.clone()));
-        }
-        if scanned >= SCAN_BUDGET {
-            let meta = CursorMeta {
-                next_cursor: after.as_ref().map(encode_cursor),
-                has_more: true,
-            };
-            return Ok((found, meta));
-        }
-    }
+    let batch = if filter.index_suffices() {
+        page.fetch_limit()
+    } else {
+        SCAN_BATCH
+    };
+    let after = page
+        .after
+        .as_ref()
+        .map(|item_id| format!("{prefix}{item_id}"));
+    let found = storage::find_json::<FeedItem, _, HostError>(
+        &prefix,
+        after.as_deref(),
+        true,
+        page.fetch_limit() as usize,
+        SCAN_BUDGET,
+        batch,
+        |_, item| Ok(filter.matches(&item).then_some(item)),
+    )?;
+    let stopped_after = found
+        .stopped_after
+        .map(|key| key[prefix.len()..].to_owned());
+    Ok(page.finish_found(found.items, |item| item.id.clone(), stopped_after))
 }
 
 #[cfg(test)]

@@ -129,10 +129,10 @@ fn count_after(position: Option<&str>, user_id: &str) -> Result<(usize, bool), H
     let mut count = 0;
     let mut scanned = 0;
     loop {
-        let rows =
-            storage::list_json::<ItemActor>(ITEMS_PREFIX, after.as_deref(), COUNT_BATCH, false)?;
-        let exhausted = rows.len() < COUNT_BATCH as usize;
-        for (key, item) in rows {
+        let scan =
+            storage::scan_json::<ItemActor>(ITEMS_PREFIX, after.as_deref(), COUNT_BATCH, false)?;
+        let exhausted = scan.exhausted;
+        for (key, item) in scan.entries {
             scanned += 1;
             if item.actor_id.as_deref() != Some(user_id) {
                 if count == MAX_COUNT {
@@ -145,7 +145,7 @@ fn count_after(position: Option<&str>, user_id: &str) -> Result<(usize, bool), H
         if exhausted {
             return Ok((count, false));
         }
-        if scanned >= COUNT_BUDGET {
+        if scanned >= COUNT_BUDGET || storage::scan_budget_left() == 0 {
             return Ok((count, true));
         }
     }

@@ -123,27 +123,18 @@ fn is_user(user_id: &str) -> Result<bool, ApiError> {
 
 pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     let page = CursorPage::from_query(req.query(&["cursor", "limit"])?)?;
-    // Conversations the caller may not read are skipped; pages stay full by reading on.
-    let mut visible = Vec::new();
-    let mut after = page.after.clone();
-    loop {
-        let rows =
-            storage::list_json::<Conversation>("conversations/", after.as_deref(), 200, false)?;
-        let exhausted = rows.len() < 200;
-        for (key, conversation) in rows {
-            after = Some(key.clone());
-            if conversation.may_read(ctx) {
-                visible.push((key, conversation));
-            }
-            if visible.len() > page.limit as usize {
-                break;
-            }
-        }
-        if exhausted || visible.len() > page.limit as usize {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(visible, |(key, _)| key.clone());
+    // Conversations the caller may not read are skipped; pages stay full by reading on, up to
+    // a bounded number of conversations per request (then a short page with a cursor).
+    let found = storage::find_json::<Conversation, _, ApiError>(
+        "conversations/",
+        page.after.as_deref(),
+        false,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        200,
+        |key, conversation| Ok(conversation.may_read(ctx).then_some((key, conversation))),
+    )?;
+    let (rows, meta) = page.finish_found(found.items, |(key, _)| key.clone(), found.stopped_after);
     let conversations: Vec<Conversation> = rows
         .into_iter()
         .map(|(_, conversation)| conversation)

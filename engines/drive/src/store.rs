@@ -312,30 +312,28 @@ pub fn children(
     page: &CursorPage<String>,
 ) -> Result<(Vec<Item>, CursorMeta), HostError> {
     let prefix = children_prefix(folder_id);
-    let wanted = page.fetch_limit() as usize;
-    let mut after = page.after.as_ref().map(|rest| format!("{prefix}{rest}"));
-    let mut found: Vec<(String, Item)> = Vec::new();
-    'scan: loop {
-        let rows = storage::list(&prefix, after.as_deref(), SCAN_BATCH, false)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        after = rows.last().map(|(key, _)| key.clone()).or(after);
-        for (key, bytes) in rows {
+    let after = page.after.as_ref().map(|rest| format!("{prefix}{rest}"));
+    // At most a bounded number of entries per request: then a short page with a cursor.
+    let found = storage::find::<_, HostError>(
+        &prefix,
+        after.as_deref(),
+        false,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        SCAN_BATCH,
+        |key, bytes| {
             let rest = &key[prefix.len()..];
             let Some(kind) = rest.split('/').next().and_then(Kind::from_segment) else {
-                continue;
+                return Ok(None);
             };
-            if let Some(item) = live_item(kind, &key, &decode_entry(&key, &bytes)?)? {
-                found.push((rest.to_owned(), item));
-                if found.len() == wanted {
-                    break 'scan;
-                }
-            }
-        }
-        if exhausted {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(found, |(rest, _)| rest.clone());
+            Ok(live_item(kind, &key, &decode_entry(&key, &bytes)?)?
+                .map(|item| (rest.to_owned(), item)))
+        },
+    )?;
+    let stopped_after = found
+        .stopped_after
+        .map(|key| key[prefix.len()..].to_owned());
+    let (rows, meta) = page.finish_found(found.items, |(rest, _)| rest.clone(), stopped_after);
     Ok((rows.into_iter().map(|(_, item)| item).collect(), meta))
 }
 
@@ -345,7 +343,9 @@ pub fn has_children(folder_id: &str) -> Result<bool, HostError> {
         after: None,
         limit: 1,
     };
-    Ok(!children(folder_id, &page)?.0.is_empty())
+    // A page cut short by the scan bound may be empty while more entries follow.
+    let (items, meta) = children(folder_id, &page)?;
+    Ok(!items.is_empty() || meta.has_more)
 }
 
 /// True when `folder_id` is `ancestor_id` or lies somewhere inside it.

@@ -34,34 +34,28 @@ pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     let page = CursorPage::from_query(query)?;
     store::mailbox_owner(ctx)?;
     let folder = Folder::parse(req.param("folder")).ok_or_else(|| ApiError::not_found("Folder"))?;
-    // Newest first; with a filter, read on until the page is full. An index entry whose copy
+    // Newest first; with a filter, read on until the page is full, up to a bounded number of
+    // index entries per request (then a short page with a cursor). An index entry whose copy
     // is gone or elsewhere (a move that raced another) is skipped.
     let prefix = store::folder_prefix(&ctx.user_id, folder);
-    let mut found: Vec<(String, Message)> = Vec::new();
-    let mut after = page.after.clone();
-    loop {
-        let rows = storage::list_json::<IndexEntry>(&prefix, after.as_deref(), SCAN_BATCH, true)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        for (key, entry) in rows {
-            after = Some(key.clone());
+    let found = storage::find_json::<IndexEntry, _, ApiError>(
+        &prefix,
+        page.after.as_deref(),
+        true,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        SCAN_BATCH,
+        |key, entry| {
             if unread.is_some_and(|unread| unread == entry.read) {
-                continue;
+                return Ok(None);
             }
             let copy_id = &key[prefix.len()..];
-            if let Some(message) = store::load_message(&ctx.user_id, copy_id)?
+            Ok(store::load_message(&ctx.user_id, copy_id)?
                 .filter(|message| message.folder == folder)
-            {
-                found.push((key, message));
-                if found.len() > page.limit as usize {
-                    break;
-                }
-            }
-        }
-        if exhausted || found.len() > page.limit as usize {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+                .map(|message| (key, message)))
+        },
+    )?;
+    let (rows, meta) = page.finish_found(found.items, |(key, _)| key.clone(), found.stopped_after);
     let messages: Vec<Message> = rows.into_iter().map(|(_, message)| message).collect();
     Ok(Response::ok_with_meta(&messages, &meta))
 }

@@ -311,8 +311,8 @@ pub fn count(user_id: &str, folder: Folder) -> Result<(u64, u64), HostError> {
     let (mut total, mut unread) = (0, 0);
     let mut after: Option<String> = None;
     loop {
-        let rows = storage::list_json::<IndexEntry>(&prefix, after.as_deref(), 1000, false)?;
-        let exhausted = rows.len() < 1000;
+        let scan = storage::scan_json::<IndexEntry>(&prefix, after.as_deref(), 1000, false)?;
+        let (rows, exhausted) = (scan.entries, scan.exhausted);
         after = rows.last().map(|(key, _)| key.clone());
         total += rows.len() as u64;
         unread += rows.iter().filter(|(_, entry)| !entry.read).count() as u64;

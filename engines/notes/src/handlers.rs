@@ -113,42 +113,43 @@ fn writable_note(
 }
 
 /// `GET /api/v1/notes`: the caller's notes and those shared with them, newest first, filtered
-/// by `tag`, `pinned` and `scope`; pages stay full by reading on past filtered-out entries.
+/// by `tag`, `pinned` and `scope`; pages stay full by reading on past filtered-out entries, up
+/// to a bounded number of entries per request ([`storage::LIST_SCAN_BOUND`], or the call's scan
+/// budget): then the page comes back short (perhaps empty) with `has_more` and a cursor after
+/// the last entry read.
 pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     let query = req.query(&["tag", "pinned", "scope", "cursor", "limit"])?;
     let page = CursorPage::<String>::from_query(query)?;
     let filter = ListFilter::from_query(query)?;
     let prefix = store::index_prefix(&ctx.user_id);
-    let wanted = page.fetch_limit() as usize;
-    let mut after = page
+    let after = page
         .after
         .as_ref()
         .map(|note_id| format!("{prefix}{note_id}"));
-    let mut found: Vec<NoteSummary> = Vec::new();
-    loop {
-        let rows = storage::list_json::<IndexEntry>(&prefix, after.as_deref(), SCAN_BATCH, true)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        after = rows.last().map(|(key, _)| key.clone()).or(after);
-        for (key, entry) in rows {
+    let found = storage::find_json::<IndexEntry, _, ApiError>(
+        &prefix,
+        after.as_deref(),
+        true,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        SCAN_BATCH,
+        |key, entry| {
             if !filter.scope.admits(entry.permission) {
-                continue;
+                return Ok(None);
             }
             // An entry whose note is gone (a share racing a deletion) is skipped.
             let Some(note) = load_note(&key[prefix.len()..])? else {
-                continue;
+                return Ok(None);
             };
-            if filter.matches(&note) {
-                found.push(NoteSummary::new(note, entry.permission));
-                if found.len() == wanted {
-                    break;
-                }
-            }
-        }
-        if exhausted || found.len() == wanted {
-            break;
-        }
-    }
-    let (notes, meta) = page.finish(found, |note| note.id.clone());
+            Ok(filter
+                .matches(&note)
+                .then(|| NoteSummary::new(note, entry.permission)))
+        },
+    )?;
+    let stopped_after = found
+        .stopped_after
+        .map(|key| key[prefix.len()..].to_owned());
+    let (notes, meta) = page.finish_found(found.items, |note| note.id.clone(), stopped_after);
     Ok(Response::ok_with_meta(&notes, &meta))
 }
 

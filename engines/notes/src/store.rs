@@ -97,9 +97,9 @@ pub fn scan_all<T: serde::de::DeserializeOwned>(
     let mut entries = Vec::new();
     loop {
         let after = entries.last().map(|(key, _): &(String, T)| key.clone());
-        let rows = storage::list_json::<T>(prefix, after.as_deref(), SCAN_BATCH, false)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        entries.extend(rows);
+        let scan = storage::scan_json::<T>(prefix, after.as_deref(), SCAN_BATCH, false)?;
+        let exhausted = scan.exhausted;
+        entries.extend(scan.entries);
         if exhausted {
             return Ok(entries);
         }

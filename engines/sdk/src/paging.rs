@@ -94,6 +94,31 @@ impl<P: Serialize + DeserializeOwned> CursorPage<P> {
     }
 }
 
+impl<P: Serialize + DeserializeOwned> CursorPage<P> {
+    /// Like [`finish`](Self::finish), for a page read by a bounded scan
+    /// ([`storage::find`](crate::storage::find)): when reading stopped after `stopped_after`
+    /// before the page was full, the page holds what was found (perhaps nothing), `has_more`
+    /// is true and the cursor continues after `stopped_after`. Clients page on until
+    /// `has_more` is false.
+    pub fn finish_found<T>(
+        &self,
+        rows: Vec<T>,
+        position: impl Fn(&T) -> P,
+        stopped_after: Option<P>,
+    ) -> (Vec<T>, CursorMeta) {
+        match stopped_after {
+            Some(stop) if rows.len() <= self.limit as usize => (
+                rows,
+                CursorMeta {
+                    next_cursor: Some(encode_cursor(&stop)),
+                    has_more: true,
+                },
+            ),
+            _ => self.finish(rows, position),
+        }
+    }
+}
+
 /// Encodes a position as an opaque cursor: URL-safe base64 without padding of its JSON.
 pub fn encode_cursor<P: Serialize + ?Sized>(position: &P) -> String {
     let json = serde_json::to_vec(position).expect("cursor positions serialize");
@@ -196,6 +221,31 @@ mod tests {
             }
         }
         assert_eq!(seen, keys);
+    }
+
+    #[test]
+    fn a_page_stopped_by_the_scan_bound_continues_after_what_was_read() {
+        let page = CursorPage::<String>::new(None, Some(2)).unwrap();
+        // Nothing found before the bound: an empty page that goes on after the last key read.
+        let (rows, meta) =
+            page.finish_found(Vec::<String>::new(), Clone::clone, Some("kv/q".into()));
+        assert!(rows.is_empty());
+        assert_eq!(
+            meta,
+            CursorMeta {
+                next_cursor: Some(encode_cursor("kv/q")),
+                has_more: true
+            }
+        );
+        // A full page (one more than the limit found) ends on its last item as usual.
+        let rows = vec!["kv/a".to_owned(), "kv/b".to_owned(), "kv/c".to_owned()];
+        let (rows, meta) = page.finish_found(rows, Clone::clone, None);
+        assert_eq!(rows, vec!["kv/a", "kv/b"]);
+        assert_eq!(meta.next_cursor, Some(encode_cursor("kv/b")));
+        assert!(meta.has_more);
+        // Not stopped: the end.
+        let (_, meta) = page.finish_found(vec!["kv/a".to_owned()], Clone::clone, None);
+        assert!(!meta.has_more);
     }
 
     #[test]

@@ -1,6 +1,15 @@
 //! Typed helpers over the host's key-value storage. Storage is already scoped by the host to
 //! (this engine, tenant of the current call): keys never include the tenant id. Keys are ordered
 //! byte-wise, so `prefix/` scans with `after` page through a collection.
+//!
+//! Scans are bounded by the host: one scan returns at most a page of entries
+//! ([`ScanLimits::page`], `TESSERA_ENGINE_SCAN_PAGE`, default 1000) whatever it asks, and all
+//! the scans of one call (a request, a job, an event, a lifecycle call) return at most a budget
+//! of entries together ([`ScanLimits::budget`], `TESSERA_ENGINE_SCAN_BUDGET`, default 10,000);
+//! past it a scan fails with `scan budget exhausted`. So no call reads a tenant's whole key
+//! space: [`scan`] tells when a prefix is exhausted, and [`find`] / [`find_json`] read a
+//! filtered list up to a bound and say where to continue (a short page with a cursor, see
+//! [`CursorPage::finish_found`]).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -139,14 +148,240 @@ pub fn exists(key: &str) -> Result<bool, HostError> {
 }
 
 /// Entries whose key starts with `prefix`, in key order (descending when `reverse`), strictly
-/// after (before, when `reverse`) `after`, at most `limit` (the host's `scan`).
+/// after (before, when `reverse`) `after`, at most `limit` (the host's `scan`) and at most a
+/// page ([`ScanLimits::page`]): fewer than `limit` entries do not by themselves mean the prefix
+/// is exhausted; use [`scan`] to page through. Fails with `scan budget exhausted` once this call
+/// has scanned its budget.
 pub fn list(
     prefix: &str,
     after: Option<&str>,
     limit: u32,
     reverse: bool,
 ) -> Result<Entries, HostError> {
-    host::scan(prefix, after, limit, reverse).map_err(|error| HostError::new("storage.scan", error))
+    Ok(scan(prefix, after, limit, reverse)?.entries)
+}
+
+/// What the host lets one call scan: the settings `storage.scan-page` and
+/// `storage.scan-budget` (see `wit/engine.wit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanLimits {
+    /// Most entries one scan returns.
+    pub page: u32,
+    /// Most entries the scans of one call return together.
+    pub budget: u64,
+}
+
+impl ScanLimits {
+    /// The host's defaults, used when it does not say.
+    pub const DEFAULT: Self = Self {
+        page: 1000,
+        budget: 10_000,
+    };
+
+    /// How many entries a scan asking for `limit` returns at most, after `scanned` entries
+    /// this call: the host's rule.
+    pub fn allowed(&self, limit: u32, scanned: u64) -> u32 {
+        let left = self.budget.saturating_sub(scanned);
+        limit
+            .min(self.page)
+            .min(u32::try_from(left).unwrap_or(u32::MAX))
+    }
+}
+
+thread_local! {
+    /// The host's limits, read once per call (every call runs in a fresh instance).
+    static LIMITS: std::cell::OnceCell<ScanLimits> = const { std::cell::OnceCell::new() };
+    /// Entries the scans of this call returned so far.
+    static SCANNED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The host's scan limits for this call.
+pub fn scan_limits() -> ScanLimits {
+    LIMITS.with(|limits| {
+        *limits.get_or_init(|| {
+            fn setting<T: std::str::FromStr>(name: &str) -> Option<T> {
+                crate::settings::get(name).and_then(|text| text.parse().ok())
+            }
+            ScanLimits {
+                page: setting("storage.scan-page").unwrap_or(ScanLimits::DEFAULT.page),
+                budget: setting("storage.scan-budget").unwrap_or(ScanLimits::DEFAULT.budget),
+            }
+        })
+    })
+}
+
+/// How many more entries this call may scan.
+pub fn scan_budget_left() -> u64 {
+    scan_limits()
+        .budget
+        .saturating_sub(SCANNED.with(std::cell::Cell::get))
+}
+
+/// One scan's entries, and whether the prefix has no more entries past them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scan<T = Vec<u8>> {
+    /// In key order (descending when the scan was `reverse`).
+    pub entries: Entries<T>,
+    /// True when no entry under the prefix follows the last one (in the scan's direction).
+    pub exhausted: bool,
+}
+
+/// Entries whose key starts with `prefix`, in key order (descending when `reverse`), strictly
+/// after (before, when `reverse`) `after`: at most `limit`, at most a page and at most what
+/// this call's budget has left ([`ScanLimits::allowed`]); `exhausted` when the prefix has no
+/// more. Continue with `after` = the last key. Fails with `scan budget exhausted` when the
+/// budget has nothing left.
+pub fn scan(
+    prefix: &str,
+    after: Option<&str>,
+    limit: u32,
+    reverse: bool,
+) -> Result<Scan, HostError> {
+    let scanned = SCANNED.with(std::cell::Cell::get);
+    let allowed = scan_limits().allowed(limit, scanned);
+    // With nothing left, the host answers its own error.
+    let asked = if allowed == 0 { limit } else { allowed };
+    let entries = host::scan(prefix, after, asked, reverse)
+        .map_err(|error| HostError::new("storage.scan", error))?;
+    SCANNED.with(|count| count.set(scanned + entries.len() as u64));
+    Ok(Scan {
+        exhausted: entries.len() < asked as usize,
+        entries,
+    })
+}
+
+/// Like [`scan`], with each value decoded from JSON into `T`.
+pub fn scan_json<T: DeserializeOwned>(
+    prefix: &str,
+    after: Option<&str>,
+    limit: u32,
+    reverse: bool,
+) -> Result<Scan<T>, HostError> {
+    let Scan { entries, exhausted } = scan(prefix, after, limit, reverse)?;
+    let entries = entries
+        .into_iter()
+        .map(|(key, bytes)| decode_json(&key, &bytes).map(|value| (key, value)))
+        .collect::<Result<_, _>>()?;
+    Ok(Scan { entries, exhausted })
+}
+
+/// Most entries a filtered list reads per request by default ([`find`]'s `bound`), unless the
+/// call's scan budget has less left.
+pub const LIST_SCAN_BOUND: usize = 2000;
+
+/// What a bounded read of a filtered list found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found<R> {
+    /// The items kept, in scan order.
+    pub items: Vec<R>,
+    /// `Some(key of the last entry read)` when reading stopped at the bound, before `wanted`
+    /// items and before the end of the prefix: the list continues after that key.
+    pub stopped_after: Option<String>,
+}
+
+/// Reads the entries under `prefix` after `after` (descending when `reverse`), `batch` per
+/// scan, handing each to `keep`, until `wanted` items are kept, the prefix is exhausted, or
+/// `bound` entries (or what this call's scan budget has left, if less) were read. A filtered
+/// list thus costs at most a bounded read per request whatever the filter matches: it answers
+/// the items found, and `stopped_after` says where the next page goes on
+/// ([`CursorPage::finish_found`](crate::CursorPage::finish_found)).
+pub fn find<R, E: From<HostError>>(
+    prefix: &str,
+    after: Option<&str>,
+    reverse: bool,
+    wanted: usize,
+    bound: usize,
+    batch: u32,
+    keep: impl FnMut(String, Vec<u8>) -> Result<Option<R>, E>,
+) -> Result<Found<R>, E> {
+    let bound = bound.min(usize::try_from(scan_budget_left()).unwrap_or(usize::MAX));
+    find_with(
+        |after, limit| scan(prefix, after, limit, reverse),
+        after,
+        wanted,
+        bound,
+        batch,
+        keep,
+    )
+}
+
+/// Like [`find`], with each value decoded from JSON into `T`.
+pub fn find_json<T: DeserializeOwned, R, E: From<HostError>>(
+    prefix: &str,
+    after: Option<&str>,
+    reverse: bool,
+    wanted: usize,
+    bound: usize,
+    batch: u32,
+    mut keep: impl FnMut(String, T) -> Result<Option<R>, E>,
+) -> Result<Found<R>, E> {
+    find(
+        prefix,
+        after,
+        reverse,
+        wanted,
+        bound,
+        batch,
+        |key, bytes| {
+            let value = decode_json(&key, &bytes)?;
+            keep(key, value)
+        },
+    )
+}
+
+/// [`find`] over any `scan(after, limit)`.
+fn find_with<R, E: From<HostError>>(
+    mut scan: impl FnMut(Option<&str>, u32) -> Result<Scan, HostError>,
+    after: Option<&str>,
+    wanted: usize,
+    bound: usize,
+    batch: u32,
+    mut keep: impl FnMut(String, Vec<u8>) -> Result<Option<R>, E>,
+) -> Result<Found<R>, E> {
+    let mut items = Vec::new();
+    let mut last: Option<String> = after.map(str::to_owned);
+    let mut read = 0;
+    if wanted == 0 {
+        return Ok(Found {
+            items,
+            stopped_after: None,
+        });
+    }
+    loop {
+        // Nothing left to read at all: let the scan answer the host's error.
+        let left = if read == 0 {
+            bound.max(1)
+        } else {
+            bound - read
+        };
+        let limit = batch.min(u32::try_from(left).unwrap_or(u32::MAX)).max(1);
+        let Scan { entries, exhausted } = scan(last.as_deref(), limit)?;
+        for (key, value) in entries {
+            read += 1;
+            last = Some(key.clone());
+            if let Some(item) = keep(key, value)? {
+                items.push(item);
+                if items.len() == wanted {
+                    return Ok(Found {
+                        items,
+                        stopped_after: None,
+                    });
+                }
+            }
+        }
+        if exhausted {
+            return Ok(Found {
+                items,
+                stopped_after: None,
+            });
+        }
+        if read >= bound {
+            return Ok(Found {
+                items,
+                stopped_after: last,
+            });
+        }
+    }
 }
 
 /// Removes every entry whose key starts with `prefix` (`""`: everything of the tenant for this
@@ -187,14 +422,12 @@ pub fn list_json<T: DeserializeOwned>(
     limit: u32,
     reverse: bool,
 ) -> Result<Entries<T>, HostError> {
-    list(prefix, after, limit, reverse)?
-        .into_iter()
-        .map(|(key, bytes)| decode_json(&key, &bytes).map(|value| (key, value)))
-        .collect()
+    Ok(scan_json(prefix, after, limit, reverse)?.entries)
 }
 
 /// One cursor page of the entries under `prefix` (keys ascending, or descending when
-/// `reverse`), with its `meta`; the cursor position is the full storage key.
+/// `reverse`), with its `meta`; the cursor position is the full storage key. A page the host's
+/// scan page cuts short comes back with `has_more` and a cursor after its last entry.
 ///
 /// ```
 /// use tessera_sdk::{Context, CursorPage, HandlerResult, Request, Response, storage};
@@ -211,8 +444,12 @@ pub fn page(
     page: &CursorPage<String>,
     reverse: bool,
 ) -> Result<(Entries, CursorMeta), HostError> {
-    let rows = list(prefix, page.after.as_deref(), page.fetch_limit(), reverse)?;
-    Ok(page.finish(rows, |(key, _)| key.clone()))
+    let Scan { entries, exhausted } =
+        scan(prefix, page.after.as_deref(), page.fetch_limit(), reverse)?;
+    let stopped_after = (!exhausted)
+        .then(|| entries.last().map(|(key, _)| key.clone()))
+        .flatten();
+    Ok(page.finish_found(entries, |(key, _)| key.clone(), stopped_after))
 }
 
 /// Like [`page`], with each value decoded from JSON into `T`.
@@ -221,8 +458,12 @@ pub fn page_json<T: DeserializeOwned>(
     page: &CursorPage<String>,
     reverse: bool,
 ) -> Result<(Entries<T>, CursorMeta), HostError> {
-    let rows = list_json(prefix, page.after.as_deref(), page.fetch_limit(), reverse)?;
-    Ok(page.finish(rows, |(key, _)| key.clone()))
+    let Scan { entries, exhausted } =
+        scan_json(prefix, page.after.as_deref(), page.fetch_limit(), reverse)?;
+    let stopped_after = (!exhausted)
+        .then(|| entries.last().map(|(key, _)| key.clone()))
+        .flatten();
+    Ok(page.finish_found(entries, |(key, _)| key.clone(), stopped_after))
 }
 
 /// Decodes the JSON value read under `key` (from [`get_many`], say) into `T`; the error names
@@ -230,4 +471,84 @@ pub fn page_json<T: DeserializeOwned>(
 pub fn decode_json<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, HostError> {
     serde_json::from_slice(bytes)
         .map_err(|error| HostError::new("storage.decode", format!("{key}: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `find_with` over `count` keys `k/000…`, in order, scanning like the host with `limits`;
+    /// returns what was found and how many entries were scanned.
+    fn find_in(
+        count: usize,
+        limits: ScanLimits,
+        wanted: usize,
+        bound: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> (Found<String>, u64) {
+        let keys: Vec<String> = (0..count).map(|index| format!("k/{index:03}")).collect();
+        let mut scanned = 0u64;
+        let found = find_with(
+            |after, limit| {
+                let allowed = limits.allowed(limit, scanned);
+                if allowed == 0 {
+                    return Err(HostError::new("storage.scan", "scan budget exhausted"));
+                }
+                let entries: Entries = keys
+                    .iter()
+                    .filter(|key| after.is_none_or(|after| key.as_str() > after))
+                    .take(allowed as usize)
+                    .map(|key| (key.clone(), Vec::new()))
+                    .collect();
+                scanned += entries.len() as u64;
+                Ok(Scan {
+                    exhausted: entries.len() < allowed as usize,
+                    entries,
+                })
+            },
+            None,
+            wanted,
+            bound,
+            200,
+            |key, _| Ok::<_, HostError>(keep(&key).then_some(key)),
+        )
+        .unwrap();
+        (found, scanned)
+    }
+
+    #[test]
+    fn a_filtered_read_stops_at_its_bound_and_says_where() {
+        let limits = ScanLimits {
+            page: 30,
+            budget: 10_000,
+        };
+        // Nothing matches: 100 entries read, then a stop after the 100th.
+        let (found, scanned) = find_in(500, limits, 3, 100, |_| false);
+        assert_eq!(scanned, 100);
+        assert!(found.items.is_empty());
+        assert_eq!(found.stopped_after.as_deref(), Some("k/099"));
+        // Enough matches before the bound: no stop.
+        let (found, scanned) = find_in(500, limits, 3, 100, |key| key.ends_with('5'));
+        assert_eq!(found.items, vec!["k/005", "k/015", "k/025"]);
+        assert_eq!(found.stopped_after, None);
+        assert!(scanned <= 30);
+        // The end before the bound, although pages are short: no stop.
+        let (found, scanned) = find_in(50, limits, 3, 100, |key| key == "k/049");
+        assert_eq!(found.items, vec!["k/049"]);
+        assert_eq!(found.stopped_after, None);
+        assert_eq!(scanned, 50);
+    }
+
+    #[test]
+    fn scans_are_cut_at_the_page_and_the_budget_left() {
+        let limits = ScanLimits {
+            page: 50,
+            budget: 120,
+        };
+        assert_eq!(limits.allowed(1000, 0), 50);
+        assert_eq!(limits.allowed(10, 0), 10);
+        assert_eq!(limits.allowed(1000, 100), 20);
+        assert_eq!(limits.allowed(1000, 120), 0);
+        assert_eq!(limits.allowed(1000, 500), 0);
+    }
 }

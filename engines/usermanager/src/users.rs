@@ -81,26 +81,17 @@ pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     } else {
         SCAN_CHUNK
     };
-    let wanted = page.fetch_limit() as usize;
-    let mut found = Vec::new();
-    let mut after = page.after.clone();
-    'scan: loop {
-        let rows = storage::list_json::<Profile>(DIRECTORY_PREFIX, after.as_deref(), chunk, false)?;
-        let exhausted = rows.len() < chunk as usize;
-        for (key, profile) in rows {
-            after = Some(key.clone());
-            if filter.matches(&profile) {
-                found.push((key, profile));
-                if found.len() == wanted {
-                    break 'scan;
-                }
-            }
-        }
-        if exhausted {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+    // At most a bounded number of profiles per request: then a short page with a cursor.
+    let found = storage::find_json::<Profile, _, ApiError>(
+        DIRECTORY_PREFIX,
+        page.after.as_deref(),
+        false,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        chunk,
+        |key, profile| Ok(filter.matches(&profile).then_some((key, profile))),
+    )?;
+    let (rows, meta) = page.finish_found(found.items, |(key, _)| key.clone(), found.stopped_after);
     let profiles: Vec<Profile> = rows.into_iter().map(|(_, profile)| profile).collect();
     Ok(Response::ok_with_meta(&profiles, &meta))
 }

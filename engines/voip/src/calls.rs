@@ -261,28 +261,24 @@ pub fn list(ctx: &Context, req: &Request) -> HandlerResult {
     };
     let page = CursorPage::from_query(query)?;
     let prefix = history_prefix(&ctx.user_id);
-    let mut found: Vec<(String, Call)> = Vec::new();
-    let mut after = page.after.clone();
-    'scan: loop {
-        let rows = storage::list(&prefix, after.as_deref(), SCAN_BATCH, true)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        for (key, _) in rows {
-            after = Some(key.clone());
+    // At most a bounded number of history entries per request: then a short page with a cursor.
+    let found = storage::find::<_, ApiError>(
+        &prefix,
+        page.after.as_deref(),
+        true,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        SCAN_BATCH,
+        |key, _| {
             let Some(call) = load(&key[prefix.len()..])? else {
-                continue;
+                return Ok(None);
             };
-            if status.is_none_or(|status| call.status == status) {
-                found.push((key, call));
-                if found.len() > page.limit as usize {
-                    break 'scan;
-                }
-            }
-        }
-        if exhausted {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+            Ok(status
+                .is_none_or(|status| call.status == status)
+                .then_some((key, call)))
+        },
+    )?;
+    let (rows, meta) = page.finish_found(found.items, |(key, _)| key.clone(), found.stopped_after);
     let calls: Vec<Call> = rows.into_iter().map(|(_, call)| call).collect();
     Ok(Response::ok_with_meta(&calls, &meta))
 }
@@ -325,9 +321,9 @@ pub fn forget_user(user_id: &str) -> Result<(), ApiError> {
     let prefix = history_prefix(user_id);
     let mut after: Option<String> = None;
     loop {
-        let rows = storage::list(&prefix, after.as_deref(), SCAN_BATCH, false)?;
-        let exhausted = rows.len() < SCAN_BATCH as usize;
-        for (key, _) in rows {
+        let scan = storage::scan(&prefix, after.as_deref(), SCAN_BATCH, false)?;
+        let exhausted = scan.exhausted;
+        for (key, _) in scan.entries {
             forget_call(user_id, &key[prefix.len()..])?;
             after = Some(key);
         }

@@ -1,8 +1,12 @@
 //! The one authorization extractor used by core and engines alike: the verified caller of a
 //! request, from its bearer token. A missing, expired, malformed, tampered or foreign-signed
-//! token is a 401.
+//! token is a 401, and so is the token of a user who is no longer a member of its tenant.
+//! The role is the lower of the token's and the member's current one (read at most
+//! `sessions::ACTIVE_CACHE_TTL` ago, on every host), so a demotion applies within seconds.
+//! Guests are scoped here too, deny by default: in core a guest token reaches only the routes
+//! of [`GUEST_CORE_ROUTES`] (its own inbox) and every other core route is a 403.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::header;
 use axum::http::request::Parts;
 
@@ -44,18 +48,51 @@ impl FromRequestParts<AppState> for Caller {
             .verify(token)
             .await
             .ok_or(ApiError::Unauthenticated)?;
-        // A logged-out or revoked session's tokens are refused before they expire.
-        if !state.sessions.is_active(&claims.sid).await? {
+        // A logged-out or revoked session's tokens are refused before they expire, and so are
+        // those of a membership that has ended.
+        let (active, membership) = tokio::try_join!(
+            state.sessions.is_active(&claims.sid),
+            state.sessions.current_membership(&claims.sub, &claims.tid),
+        )?;
+        let (Some((current_role, user_type)), true) = (membership, active) else {
             return Err(ApiError::Unauthenticated);
-        }
-        Ok(Caller {
+        };
+        let caller = Caller {
+            role: lower_role(claims.role, current_role),
+            token_type: if user_type == "guest" {
+                user_type
+            } else {
+                claims.typ
+            },
             user_id: claims.sub,
             tenant_id: claims.tid,
             workspace_id: claims.wid,
-            role: claims.role,
-            token_type: claims.typ,
             session_id: claims.sid,
-        })
+        };
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map_or_else(|| parts.uri.path(), MatchedPath::as_str);
+        caller.require_route(route)?;
+        Ok(caller)
+    }
+}
+
+/// The core routes a guest token may use: its own inbox, reading it and marking its items read
+/// (the projection only ever shows a caller the items addressed to them). Every other route
+/// under `/core/` is a 403 for guests, including routes added later.
+pub const GUEST_CORE_ROUTES: [&str; 2] = ["/core/api/v1/inbox", "/core/api/v1/inbox/{id}/read"];
+
+/// Roles from least to most allowed.
+const ROLES: [&str; 3] = ["viewer", "editor", "owner"];
+
+/// The less allowed of two roles (an unknown role counts as the least allowed of all).
+fn lower_role(token_role: String, current_role: String) -> String {
+    let rank = |role: &str| ROLES.iter().position(|known| *known == role);
+    if rank(&current_role) < rank(&token_role) {
+        current_role
+    } else {
+        token_role
     }
 }
 
@@ -84,6 +121,16 @@ impl Caller {
     /// Guests read only what is shared with them and write nothing in core.
     pub fn is_guest(&self) -> bool {
         self.token_type == "guest"
+    }
+
+    /// 403 when a guest token calls a core route other than its own inbox (`route` is the
+    /// matched route, e.g. `/core/api/v1/inbox/{id}/read`).
+    pub fn require_route(&self, route: &str) -> Result<(), ApiError> {
+        if self.is_guest() && route.starts_with("/core/") && !GUEST_CORE_ROUTES.contains(&route) {
+            Err(ApiError::Forbidden)
+        } else {
+            Ok(())
+        }
     }
 
     /// 403 unless the caller may write: an `editor` or `owner` with a non-guest token
@@ -144,5 +191,29 @@ mod tests {
         assert!(caller("editor", "user").require_may_modify("u2").is_err());
         assert!(caller("owner", "user").require_may_modify("u2").is_ok());
         assert!(caller("viewer", "user").require_may_modify("u1").is_err());
+    }
+
+    #[test]
+    fn guests_reach_only_their_inbox_in_core() {
+        let guest = caller("viewer", "guest");
+        assert!(guest.require_route("/core/api/v1/inbox").is_ok());
+        assert!(guest.require_route("/core/api/v1/inbox/{id}/read").is_ok());
+        assert!(guest.require_route("/core/api/v1/entities").is_err());
+        assert!(guest.require_route("/core/api/metrics").is_err());
+        assert!(guest.require_route("/notes/api/v1/{*path}").is_ok());
+        assert!(
+            caller("viewer", "user")
+                .require_route("/core/api/v1/entities")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_lower_role_wins() {
+        let lower = |a: &str, b: &str| lower_role(a.to_owned(), b.to_owned());
+        assert_eq!(lower("owner", "viewer"), "viewer");
+        assert_eq!(lower("viewer", "owner"), "viewer");
+        assert_eq!(lower("editor", "editor"), "editor");
+        assert_eq!(lower("owner", "nobody"), "nobody");
     }
 }

@@ -3,6 +3,10 @@
 //! signs; older ones stay verifiable (and in the JWKS) until the tokens they signed have expired.
 //! A host that meets a `kid` it does not know reloads the keys (at most once a second), so keys
 //! made by another host are picked up without a restart.
+//!
+//! Seeds are stored sealed (XChaCha20-Poly1305 under a key derived from the service secret,
+//! bound to the key's `kid`), never in plaintext: hosts sharing a database must share the
+//! service secret. Plaintext seeds of older versions are sealed at start.
 
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -10,6 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use chacha20poly1305::aead::{Aead as _, KeyInit as _, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use chrono::Utc;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::EncodePrivateKey as _;
@@ -17,6 +23,7 @@ use jsonwebtoken::{DecodingKey, EncodingKey};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::config::Secret;
 use crate::on_pool;
 use crate::storage::{Database, time};
 
@@ -63,16 +70,110 @@ pub struct SigningKeys {
     last_reload: Arc<Mutex<Option<Instant>>>,
     /// Retired keys stay verifiable this long (the access token lifetime).
     token_lifetime: Duration,
+    /// Seals and opens the stored seeds.
+    sealing: Arc<SealingKey>,
 }
 
 type KeyRow = (String, String, String, Option<String>);
 
-fn build_key((kid, seed, created_at, retired_at): KeyRow) -> anyhow::Result<Key> {
-    let seed: [u8; 32] = STANDARD
-        .decode(seed)
+/// Prefix of a sealed seed: `v1:` + base64url (no padding) of a 24-byte nonce, the encrypted
+/// 32-byte seed and the 16-byte tag. A plaintext seed (standard base64) never contains `:`.
+const SEALED_V1: &str = "v1:";
+const NONCE_BYTES: usize = 24;
+const SEED_BYTES: usize = 32;
+const TAG_BYTES: usize = 16;
+
+/// The key that seals signing seeds, derived from the service secret with HKDF-SHA-256 under
+/// a label of its own (independent of the TOTP and vault keys and of request signatures).
+struct SealingKey([u8; 32]);
+
+impl SealingKey {
+    fn new(service_secret: &Secret) -> Self {
+        let mut key = [0; 32];
+        hkdf::Hkdf::<sha2::Sha256>::new(None, service_secret.expose().as_bytes())
+            .expand(b"tessera/auth/signing-key-seal/v1", &mut key)
+            .expect("32 bytes is a valid HKDF-SHA-256 output length");
+        Self(key)
+    }
+
+    fn cipher(&self) -> XChaCha20Poly1305 {
+        XChaCha20Poly1305::new(&chacha20poly1305::Key::from(self.0))
+    }
+
+    /// The associated data: binds a sealed seed to its purpose and its `kid`, so a sealed value
+    /// copied onto another key's row does not open.
+    fn associated_data(kid: &str) -> Vec<u8> {
+        [b"tessera/auth/signing-key/v1:".as_slice(), kid.as_bytes()].concat()
+    }
+
+    /// `seed` sealed for storage in the row of `kid`.
+    fn seal(&self, kid: &str, seed: &[u8; SEED_BYTES]) -> String {
+        let nonce: [u8; NONCE_BYTES] = rand::random();
+        let ciphertext = self
+            .cipher()
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: seed,
+                    aad: &Self::associated_data(kid),
+                },
+            )
+            .expect("XChaCha20-Poly1305 encrypts 32 bytes");
+        let mut sealed = Vec::with_capacity(NONCE_BYTES + ciphertext.len());
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(&ciphertext);
+        format!("{SEALED_V1}{}", URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    /// The seed of a stored value: sealed, or (from an older version, until the start-up pass
+    /// seals it) plaintext base64.
+    fn open(&self, kid: &str, stored: &str) -> anyhow::Result<[u8; SEED_BYTES]> {
+        let Some(encoded) = stored.strip_prefix(SEALED_V1) else {
+            return plaintext_seed(stored);
+        };
+        let bytes = URL_SAFE_NO_PAD
+            .decode(encoded)
+            .with_context(|| format!("the sealed signing key {kid} is not base64url"))?;
+        anyhow::ensure!(
+            bytes.len() == NONCE_BYTES + SEED_BYTES + TAG_BYTES,
+            "the sealed signing key {kid} has the wrong length"
+        );
+        let (nonce, ciphertext) = bytes.split_at(NONCE_BYTES);
+        let nonce = <[u8; NONCE_BYTES]>::try_from(nonce).expect("split at the nonce length");
+        let seed = self
+            .cipher()
+            .decrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: &Self::associated_data(kid),
+                },
+            )
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the signing key {kid} does not open with this host's service secret \
+                     (hosts sharing a database need the same TESSERA_SERVICE_SECRET)"
+                )
+            })?;
+        <[u8; SEED_BYTES]>::try_from(seed.as_slice())
+            .map_err(|_| anyhow::anyhow!("the signing key {kid} is not 32 bytes"))
+    }
+}
+
+/// A plaintext seed as older versions stored it: standard base64 of 32 bytes.
+fn plaintext_seed(stored: &str) -> anyhow::Result<[u8; SEED_BYTES]> {
+    STANDARD
+        .decode(stored)
         .context("decoding a signing key")?
         .try_into()
-        .map_err(|_| anyhow::anyhow!("a signing key is not 32 bytes"))?;
+        .map_err(|_| anyhow::anyhow!("a signing key is not 32 bytes"))
+}
+
+fn build_key(
+    sealing: &SealingKey,
+    (kid, stored, created_at, retired_at): KeyRow,
+) -> anyhow::Result<Key> {
+    let seed = sealing.open(&kid, &stored)?;
     let signing = SigningKey::from_bytes(&seed);
     let der = signing
         .to_pkcs8_der()
@@ -90,18 +191,21 @@ fn build_key((kid, seed, created_at, retired_at): KeyRow) -> anyhow::Result<Key>
 }
 
 impl SigningKeys {
-    /// Loads the keys, creating the first one (or a successor of one older than
-    /// [`ROTATION_AGE`]).
+    /// Seals the seeds still stored in plaintext, loads the keys, and creates the first one (or
+    /// a successor of one older than [`ROTATION_AGE`]). `service_secret` seals the seeds.
     pub async fn load_or_create(
         database: Database,
         token_lifetime: Duration,
+        service_secret: &Secret,
     ) -> anyhow::Result<Self> {
         let keys = Self {
             database,
             keys: Arc::default(),
             last_reload: Arc::default(),
             token_lifetime,
+            sealing: Arc::new(SealingKey::new(service_secret)),
         };
+        keys.seal_plaintext_seeds().await?;
         keys.reload().await?;
         let due = match keys.signing_key() {
             None => true,
@@ -114,6 +218,35 @@ impl SigningKeys {
             keys.rotate().await?;
         }
         Ok(keys)
+    }
+
+    /// Replaces every seed still stored in plaintext (by an older version) with its sealed form.
+    /// Idempotent, and safe with several hosts starting at once: a row is only replaced while it
+    /// still holds the plaintext this host read.
+    async fn seal_plaintext_seeds(&self) -> anyhow::Result<()> {
+        let rows: Vec<(String, String)> = on_pool!(self.database, pool => sqlx::query_as(
+            "SELECT kid, private_seed FROM signing_keys WHERE private_seed NOT LIKE 'v1:%'",
+        )
+        .fetch_all(pool)
+        .await)
+        .context("reading plaintext signing keys")?;
+        for (kid, plaintext) in rows {
+            let seed = plaintext_seed(&plaintext)
+                .with_context(|| format!("reading the plaintext signing key {kid}"))?;
+            let sealed = self.sealing.seal(&kid, &seed);
+            crate::on_writer!(self.database, pool => sqlx::query(
+                "UPDATE signing_keys SET private_seed = $1 WHERE kid = $2 AND private_seed = $3",
+            )
+            .bind(&sealed)
+            .bind(&kid)
+            .bind(&plaintext)
+            .execute(pool)
+            .await
+            .map(drop))
+            .with_context(|| format!("sealing the signing key {kid}"))?;
+            tracing::info!(%kid, "sealed a signing key stored in plaintext");
+        }
+        Ok(())
     }
 
     /// Makes a new signing key; the previous one retires (it still verifies its tokens).
@@ -134,7 +267,7 @@ impl SigningKeys {
             "INSERT INTO signing_keys (kid, algorithm, private_seed, created_at) VALUES ($1, 'EdDSA', $2, $3)",
         )
         .bind(&kid)
-        .bind(STANDARD.encode(seed))
+        .bind(self.sealing.seal(&kid, &seed))
         .bind(&now)
         .execute(&mut **conn)
         .await
@@ -160,7 +293,7 @@ impl SigningKeys {
         .context("reading signing keys")?;
         let keys = rows
             .into_iter()
-            .map(|row| build_key(row).map(Arc::new))
+            .map(|row| build_key(&self.sealing, row).map(Arc::new))
             .collect::<anyhow::Result<Vec<_>>>()?;
         *self.keys.write().expect("signing keys lock") = keys;
         *self.last_reload.lock().expect("reload lock") = Some(Instant::now());

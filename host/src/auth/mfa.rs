@@ -2,7 +2,8 @@
 //! challenge and its verify step, and disabling. The secret is stored sealed with a key derived
 //! from the service secret; the last accepted time step is stored with a conditional update, so
 //! no code is ever accepted twice, not even by two parallel requests. A wrong code at verify
-//! counts toward the login's lockout like a wrong password.
+//! counts toward the login's lockout like a wrong password: each code reserves its guess
+//! before it is evaluated (`lockout::reserve`), and a right one gives it back.
 
 use anyhow::Context as _;
 use axum::Json;
@@ -340,9 +341,15 @@ async fn verify(
     .context("reading an MFA challenge")?;
     let (user_id, login) = challenge.ok_or(ApiError::Unauthenticated)?;
     let auth = &state.config.auth;
-    lockout::check(&state.database, &login)
-        .await?
-        .into_result()?;
+    // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
+    lockout::reserve(
+        &state.database,
+        &login,
+        auth.lockout_max_attempts,
+        auth.lockout_duration,
+    )
+    .await?
+    .into_result()?;
     let accepted = if method == "totp" {
         match secret_of(&state, &user_id, false).await? {
             Some((secret, last_step)) => {
@@ -369,17 +376,13 @@ async fn verify(
             .login(&login)
             .origin(&origin)
             .detail("method", method);
+        // The guess stays counted: its reservation is the failure.
         audit::record(&state.database, &entry).await?;
-        lockout::record_failure(
-            &state.database,
-            &login,
-            auth.lockout_max_attempts,
-            auth.lockout_duration,
-        )
-        .await?
-        .into_result()?;
         return Err(ApiError::Unauthenticated);
     }
+    // A right code gives its slot back; earlier wrong codes stay counted until the next
+    // right password clears them.
+    lockout::release(&state.database, &login, auth.lockout_max_attempts).await?;
     // One successful verify per challenge.
     let spent = on_pool!(state.database, pool => sqlx::query(
         "UPDATE mfa_challenges SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
@@ -393,7 +396,6 @@ async fn verify(
     if spent != 1 {
         return Err(ApiError::Unauthenticated);
     }
-    lockout::clear(&state.database, &login).await?;
     let event = if method == "totp" {
         AuditEvent::MfaSucceeded
     } else {

@@ -82,6 +82,7 @@ type Job = Box<dyn FnOnce() + Send>;
 #[derive(Clone)]
 pub struct PasswordHasher {
     jobs: std::sync::mpsc::Sender<Job>,
+    threads: usize,
 }
 
 /// Lowers the calling thread's scheduling priority (Linux: nice applies per thread).
@@ -100,7 +101,8 @@ impl PasswordHasher {
     pub fn new(concurrency: usize) -> Self {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let queue = Arc::new(std::sync::Mutex::new(queue));
-        for index in 0..concurrency.max(1) {
+        let threads = concurrency.max(1);
+        for index in 0..threads {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name(format!("tessera-argon2-{index}"))
@@ -120,11 +122,17 @@ impl PasswordHasher {
                 })
                 .expect("starting a password hashing thread");
         }
-        Self { jobs }
+        Self { jobs, threads }
     }
 
-    /// Runs `work` on a hashing thread and waits for its result.
-    async fn run<T: Send + 'static>(
+    /// How many hashing threads there are (hashes that run at once).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs `work` on a hashing thread and waits for its result; jobs start in the order they
+    /// were handed in.
+    pub async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {

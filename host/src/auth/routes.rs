@@ -14,7 +14,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use super::caller::Caller;
 use super::keys::Jwks;
-use super::lockout::{self, Lock};
+use super::lockout;
 use super::password::{PasswordPolicy, Verified};
 use super::sessions::{RefreshError, TokenScope, TokenSet};
 use super::store;
@@ -157,7 +157,15 @@ async fn login(
     let attempt = AuditEntry::new(AuditEvent::LoginFailed)
         .login(&login)
         .origin(&origin);
-    if let Err(locked) = lockout::check(&state.database, &login).await?.into_result() {
+    // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
+    let reserved = lockout::reserve(
+        &state.database,
+        &login,
+        auth.lockout_max_attempts,
+        auth.lockout_duration,
+    )
+    .await?;
+    if let Err(locked) = reserved.into_result() {
         let entry = AuditEntry {
             event: AuditEvent::LockedOut,
             ..attempt
@@ -175,7 +183,8 @@ async fn login(
     let account = match (account, verified) {
         (Some(account), Verified::Yes | Verified::YesNeedsRehash) => account,
         (account, _) => {
-            // A known account's failures show in its (first) tenant's trail.
+            // A known account's failures show in its (first) tenant's trail. The guess stays
+            // counted: its reservation is the failure.
             let attempt = match &account {
                 Some(account) => {
                     let tenant = store::membership(&state.database, &account.user_id, None).await?;
@@ -187,23 +196,7 @@ async fn login(
                 }
                 None => attempt,
             };
-            let outcome = lockout::record_failure(
-                &state.database,
-                &login,
-                auth.lockout_max_attempts,
-                auth.lockout_duration,
-            )
-            .await?;
-            let entry = if outcome == Lock::Open {
-                attempt.detail("reason", "credentials")
-            } else {
-                AuditEntry {
-                    event: AuditEvent::LockedOut,
-                    ..attempt
-                }
-            };
-            audit::record(&state.database, &entry).await?;
-            outcome.into_result()?;
+            audit::record(&state.database, &attempt.detail("reason", "credentials")).await?;
             return Err(ApiError::Unauthenticated);
         }
     };

@@ -2,7 +2,10 @@
 //! rotates the refresh token (stored only as a SHA-256 hash) and presenting a rotated one again
 //! is treated as theft: the whole session is revoked. Access tokens name their session, and the
 //! bearer extractor refuses tokens of revoked sessions at once (a small per-host cache that a
-//! revocation on this host clears; other hosts see it within [`ACTIVE_CACHE_TTL`]).
+//! revocation on this host clears; other hosts see it within [`ACTIVE_CACHE_TTL`]). It also
+//! reads the member's current role and type in the token's tenant (cached as long), so a role
+//! change or a removed membership applies within that time on every host, whatever the
+//! token's `exp`.
 
 use std::time::Duration;
 
@@ -80,6 +83,8 @@ pub struct Sessions {
     tokens: AccessTokens,
     config: AuthConfig,
     active: moka::future::Cache<String, bool>,
+    /// (user, tenant) → the current (role, user type); `None` when not a member.
+    members: moka::future::Cache<(String, String), Option<(String, String)>>,
 }
 
 impl Sessions {
@@ -89,6 +94,10 @@ impl Sessions {
             tokens,
             config,
             active: moka::future::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(ACTIVE_CACHE_TTL)
+                .build(),
+            members: moka::future::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(ACTIVE_CACHE_TTL)
                 .build(),
@@ -306,6 +315,31 @@ impl Sessions {
         let active = active.is_some();
         self.active.insert(session_id.to_owned(), active).await;
         Ok(active)
+    }
+
+    /// The user's current role and type in a tenant (`None`: not a member), as this host read
+    /// it at most [`ACTIVE_CACHE_TTL`] ago. Nothing invalidates it early: a role can change on
+    /// any host (or in the admin CLI), so every host relies on the same short lifetime.
+    pub async fn current_membership(
+        &self,
+        user_id: &str,
+        tenant_id: &str,
+    ) -> anyhow::Result<Option<(String, String)>> {
+        let key = (user_id.to_owned(), tenant_id.to_owned());
+        if let Some(membership) = self.members.get(&key).await {
+            return Ok(membership);
+        }
+        let membership: Option<(String, String)> = on_pool!(self.database, pool => sqlx::query_as(
+            "SELECT m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.user_id = $1 AND m.tenant_id = $2",
+        )
+        .bind(user_id)
+        .bind(tenant_id)
+        .fetch_optional(pool)
+        .await)
+        .context("reading a caller's membership")?;
+        self.members.insert(key, membership.clone()).await;
+        Ok(membership)
     }
 }
 

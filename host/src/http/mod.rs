@@ -1,6 +1,7 @@
 //! HTTP: the conventions every route shares (envelopes, errors, extractors, paging,
 //! correlation ids) and the one place where every service's router is merged.
 
+pub mod connections;
 pub mod conventions;
 pub mod envelope;
 pub mod error;
@@ -32,6 +33,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .split_for_parts();
     let openapi = std::sync::Arc::new(openapi);
     let body_limit = state.config.http.max_body_bytes;
+    let body_timeout = state.config.http.body_timeout;
     let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
 
     // Engine routes take larger bodies (file uploads) than the host's own API.
@@ -59,6 +61,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             rate_limits,
             rate_limit::enforce,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            body_timeout,
+            connections::body_deadline,
         ))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
 }

@@ -1,4 +1,5 @@
-//! `/core/api/internal/orchestration/*`: the orchestrator over HTTP, signed as CONTRACT §5.
+//! `/core/api/internal/orchestration/*`: the orchestrator over HTTP, signed as CONTRACT §5 (over
+//! method, path and body; bodies refuse unknown fields).
 //! Every request runs to the end before it is answered (202 with the outcome).
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{EngineOutcome, ProvisioningStatus};
 use crate::http::envelope::{self, Data};
 use crate::http::extract::NoQuery;
-use crate::http::signature::SignedJson;
+use crate::http::signature::{EmptyBody, SignedJson};
 use crate::http::{ApiError, ApiResult};
 use crate::runtime::lifecycle::{
     TenantDeprovisionRequest, TenantProvisionRequest, UserDeprovisionRequest, UserProvisionRequest,
@@ -127,12 +128,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     post,
     path = "/core/api/internal/orchestration/provision/tenant",
     tag = "orchestration",
-    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>")),
+    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.<raw body>`")),
     request_body = TenantProvisionRequest,
     responses(
         (status = 202, description = "Every engine ran; the outcome", body = Data<TenantProvisioningBody>),
         (status = 401, description = "Missing, malformed, wrong or stale signature"),
-        (status = 422, description = "Missing or malformed fields"),
+        (status = 422, description = "Missing, malformed or unknown fields"),
     )
 )]
 async fn provision_tenant(
@@ -153,12 +154,12 @@ async fn provision_tenant(
     post,
     path = "/core/api/internal/orchestration/provision/user",
     tag = "orchestration",
-    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>")),
+    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.<raw body>`")),
     request_body = UserProvisionRequest,
     responses(
         (status = 202, description = "Every engine ran; the outcome", body = Data<UserProvisioningBody>),
         (status = 401, description = "Missing, malformed, wrong or stale signature"),
-        (status = 422, description = "Missing or malformed fields"),
+        (status = 422, description = "Missing, malformed or unknown fields"),
     )
 )]
 async fn provision_user(
@@ -179,12 +180,12 @@ async fn provision_user(
     post,
     path = "/core/api/internal/orchestration/deprovision/user",
     tag = "orchestration",
-    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>")),
+    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.<raw body>`")),
     request_body = UserDeprovisionRequest,
     responses(
         (status = 202, description = "Every engine ran", body = Data<UserDeprovisioningBody>),
         (status = 401, description = "Missing, malformed, wrong or stale signature"),
-        (status = 422, description = "Missing or malformed fields"),
+        (status = 422, description = "Missing, malformed or unknown fields"),
     )
 )]
 async fn deprovision_user(
@@ -207,12 +208,12 @@ async fn deprovision_user(
     post,
     path = "/core/api/internal/orchestration/deprovision/tenant",
     tag = "orchestration",
-    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>")),
+    params(("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.<raw body>`")),
     request_body = TenantDeprovisionRequest,
     responses(
         (status = 202, description = "Every engine ran; host storage of the tenant removed", body = Data<TenantDeprovisioningBody>),
         (status = 401, description = "Missing, malformed, wrong or stale signature"),
-        (status = 422, description = "Missing or malformed fields"),
+        (status = 422, description = "Missing, malformed or unknown fields"),
     )
 )]
 async fn deprovision_tenant(
@@ -234,7 +235,7 @@ async fn deprovision_tenant(
     tag = "orchestration",
     params(
         ("tenantId" = String, Path, description = "The tenant's UUID"),
-        ("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.` (empty body)"),
+        ("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.` (empty body)"),
     ),
     responses(
         (status = 200, description = "Status and each engine's outcome", body = Data<TenantProvisioningBody>),
@@ -246,7 +247,7 @@ async fn tenant_status(
     State(state): State<AppState>,
     Path(tenant_id): Path<String>,
     _: NoQuery,
-    _signed: SignedJson<serde::de::IgnoredAny>,
+    _signed: SignedJson<EmptyBody>,
 ) -> ApiResult<Response> {
     let provisioning = state
         .orchestrator
@@ -267,18 +268,19 @@ async fn tenant_status(
     tag = "orchestration",
     params(
         ("tenantId" = String, Path, description = "The tenant's UUID"),
-        ("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.` (empty body)"),
+        ("X-Service-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256> over `<t>.<METHOD>.<path>.` (empty body)"),
     ),
     responses(
         (status = 202, description = "The retried engines ran", body = Data<TenantRetryBody>),
         (status = 401, description = "Missing, malformed, wrong or stale signature"),
+        (status = 422, description = "A body other than `{}` or none"),
         (status = 404, description = "The tenant was never provisioned"),
     )
 )]
 async fn retry_tenant(
     State(state): State<AppState>,
     Path(tenant_id): Path<String>,
-    _signed: SignedJson<serde::de::IgnoredAny>,
+    _signed: SignedJson<EmptyBody>,
 ) -> ApiResult<Response> {
     let report = state
         .orchestrator

@@ -1,6 +1,7 @@
 //! The wasmtime side: one `wasmtime::Engine` (pooling allocator, epoch interruption), the
 //! compiled-artifact cache in the data dir, and calls into a component with a fresh store, a
-//! deadline and a memory cap.
+//! deadline and a memory cap, each admitted first (`admission.rs`: the pool's size in all, a
+//! share of it per tenant).
 
 use std::hash::{Hash as _, Hasher as _};
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use anyhow::Context as _;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
+use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
 use super::bindings::v0_1::{
     Engine as EngineWorld, EnginePre, exports::tessera::engine::guest::Guest,
 };
@@ -36,8 +38,18 @@ pub struct RuntimeConfig {
     pub max_request_bytes: usize,
     /// Largest response body an engine may return (502 beyond).
     pub max_response_bytes: usize,
-    /// How many instances may be alive at once (pooling allocator slots).
+    /// How many instances may be alive at once (pooling allocator slots), and so how many
+    /// engine calls run at once on this host (`TESSERA_ENGINE_MAX_INSTANCES`, default 200).
     pub max_instances: u32,
+    /// Engine calls one tenant may run at once (`TESSERA_ENGINE_TENANT_CONCURRENCY`); `None`:
+    /// a quarter of `max_instances`.
+    pub tenant_concurrency: Option<u32>,
+    /// HTTP requests of one tenant that may wait beyond its share
+    /// (`TESSERA_ENGINE_TENANT_QUEUE`, default 100); more get 503 at once.
+    pub tenant_queue: u32,
+    /// How long such a request waits for a slot before its 503
+    /// (`TESSERA_ENGINE_TENANT_QUEUE_TIMEOUT`, default 5 s).
+    pub tenant_queue_timeout: Duration,
     /// Compiled components, keyed by the file's SHA-256.
     pub cache_dir: PathBuf,
 }
@@ -51,7 +63,24 @@ impl RuntimeConfig {
             max_request_bytes: 8 * 1024 * 1024,
             max_response_bytes: 8 * 1024 * 1024,
             max_instances: 200,
+            tenant_concurrency: None,
+            tenant_queue: 100,
+            tenant_queue_timeout: Duration::from_secs(5),
             cache_dir,
+        }
+    }
+
+    /// The admission limits these settings give: the pool's size in all, the tenant share
+    /// (a quarter of the pool unless set, at least 1, at most the pool).
+    pub fn admission_limits(&self) -> AdmissionLimits {
+        let capacity = usize::try_from(self.max_instances.max(1)).unwrap_or(usize::MAX);
+        let share = self.tenant_concurrency.map_or(capacity / 4, |share| {
+            usize::try_from(share).unwrap_or(capacity)
+        });
+        AdmissionLimits {
+            capacity,
+            tenant_share: share.clamp(1, capacity),
+            tenant_queue: usize::try_from(self.tenant_queue).unwrap_or(usize::MAX),
         }
     }
 }
@@ -63,6 +92,9 @@ pub enum CallError {
     Timeout(Duration),
     #[error("the engine trapped: {0}")]
     Trap(String),
+    /// No slot was free in time (the call never started).
+    #[error("no engine capacity: {0}")]
+    Busy(#[from] super::admission::Refused),
 }
 
 impl CallError {
@@ -75,6 +107,7 @@ impl CallError {
                 tracing::error!(engine = %engine_code, error = %detail, "engine call trapped");
                 "the engine failed (trap)".into()
             }
+            Self::Busy(refused) => format!("the call did not start: {refused}"),
         }
     }
 }
@@ -95,6 +128,7 @@ pub struct EngineRuntime {
     linker: Linker<StoreState>,
     config: RuntimeConfig,
     services: HostServices,
+    admission: Admission,
     _ticker: Ticker,
 }
 
@@ -133,6 +167,7 @@ impl EngineRuntime {
         Ok(Self {
             engine,
             linker,
+            admission: Admission::new(config.admission_limits()),
             config,
             services,
             _ticker: Ticker { stop },
@@ -187,6 +222,11 @@ impl EngineRuntime {
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    /// Who may start an engine call now: every call holds one of its permits while it runs.
+    pub fn admission(&self) -> &Admission {
+        &self.admission
     }
 
     /// What every call's store is lent: database, work queue, event bus, outbound client.
@@ -248,11 +288,31 @@ impl EngineRuntime {
         EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))
     }
 
-    /// Runs `call` on a fresh instance in a fresh store, within `timeout`. The engine yields to
-    /// the async runtime every epoch tick, so a busy loop never holds a worker thread, and the
-    /// deadline drops the call (and its store) when it expires.
+    /// Runs `call` once admitted (in its tenant's share, or the global budget alone outside a
+    /// tenant), waiting at most `timeout` for a slot ([`CallError::Busy`] then), then as
+    /// [`Self::call_admitted`] within `timeout`. Lifecycle calls and `describe` come here; HTTP
+    /// requests and engine work admit themselves with their own bounds.
     pub async fn call<R>(
         &self,
+        pre: &EnginePre<StoreState>,
+        scope: CallScope,
+        timeout: Duration,
+        call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let permit = self
+            .admission
+            .admit(scope.tenant_id.as_deref(), CallKind::Background, timeout)
+            .await?;
+        self.call_admitted(permit, pre, scope, timeout, call).await
+    }
+
+    /// Runs `call` on a fresh instance in a fresh store, within `timeout`, in the slot `permit`
+    /// holds (given back once the store, and with it the instance, is gone). The engine yields
+    /// to the async runtime every epoch tick, so a busy loop never holds a worker thread, and
+    /// the deadline drops the call (and its store) when it expires.
+    pub async fn call_admitted<R>(
+        &self,
+        permit: Permit,
         pre: &EnginePre<StoreState>,
         scope: CallScope,
         timeout: Duration,
@@ -268,7 +328,11 @@ impl EngineRuntime {
             let guest = instance.tessera_engine_guest().clone();
             call(&guest, &mut store).await
         };
-        match tokio::time::timeout(timeout, work).await {
+        let outcome = tokio::time::timeout(timeout, work).await;
+        // The instance goes back to the pool with its store, then the slot is free.
+        drop(store);
+        drop(permit);
+        match outcome {
             Err(_) => Err(CallError::Timeout(timeout)),
             Ok(Err(error)) => Err(CallError::Trap(format!("{error:#}"))),
             Ok(Ok(value)) => Ok(value),

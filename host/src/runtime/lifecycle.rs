@@ -1,6 +1,7 @@
 //! Lifecycle calls into engines (provision and deprovision tenants and users), used by the
 //! orchestrator and by the engines' internal endpoints
-//! `/<code>/api/internal/<code>/{provision,deprovision}/{tenant,user}` (signed, CONTRACT §5).
+//! `/<code>/api/internal/<code>/{provision,deprovision}/{tenant,user}` (signed over method, path
+//! and body, CONTRACT §5; bodies refuse unknown fields).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -39,6 +40,7 @@ pub struct UserProfile {
 
 /// The body of a tenant provisioning request (orchestration and engine-internal endpoints).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TenantProvisionRequest {
     /// UUID of the tenant.
     pub tenant_id: Option<String>,
@@ -49,6 +51,7 @@ pub struct TenantProvisionRequest {
 
 /// The body of a user provisioning request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UserProvisionRequest {
     pub tenant_id: Option<String>,
     pub tenant_short_id: Option<String>,
@@ -63,12 +66,14 @@ pub struct UserProvisionRequest {
 
 /// The body of a tenant deprovisioning request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TenantDeprovisionRequest {
     pub tenant_id: Option<String>,
 }
 
 /// The body of a user deprovisioning request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UserDeprovisionRequest {
     pub tenant_id: Option<String>,
     pub user_id: Option<String>,

@@ -1,6 +1,8 @@
 //! The engine runtime: engines are WebAssembly components run by wasmtime, one fresh store per
-//! call, with a deadline, a memory cap and only the imports of the engine world.
+//! call, with a deadline, a memory cap and only the imports of the engine world, each call
+//! admitted within the pool's size and its tenant's share of it.
 
+pub mod admission;
 pub mod batch_reader;
 pub mod batch_writer;
 pub mod bindings;

@@ -1,11 +1,12 @@
 //! Outbound HTTP for engines (`outbound-http.fetch`): the host's policy in front of one shared
 //! HTTP client. Deny by default: an engine reaches only the origins its allow-list names (its
 //! descriptor's `outbound-hosts`, or the operator's `TESSERA_ENGINE_OUTBOUND_HOSTS`), and never
-//! a loopback, private, link-local, unspecified, CGNAT, multicast or otherwise reserved address
-//! unless `TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. Names are checked after resolution by
-//! the client's own resolver (so a public name that resolves to a private address, or a DNS
-//! answer that changes between two requests, is refused too) and IP literals in the URL before
-//! sending. Redirects are never followed, no proxy is used, TLS trusts the system and webpki
+//! a loopback, private, link-local, unspecified, CGNAT, multicast, tunnelled (6to4, Teredo),
+//! NAT64 local-use or otherwise reserved address unless
+//! `TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. Names are checked after resolution by the
+//! client's own resolver (so a public name that resolves to a private address, or a DNS answer
+//! that changes between two requests, is refused too; the reason never names the address) and
+//! IP literals in the URL before sending. Redirects are never followed, no proxy is used, TLS trusts the system and webpki
 //! roots plus `TESSERA_WEBHOOK_EXTRA_CA`, and every exchange has a deadline and a response size
 //! cap. Refusals and failures are logged with the engine code and correlation id, naming only
 //! the target origin: URL paths and queries, header values and bodies may carry secrets.
@@ -35,6 +36,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_RESPONSE_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Largest request body an engine may send.
 pub const MAX_REQUEST_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// The longest `check-target` waits for a name to resolve, unless
+/// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` says otherwise: well within an engine call's deadline, so
+/// creating a webhook never times out on slow DNS. A name not resolved by then passes (every
+/// connection checks again).
+pub const CHECK_DNS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Methods an engine may use.
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
@@ -310,6 +316,8 @@ fn ipv4_reason(address: Ipv4Addr) -> Option<&'static str> {
         (100, 64..=127, _) => "shared (CGNAT)",
         (192, 0, 0) => "reserved",
         (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation",
+        // The former 6to4 relay anycast range (RFC 7526): relays nobody here controls.
+        (192, 88, 99) => "reserved (6to4 relay anycast)",
         (198, 18..=19, _) => "benchmarking",
         (224..=239, _, _) => "multicast",
         (240..=255, _, _) => "reserved",
@@ -320,7 +328,11 @@ fn ipv4_reason(address: Ipv4Addr) -> Option<&'static str> {
 fn ipv6_reason(address: Ipv6Addr) -> Option<&'static str> {
     let segments = address.segments();
     // IPv4-mapped (::ffff:a.b.c.d) and the deprecated IPv4-compatible (::a.b.c.d) forms, and
-    // the NAT64 well-known prefix (64:ff9b::/96), reach the embedded IPv4 address.
+    // the NAT64 well-known prefix (64:ff9b::/96), reach the embedded IPv4 address: refused when
+    // it is. Tunnels and local translators are refused whole, whatever they embed: 6to4
+    // (2002::/16, the IPv4 address in bits 16-47, reached through relays nobody here controls;
+    // `2002:7f00:1::` is 127.0.0.1), Teredo (2001::/32) and NAT64 local-use (64:ff9b:1::/48,
+    // whose translator is the operator's own network).
     if let Some(mapped) = address.to_ipv4_mapped() {
         return ipv4_reason(mapped);
     }
@@ -331,6 +343,9 @@ fn ipv6_reason(address: Ipv6Addr) -> Option<&'static str> {
         return ipv4_reason(Ipv4Addr::from_bits(address.to_bits() as u32));
     }
     Some(match segments[0] {
+        0x2002 => "6to4 (tunnelled IPv4)",
+        0x2001 if segments[1] == 0 => "Teredo (tunnelled IPv4)",
+        0x0064 if segments[1..3] == [0xff9b, 1] => "NAT64 local-use",
         _ if address.is_unspecified() => "unspecified",
         _ if address.is_loopback() => "loopback",
         first if first & 0xfe00 == 0xfc00 => "unique local (private)",
@@ -338,6 +353,9 @@ fn ipv6_reason(address: Ipv6Addr) -> Option<&'static str> {
         first if first & 0xffc0 == 0xfec0 => "site-local",
         first if first & 0xff00 == 0xff00 => "multicast",
         0x2001 if segments[1] == 0x0db8 => "documentation",
+        0x3fff if segments[1] & 0xf000 == 0 => "documentation",
+        0x2001 if segments[1..3] == [0x0002, 0] => "benchmarking",
+        0x2001 if matches!(segments[1] & 0xfff0, 0x0010 | 0x0020) => "reserved (ORCHID)",
         0x0100 if segments[1..4] == [0, 0, 0] => "discard-only",
         _ => return None,
     })
@@ -357,33 +375,105 @@ enum ResolveError {
     },
     #[error("DNS lookup of {host} returned no address")]
     Empty { host: String },
+    /// Names no address: the reason goes to the engine (and on into a delivery's
+    /// `last_error`), the address to the host's debug log only.
     #[error(
-        "{host} resolves only to non-public addresses ({address}: {reason}), and this host does not allow private targets"
+        "{host} resolves only to private (non-public) addresses, and this host does not allow private targets"
     )]
-    Private {
-        host: String,
-        address: IpAddr,
-        reason: &'static str,
-    },
+    Private { host: String },
 }
 
-/// The system resolver, with non-public addresses removed unless private targets are allowed.
-/// Every connection of the client resolves through it, so the check holds at connect time.
+/// `TESSERA_WEBHOOK_DNS_SERVERS`: `ip`, `ip:port` or `[ipv6]:port`, comma-separated (port 53
+/// when none is given).
+pub fn parse_dns_servers(text: &str) -> Result<Vec<SocketAddr>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            item.parse::<SocketAddr>()
+                .or_else(|_| item.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
+                .map_err(|_| format!("{item:?} is not a name server address (ip or ip:port)"))
+        })
+        .collect()
+}
+
+/// Where names are looked up: the system resolver, or the operator's name servers.
+enum Lookup {
+    System,
+    Servers(Box<hickory_resolver::TokioResolver>),
+}
+
+impl Lookup {
+    fn new(servers: &[SocketAddr]) -> anyhow::Result<Self> {
+        use hickory_resolver::config::{
+            ConnectionConfig, LookupIpStrategy, NameServerConfig, ResolverConfig,
+        };
+        if servers.is_empty() {
+            return Ok(Self::System);
+        }
+        let name_servers = servers
+            .iter()
+            .map(|server| {
+                let connections = [ConnectionConfig::udp(), ConnectionConfig::tcp()]
+                    .into_iter()
+                    .map(|mut connection| {
+                        connection.port = server.port();
+                        connection
+                    })
+                    .collect();
+                NameServerConfig::new(server.ip(), true, connections)
+            })
+            .collect();
+        let mut builder = hickory_resolver::TokioResolver::builder_with_config(
+            ResolverConfig::from_name_servers(name_servers),
+            Default::default(),
+        );
+        // Both families: a name is refused only when every address it has is non-public.
+        builder.options_mut().ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
+        let resolver = builder
+            .build()
+            .context("building the resolver of TESSERA_WEBHOOK_DNS_SERVERS")?;
+        Ok(Self::Servers(Box::new(resolver)))
+    }
+
+    /// The addresses of `host`.
+    async fn addresses(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        match self {
+            Self::System => Ok(tokio::net::lookup_host((host, 0))
+                .await?
+                .map(|address| address.ip())
+                .collect()),
+            Self::Servers(resolver) => match resolver.lookup_ip(host).await {
+                Ok(found) => Ok(found.iter().collect()),
+                Err(error) => Err(std::io::Error::other(error.to_string())),
+            },
+        }
+    }
+}
+
+/// The resolver of every connection of the client (the system's, or the operator's name
+/// servers), with non-public addresses removed unless private targets are allowed, so the
+/// check holds at connect time.
 struct PolicyResolver {
     allow_private: bool,
+    lookup: Arc<Lookup>,
 }
 
 impl Resolve for PolicyResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_owned();
         let allow_private = self.allow_private;
+        let lookup = self.lookup.clone();
         Box::pin(async move {
-            let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+            let addresses: Vec<SocketAddr> = lookup
+                .addresses(&host)
                 .await
                 .map_err(|source| ResolveError::Lookup {
                     host: host.clone(),
                     source,
                 })?
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, 0))
                 .collect();
             let Some(first) = addresses.first().copied() else {
                 return Err(ResolveError::Empty { host }.into());
@@ -396,12 +486,13 @@ impl Resolve for PolicyResolver {
                 .filter(|address| non_public_reason(address.ip()).is_none())
                 .collect();
             if public.is_empty() {
-                return Err(ResolveError::Private {
+                tracing::debug!(
                     host,
-                    address: first.ip(),
-                    reason: non_public_reason(first.ip()).unwrap_or("reserved"),
-                }
-                .into());
+                    address = %first.ip(),
+                    reason = non_public_reason(first.ip()).unwrap_or("reserved"),
+                    "outbound name resolves only to non-public addresses"
+                );
+                return Err(ResolveError::Private { host }.into());
             }
             Ok(Box::new(public.into_iter()) as Addrs)
         })
@@ -496,6 +587,10 @@ struct Prepared {
 pub struct OutboundClient {
     http: reqwest::Client,
     allow_private: bool,
+    /// Where `check-target` looks names up: the client's own resolver's source.
+    lookup: Arc<Lookup>,
+    /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT`.
+    check_dns_timeout: Duration,
     /// The operator's lists, replacing what the named engines declare.
     overrides: HashMap<String, Arc<AllowedHosts>>,
 }
@@ -516,6 +611,7 @@ impl OutboundClient {
     /// the operator's allow-lists of `TESSERA_ENGINE_OUTBOUND_HOSTS`.
     pub fn new(config: &Config) -> anyhow::Result<Self> {
         let allow_private = config.webhook.allow_private_targets;
+        let lookup = Arc::new(Lookup::new(&config.webhook.dns_servers)?);
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .no_proxy()
@@ -528,7 +624,10 @@ impl OutboundClient {
             // close connections after each burst and pay a TLS handshake per delivery.
             .pool_max_idle_per_host(config.work.concurrency * 2)
             .user_agent(concat!("tessera/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(PolicyResolver { allow_private }));
+            .dns_resolver(Arc::new(PolicyResolver {
+                allow_private,
+                lookup: lookup.clone(),
+            }));
         if let Some(path) = &config.webhook.extra_ca {
             let pem = std::fs::read(path).with_context(|| {
                 format!("reading TESSERA_WEBHOOK_EXTRA_CA ({})", path.display())
@@ -563,6 +662,8 @@ impl OutboundClient {
         Ok(Self {
             http,
             allow_private,
+            lookup,
+            check_dns_timeout: config.webhook.check_dns_timeout,
             overrides,
         })
     }
@@ -648,7 +749,9 @@ impl OutboundClient {
 
     /// Checks, without sending, that `caller` could reach `url` now (see `check-target` in
     /// `wit/engine.wit`): the URL, the allow-list, IP literals, and the addresses a name
-    /// resolves to. A name that does not resolve passes (every connection checks again).
+    /// resolves to. A name that does not resolve, or not within `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT`
+    /// (2 s by default), passes (every connection checks again); only a name resolving to
+    /// non-public addresses alone is refused, without naming them.
     pub async fn check_target(
         &self,
         caller: FetchCaller<'_>,
@@ -664,10 +767,31 @@ impl OutboundClient {
         if self.allow_private {
             return Ok(());
         }
-        let Ok(addresses) = tokio::net::lookup_host((name, 0)).await else {
-            return Ok(());
-        };
-        let addresses: Vec<IpAddr> = addresses.map(|address| address.ip()).collect();
+        // Bounded: a slow or silent resolver must not hold the engine call past its deadline.
+        let addresses =
+            match tokio::time::timeout(self.check_dns_timeout, self.lookup.addresses(name)).await {
+                Ok(Ok(addresses)) => addresses,
+                Ok(Err(error)) => {
+                    tracing::debug!(
+                        engine = caller.engine_code,
+                        correlation_id = caller.correlation_id,
+                        target,
+                        %error,
+                        "outbound target does not resolve now: accepted, connections check again"
+                    );
+                    return Ok(());
+                }
+                Err(_) => {
+                    tracing::info!(
+                        engine = caller.engine_code,
+                        correlation_id = caller.correlation_id,
+                        target,
+                        timeout_ms = self.check_dns_timeout.as_millis() as u64,
+                        "outbound target did not resolve in time: accepted, connections check again"
+                    );
+                    return Ok(());
+                }
+            };
         match addresses.first() {
             Some(first)
                 if addresses
@@ -675,6 +799,14 @@ impl OutboundClient {
                     .all(|address| non_public_reason(*address).is_some()) =>
             {
                 let reason = non_public_reason(*first).unwrap_or("reserved");
+                tracing::debug!(
+                    engine = caller.engine_code,
+                    correlation_id = caller.correlation_id,
+                    target,
+                    address = %first,
+                    reason,
+                    "outbound target resolves only to non-public addresses"
+                );
                 tracing::warn!(
                     engine = caller.engine_code,
                     correlation_id = caller.correlation_id,
@@ -682,9 +814,10 @@ impl OutboundClient {
                     reason,
                     "outbound target refused by policy"
                 );
-                Err(format!(
-                    "{name} resolves only to non-public addresses ({first}: {reason}), and this host does not allow private targets"
-                ))
+                Err(ResolveError::Private {
+                    host: name.to_owned(),
+                }
+                .to_string())
             }
             _ => Ok(()),
         }
@@ -1029,6 +1162,22 @@ mod tests {
         assert!(!allows(&["https://*"], "mailto:ada@example.com"));
     }
 
+    #[test]
+    fn name_servers_parse_with_or_without_a_port() {
+        assert_eq!(
+            parse_dns_servers(" 10.0.0.53, 127.0.0.1:5353,[::1]:53,::1 ").unwrap(),
+            vec![
+                "10.0.0.53:53".parse::<SocketAddr>().unwrap(),
+                "127.0.0.1:5353".parse().unwrap(),
+                "[::1]:53".parse().unwrap(),
+                "[::1]:53".parse().unwrap(),
+            ]
+        );
+        assert_eq!(parse_dns_servers("").unwrap(), vec![]);
+        let error = parse_dns_servers("127.0.0.1,dns.example").unwrap_err();
+        assert!(error.contains("\"dns.example\""), "{error}");
+    }
+
     fn reason(address: &str) -> Option<&'static str> {
         non_public_reason(address.parse().unwrap())
     }
@@ -1053,6 +1202,7 @@ mod tests {
             ("240.0.0.1", "reserved"),
             ("192.0.2.10", "documentation"),
             ("198.18.0.1", "benchmarking"),
+            ("192.88.99.1", "reserved (6to4 relay anycast)"),
         ] {
             assert_eq!(reason(address), Some(expected), "{address}");
         }
@@ -1065,6 +1215,8 @@ mod tests {
             "100.128.0.1",
             "192.169.0.1",
             "93.184.216.34",
+            "192.88.98.1",
+            "192.88.100.1",
         ] {
             assert_eq!(reason(public), None, "{public}");
         }
@@ -1086,6 +1238,20 @@ mod tests {
             ("::ffff:169.254.169.254", "link-local"),
             ("::127.0.0.1", "loopback"),
             ("64:ff9b::10.0.0.1", "private"),
+            ("64:ff9b::127.0.0.1", "loopback"),
+            ("2002:7f00:1::", "6to4 (tunnelled IPv4)"),
+            ("2002:808:808::1", "6to4 (tunnelled IPv4)"),
+            ("2001::1", "Teredo (tunnelled IPv4)"),
+            (
+                "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+                "Teredo (tunnelled IPv4)",
+            ),
+            ("64:ff9b:1::a00:1", "NAT64 local-use"),
+            ("64:ff9b:1:ffff::8.8.8.8", "NAT64 local-use"),
+            ("2001:2::1", "benchmarking"),
+            ("2001:10::1", "reserved (ORCHID)"),
+            ("2001:20::1", "reserved (ORCHID)"),
+            ("3fff::1", "documentation"),
         ] {
             assert_eq!(reason(address), Some(expected), "{address}");
         }
@@ -1093,6 +1259,11 @@ mod tests {
             "2606:4700:4700::1111",
             "2a00:1450:4001::200e",
             "::ffff:8.8.8.8",
+            "64:ff9b::8.8.8.8",
+            "2001:4860:4860::8888",
+            "2001:3::1",
+            "2003::1",
+            "4000::1",
         ] {
             assert_eq!(reason(public), None, "{public}");
         }

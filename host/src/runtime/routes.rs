@@ -1,4 +1,5 @@
-//! HTTP into engines: `/<code>/api/v1/…` is authenticated by the host, then handed to that
+//! HTTP into engines: `/<code>/api/v1/…` is authenticated by the host, admitted within the
+//! tenant's share of the engine runtime (or 503 with `Retry-After`), then handed to that
 //! engine's `handle` with the verified caller; and the public engine list.
 
 use axum::Json;
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::admission::{CallKind, Refused};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::registry::EngineRecord;
@@ -19,6 +21,9 @@ use crate::http::envelope::Data;
 use crate::http::extract::NoQuery;
 use crate::http::{ApiError, ApiResult};
 use crate::state::AppState;
+
+/// What a request refused for lack of engine capacity is told to wait before retrying.
+const BUSY_RETRY_AFTER_SECONDS: u32 = 1;
 
 /// Request headers an engine never sees: credentials stay with the host.
 const WITHHELD_REQUEST_HEADERS: [HeaderName; 3] = [
@@ -100,8 +105,21 @@ async fn handle_engine_request(
         ..engine.scope(&caller.tenant_id, Some(correlation_id.clone()))
     };
     let runtime = state.engines.runtime();
+    let permit = match runtime
+        .admission()
+        .admit(
+            Some(&caller.tenant_id),
+            CallKind::Request,
+            runtime.config().tenant_queue_timeout,
+        )
+        .await
+    {
+        Ok(permit) => permit,
+        Err(refused) => return Ok(busy(&code, &correlation_id, refused)),
+    };
     let outcome = runtime
-        .call(
+        .call_admitted(
+            permit,
             &engine.pre,
             scope,
             runtime.config().handle_timeout,
@@ -122,6 +140,7 @@ async fn handle_engine_request(
                 "The engine {code} failed to handle the request."
             )));
         }
+        Err(CallError::Busy(refused)) => return Ok(busy(&code, &correlation_id, refused)),
     };
     into_http_response(
         &code,
@@ -129,6 +148,26 @@ async fn handle_engine_request(
         response,
         runtime.config().max_response_bytes,
     )
+}
+
+/// 503 `{message}` with `Retry-After`: the tenant already runs its share of engine calls and
+/// its queue was full, or no slot freed within the queue's wait.
+fn busy(code: &str, correlation_id: &str, refused: Refused) -> Response {
+    tracing::warn!(engine = %code, %correlation_id, reason = %refused, "engine request refused: no capacity");
+    let message = match refused {
+        Refused::QueueFull => format!(
+            "Too many requests of this tenant are running or waiting in the engine {code}; retry later."
+        ),
+        Refused::TimedOut(_) => {
+            format!("The engine {code} had no capacity free for this tenant in time; retry later.")
+        }
+    };
+    let mut response = ApiError::ServiceUnavailable(message).into_response();
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(BUSY_RETRY_AFTER_SECONDS),
+    );
+    response
 }
 
 /// Converts an engine's response, refusing what no client should receive: an invalid status,

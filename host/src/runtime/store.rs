@@ -23,8 +23,6 @@ use crate::storage::engine_kv::{self, KvScope};
 pub const MAX_KEY_BYTES: usize = 1024;
 /// Largest value an engine may store, in bytes.
 pub const MAX_VALUE_BYTES: usize = 4 * 1024 * 1024;
-/// Most entries one `list` returns.
-pub const MAX_LIST_LIMIT: u32 = 1000;
 /// Most sets, deletes and jobs in one `write-batch`.
 pub const MAX_BATCH_ENTRIES: usize = 10_000;
 /// Largest total of the values of one `write-batch`.
@@ -78,6 +76,8 @@ pub struct EngineSettings {
     pub drive_tenant_quota_bytes: u64,
     /// `mail.relay-configured`.
     pub mail_relay_configured: bool,
+    /// `storage.scan-page` and `storage.scan-budget`: what one call may scan.
+    pub scans: crate::config::EngineScanConfig,
 }
 
 impl EngineSettings {
@@ -94,6 +94,7 @@ impl EngineSettings {
             drive_max_upload_bytes: config.drive.max_upload_bytes.min(engine_body_limit),
             drive_tenant_quota_bytes: config.drive.tenant_quota_bytes,
             mail_relay_configured: config.smtp.url.is_some(),
+            scans: config.engine_scans,
         }
     }
 
@@ -103,6 +104,8 @@ impl EngineSettings {
             "drive.max-upload-bytes" => Some(self.drive_max_upload_bytes.to_string()),
             "drive.tenant-quota-bytes" => Some(self.drive_tenant_quota_bytes.to_string()),
             "mail.relay-configured" => Some(self.mail_relay_configured.to_string()),
+            "storage.scan-page" => Some(self.scans.page.to_string()),
+            "storage.scan-budget" => Some(self.scans.budget.to_string()),
             _ => None,
         }
     }
@@ -133,6 +136,8 @@ pub struct StoreState {
     pub(super) limits: StoreLimits,
     pub(super) scope: CallScope,
     pub(super) services: HostServices,
+    /// Entries the `storage.scan` calls of this call returned so far (its scan budget).
+    scanned: u64,
 }
 
 impl StoreState {
@@ -148,6 +153,7 @@ impl StoreState {
                 .build(),
             scope,
             services,
+            scanned: 0,
         }
     }
 
@@ -325,22 +331,38 @@ impl world::storage::Host for StoreState {
             Ok(scope) => scope,
             Err(message) => return Ok(Err(message)),
         };
-        let limit = limit.min(MAX_LIST_LIMIT);
-        Ok(
-            match engine_kv::list(
-                &self.services.database,
-                &scope,
-                &prefix,
-                after.as_deref(),
-                limit,
-                reverse,
-            )
-            .await
-            {
-                Ok(entries) => Ok(entries),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
+        if limit == 0 {
+            return Ok(Ok(Vec::new()));
+        }
+        // At most a page per scan, and at most the budget over all the scans of this call.
+        let scans = self.services.settings.scans;
+        let left = scans.budget.saturating_sub(self.scanned);
+        if left == 0 {
+            return Ok(Err(format!(
+                "scan budget exhausted: this call already scanned {} entries, the most one \
+                 engine call may (TESSERA_ENGINE_SCAN_BUDGET); continue in another call",
+                scans.budget
+            )));
+        }
+        let limit = limit
+            .min(scans.page)
+            .min(u32::try_from(left).unwrap_or(u32::MAX));
+        let listed = engine_kv::list(
+            &self.services.database,
+            &scope,
+            &prefix,
+            after.as_deref(),
+            limit,
+            reverse,
         )
+        .await;
+        Ok(match listed {
+            Ok(entries) => {
+                self.scanned += entries.len() as u64;
+                Ok(entries)
+            }
+            Err(error) => Err(self.import_failure("storage", error)),
+        })
     }
 
     async fn delete_prefix(&mut self, prefix: String) -> wasmtime::Result<Result<u64, String>> {

@@ -3,6 +3,8 @@
 //! run by a worker on every serving host. A host claims due items with a lease, so hosts sharing
 //! one database never run an item at the same time, and an item whose host died is taken over
 //! once its lease runs out. A failed run is retried with backoff, then kept as `failed`.
+//! A run starts only once admitted within its tenant's share of the engine runtime; an item
+//! that finds no slot in time is handed back without counting an attempt.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::{CallKind, Permit};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
@@ -23,6 +26,12 @@ use crate::{on_tx, on_writer};
 pub const MAX_ATTEMPTS: u32 = 5;
 /// Items inserted by one statement (nine parameters each).
 const INSERT_CHUNK: usize = 100;
+
+/// How long a claimed item waits for an engine slot (its tenant's share, or the pool, is
+/// taken) before it is handed back, so items of other tenants behind it get the worker's slot.
+const ADMISSION_PATIENCE: Duration = Duration::from_secs(2);
+/// When an item handed back for lack of a slot is due again.
+const ADMISSION_RETRY: Duration = Duration::from_secs(1);
 
 /// Largest job payload or event an engine may enqueue.
 pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
@@ -281,6 +290,25 @@ impl WorkQueue {
         Ok(())
     }
 
+    /// Hands back a claimed item that found no engine slot free: pending again, due after
+    /// `delay`, the claim not counted as a run (running out of capacity is not a failure). An
+    /// item claimed again since (`attempt` moved on) is left alone.
+    pub async fn postpone(&self, work: &ClaimedWork, delay: Duration) -> anyhow::Result<()> {
+        let due_at = time::format(Utc::now() + delay);
+        on_writer!(self.database, pool => sqlx::query(
+            "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1,
+             due_at = $3
+             WHERE id = $1 AND attempt = $2 AND status = 'running'",
+        )
+        .bind(&work.id)
+        .bind(i64::from(work.attempt))
+        .bind(&due_at)
+        .execute(pool)
+        .await
+        .map(drop))
+        .context("postponing engine work that found no engine slot")
+    }
+
     /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted in one
     /// transaction (see [`Self::complete_in`]).
     pub async fn complete_many(&self, done: &[(String, u32)]) -> anyhow::Result<()> {
@@ -349,9 +377,9 @@ impl WorkQueue {
 pub struct WorkerConfig {
     /// Items run at once on this host (default 64: most runs wait on the network or the
     /// database, e.g. a webhook delivery waiting for its receiver, so a slow receiver does
-    /// not hold up the others, and 32 left two cores a quarter idle under a backlog; well
-    /// under the 200 pooled instances, so HTTP requests keep theirs). As many claimed items
-    /// may wait for a slot.
+    /// not hold up the others, and 32 left two cores a quarter idle under a backlog). Each
+    /// run also needs an engine slot within its tenant's share (`admission.rs`), so work and
+    /// HTTP requests share the pool fairly. As many claimed items may wait for a slot.
     pub concurrency: usize,
     /// How often the worker looks for due items when nothing woke it.
     pub poll_interval: Duration,
@@ -388,7 +416,8 @@ pub async fn run_worker(
     // (at most `concurrency` items wait, and every run ahead ends within the deadline), then
     // run for the deadline itself: the lease outlives both.
     let lifecycle_timeout = engines.runtime().config().lifecycle_timeout;
-    let lease = lifecycle_timeout * 2 + Duration::from_secs(30);
+    // Then it may wait for an engine slot, at most `ADMISSION_PATIENCE`.
+    let lease = lifecycle_timeout * 2 + ADMISSION_PATIENCE + Duration::from_secs(30);
     let (waiting_sender, mut waiting) = tokio::sync::mpsc::channel(concurrency);
     let claimer = tokio::spawn(claim_ahead(ClaimAhead {
         engines: engines.clone(),
@@ -508,7 +537,9 @@ async fn claim_ahead(claimer: ClaimAhead) {
 /// Most items deleted by one statement (two parameters each).
 const COMPLETION_CHUNK: usize = 256;
 
-/// Runs one claimed item in the slot `permit` holds and records its outcome. A success is
+/// Runs one claimed item in the worker's slot `permit` holds, once admitted within its
+/// tenant's share of the engine runtime, and records its outcome. An item not admitted within
+/// [`ADMISSION_PATIENCE`] goes back to the queue uncounted (see [`WorkQueue::postpone`]). A success is
 /// deleted through the host's group-commit writer, in the transaction of whatever else is
 /// being written at that moment (other runs' completions, engines' storage batches), after the
 /// slot is given back; until then the item stays `running` under its lease, so nobody claims
@@ -519,7 +550,27 @@ async fn run_one(
     work: ClaimedWork,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
-    let outcome = deliver(engines, &work).await;
+    let admitted = engines
+        .runtime()
+        .admission()
+        .admit(
+            Some(&work.tenant_id),
+            CallKind::Background,
+            ADMISSION_PATIENCE,
+        )
+        .await;
+    let admitted = match admitted {
+        Ok(admitted) => admitted,
+        Err(refused) => {
+            drop(permit);
+            tracing::debug!(engine = %work.engine_code, work_id = %work.id, reason = %refused, "engine work postponed: no engine slot");
+            if let Err(error) = queue.postpone(&work, ADMISSION_RETRY).await {
+                tracing::error!(work_id = %work.id, error = format!("{error:#}"), "postponing engine work failed; it runs again when its lease ends");
+            }
+            return;
+        }
+    };
+    let outcome = deliver(engines, &work, admitted).await;
     drop(permit);
     let recorded = match &outcome {
         Ok(()) => {
@@ -540,7 +591,11 @@ async fn run_one(
     }
 }
 
-async fn deliver(engines: &EngineRegistry, work: &ClaimedWork) -> Result<(), String> {
+async fn deliver(
+    engines: &EngineRegistry,
+    work: &ClaimedWork,
+    admitted: Permit,
+) -> Result<(), String> {
     let engine = engines
         .get(&work.engine_code)
         .ok_or_else(|| format!("the engine {} is not loaded", work.engine_code))?;
@@ -557,7 +612,8 @@ async fn deliver(engines: &EngineRegistry, work: &ClaimedWork) -> Result<(), Str
     let scope = engine.scope(&work.tenant_id, Some(correlation_id));
     let runtime = engines.runtime();
     let outcome = runtime
-        .call(
+        .call_admitted(
+            admitted,
             &engine.pre,
             scope,
             runtime.config().lifecycle_timeout,

@@ -4,6 +4,9 @@
 //! Queries are written once, in the SQL both databases accept (`$1` placeholders, `TEXT`
 //! identifiers and timestamps), and run through [`on_pool!`] / [`on_tx!`], which expand the
 //! same expression once per driver so each is type-checked against its native driver.
+//!
+//! SQLite's write-ahead log is kept bounded ([`WalBound`]): past a threshold, the next writer
+//! turn runs a `RESTART` checkpoint, and an idle log is truncated to nothing.
 
 pub mod cache;
 pub mod engine_blobs;
@@ -13,7 +16,9 @@ pub mod time;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use sqlx::postgres::{PgPoolOptions, Postgres};
@@ -25,6 +30,9 @@ use sqlx::{PgPool, SqlitePool, Transaction};
 /// How long a SQLite connection waits for another writer (another `tessera serve` or an admin
 /// command on the same file) before giving up with "database is locked".
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default of `TESSERA_SQLITE_WAL_MAX_BYTES`: the size SQLite's write-ahead log stays under.
+pub const DEFAULT_SQLITE_WAL_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -113,6 +121,9 @@ pub struct DatabaseConfig {
     /// Folder for lock files next to an embedded database.
     pub data_dir: PathBuf,
     pub max_connections: u32,
+    /// SQLite: the size its write-ahead log stays under (`TESSERA_SQLITE_WAL_MAX_BYTES`); a
+    /// writer checkpoints it once it passes a quarter of this.
+    pub sqlite_wal_max_bytes: u64,
 }
 
 impl DatabaseConfig {
@@ -137,12 +148,173 @@ pub struct Database {
 /// another connection has committed).
 #[derive(Clone, Debug)]
 struct SqliteWriter {
-    turn: std::sync::Arc<tokio::sync::Mutex<()>>,
+    turn: Arc<tokio::sync::Mutex<()>>,
     /// Background writers (projection workers) queue here first, so at most one of them
     /// waits in `turn` at a time: a foreground writer (a request) never waits behind
     /// several background batches.
-    background_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
+    background_turn: Arc<tokio::sync::Mutex<()>>,
     connection: SqlitePool,
+    wal: Arc<WalBound>,
+}
+
+impl SqliteWriter {
+    /// This process's writer turn, after bounding the WAL: the moment no local writer is
+    /// active, so a checkpoint that has to wait for readers holds no writer up in SQLite's busy
+    /// handler (they wait for the turn, in order).
+    async fn take_turn(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        let turn = self.turn.clone().lock_owned().await;
+        self.wal.turns.fetch_add(1, Ordering::Relaxed);
+        self.wal.bound(&self.connection).await;
+        turn
+    }
+}
+
+/// Keeps SQLite's write-ahead log bounded. A `PASSIVE` checkpoint never resets the log, and
+/// under steady reads some reader always holds a snapshot in it, so the log only grows (to
+/// gigabytes, and stays that size). Instead, once the log file passes `restart_at` (a quarter
+/// of `TESSERA_SQLITE_WAL_MAX_BYTES`), the next writer turn runs a `RESTART` checkpoint on the
+/// write connection: it copies what passive checkpoints have not, waits (briefly) for readers
+/// of older snapshots to finish, and makes the next commit write the log from its start;
+/// `journal_size_limit` then cuts the file back to `restart_at`. When nothing has written for a
+/// moment, the background task truncates the log to zero bytes.
+#[derive(Debug)]
+struct WalBound {
+    /// `<database>-wal`; `None` for a database without a file.
+    path: Option<PathBuf>,
+    restart_at: u64,
+    max_bytes: u64,
+    /// Writer turns taken so far: the background task's idle test.
+    turns: AtomicU64,
+    /// No new attempt before this after a checkpoint that could not finish (readers).
+    retry_after: std::sync::Mutex<Option<Instant>>,
+}
+
+/// How long a checkpoint on a writer's turn waits for readers of older snapshots (they are
+/// single requests' reads) while the log is under half its bound; beyond half, longer.
+const CHECKPOINT_PATIENCE: Duration = Duration::from_millis(50);
+const CHECKPOINT_PATIENCE_NEAR_BOUND: Duration = Duration::from_millis(1000);
+/// Pause before a new attempt after a checkpoint that readers kept from finishing.
+const CHECKPOINT_RETRY: Duration = Duration::from_millis(100);
+
+impl WalBound {
+    fn new(database_file: &Path, max_bytes: u64) -> Self {
+        let mut wal = database_file.as_os_str().to_owned();
+        wal.push("-wal");
+        let in_memory = database_file.as_os_str().is_empty()
+            || database_file.to_string_lossy().starts_with(":memory:");
+        Self {
+            path: (!in_memory).then(|| PathBuf::from(wal)),
+            restart_at: (max_bytes / 4).max(64 * 1024),
+            max_bytes,
+            turns: AtomicU64::new(0),
+            retry_after: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The log file's size (0 when it does not exist).
+    fn size(&self) -> u64 {
+        self.path
+            .as_ref()
+            .and_then(|path| std::fs::metadata(path).ok())
+            .map_or(0, |metadata| metadata.len())
+    }
+
+    /// On a writer's turn: a `RESTART` checkpoint when the log is past `restart_at`.
+    async fn bound(&self, connection: &SqlitePool) {
+        let size = self.size();
+        if size <= self.restart_at {
+            return;
+        }
+        let near_bound = size >= self.max_bytes / 2;
+        {
+            let retry_after = self.retry_after.lock().expect("checkpoint retry lock");
+            if !near_bound && retry_after.is_some_and(|at| Instant::now() < at) {
+                return;
+            }
+        }
+        let patience = if near_bound {
+            CHECKPOINT_PATIENCE_NEAR_BOUND
+        } else {
+            CHECKPOINT_PATIENCE
+        };
+        let finished = match checkpoint(connection, Checkpoint::Restart, patience).await {
+            Ok(finished) => finished,
+            Err(error) => {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "checkpointing the SQLite WAL failed"
+                );
+                false
+            }
+        };
+        *self.retry_after.lock().expect("checkpoint retry lock") =
+            (!finished).then(|| Instant::now() + CHECKPOINT_RETRY);
+        if !finished {
+            tracing::debug!(
+                size,
+                "a WAL checkpoint waited for readers in vain; retrying later"
+            );
+        }
+    }
+}
+
+/// The checkpoints the host runs.
+#[derive(Clone, Copy, Debug)]
+enum Checkpoint {
+    Restart,
+    Truncate,
+}
+
+/// Runs a `RESTART` or `TRUNCATE` checkpoint on `connection` (the write connection, on this
+/// process's writer turn), waiting at most `patience` for readers and other processes'
+/// writers. `Ok(true)` when it finished: the whole log copied and the next commit writes it
+/// from the start.
+///
+/// It runs in a task of its own: a caller dropped mid-way (a request whose client left) never
+/// leaves the write connection with the shortened busy timeout.
+async fn checkpoint(
+    connection: &SqlitePool,
+    mode: Checkpoint,
+    patience: Duration,
+) -> anyhow::Result<bool> {
+    tokio::spawn(checkpoint_on(connection.clone(), mode, patience))
+        .await
+        .context("the checkpoint task")?
+}
+
+async fn checkpoint_on(
+    connection: SqlitePool,
+    mode: Checkpoint,
+    patience: Duration,
+) -> anyhow::Result<bool> {
+    let mut connection = connection
+        .acquire()
+        .await
+        .context("taking the SQLite write connection")?;
+    let patience_ms = i64::try_from(patience.as_millis()).unwrap_or(i64::MAX);
+    let busy_timeout_ms = i64::try_from(SQLITE_BUSY_TIMEOUT.as_millis()).unwrap_or(i64::MAX);
+    // The busy timeout bounds how long the checkpoint waits for readers; PRAGMA takes no
+    // parameters, so the numbers (not input) are formatted in.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "PRAGMA busy_timeout = {patience_ms}"
+    )))
+    .execute(&mut *connection)
+    .await
+    .context("shortening the busy timeout for a checkpoint")?;
+    let statement = match mode {
+        Checkpoint::Restart => "PRAGMA wal_checkpoint(RESTART)",
+        Checkpoint::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    let result: Result<(i64, i64, i64), sqlx::Error> =
+        sqlx::query_as(statement).fetch_one(&mut *connection).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "PRAGMA busy_timeout = {busy_timeout_ms}"
+    )))
+    .execute(&mut *connection)
+    .await
+    .context("restoring the busy timeout after a checkpoint")?;
+    let (busy, _, _) = result.with_context(|| format!("running {statement}"))?;
+    Ok(busy == 0)
 }
 
 impl Database {
@@ -180,13 +352,30 @@ impl Database {
                 // shootdown across cores) and page faults to map its pages back; see
                 // BENCHMARKS.md. Reads use the connection's page cache and pread instead.
                 // No checkpoint inside a committing writer (it would hold the write lock
-                // through the copy and the fsync): a background task checkpoints instead.
+                // through the copy and the fsync): writer turns and a background task
+                // checkpoint instead (see `WalBound`).
                 .pragma("wal_autocheckpoint", "0");
-            if let Some(parent) = options.get_filename().parent()
-                && !parent.as_os_str().is_empty()
-            {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("creating {}", parent.display()))?;
+            let database_file = options.get_filename().to_path_buf();
+            let wal = Arc::new(WalBound::new(&database_file, config.sqlite_wal_max_bytes));
+            // After a RESTART checkpoint, the next commit cuts the log file back to this.
+            let options = options.pragma("journal_size_limit", wal.restart_at.to_string());
+            if wal.path.is_some() {
+                // The database holds secrets: its folder 0700 and the file 0600 before SQLite
+                // opens it (SQLite gives the -wal and -shm files the database file's mode).
+                if let Some(parent) = database_file.parent()
+                    && !parent.as_os_str().is_empty()
+                {
+                    crate::secrets::create_private_dir(parent)?;
+                }
+                crate::secrets::create_private_file(&database_file)?;
+                let mut shm = database_file.as_os_str().to_owned();
+                shm.push("-shm");
+                for companion in [wal.path.clone(), Some(PathBuf::from(shm))]
+                    .into_iter()
+                    .flatten()
+                {
+                    crate::secrets::make_private(&companion)?;
+                }
             }
             let pool = SqlitePoolOptions::new()
                 .max_connections(config.max_connections)
@@ -206,16 +395,17 @@ impl Database {
                 .await
                 .context("opening the SQLite write connection")?;
             sqlite_writer = Some(SqliteWriter {
-                turn: std::sync::Arc::default(),
-                background_turn: std::sync::Arc::default(),
+                turn: Arc::default(),
+                background_turn: Arc::default(),
                 connection,
+                wal,
             });
             Pool::Sqlite(pool)
         } else {
             anyhow::bail!("unsupported database URL: expected sqlite://… or postgres://…");
         };
-        if let Pool::Sqlite(pool) = &pool {
-            tokio::spawn(checkpoint_wal(pool.clone()));
+        if let (Pool::Sqlite(pool), Some(writer)) = (&pool, &sqlite_writer) {
+            tokio::spawn(checkpoint_wal(pool.clone(), writer.clone()));
         }
         Ok(Self {
             pool,
@@ -229,14 +419,17 @@ impl Database {
     pub async fn migrate(&self, data_dir: &Path) -> anyhow::Result<()> {
         match &self.pool {
             Pool::Sqlite(pool) => {
-                std::fs::create_dir_all(data_dir)
-                    .with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+                crate::secrets::create_private_dir(data_dir)?;
                 let lock_path = data_dir.join(".migrations.lock");
                 let lock = tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
-                    let file = std::fs::OpenOptions::new()
-                        .create(true)
-                        .truncate(false)
-                        .write(true)
+                    let mut options = std::fs::OpenOptions::new();
+                    options.create(true).truncate(false).write(true);
+                    #[cfg(unix)]
+                    {
+                        use std::os::unix::fs::OpenOptionsExt as _;
+                        options.mode(0o600);
+                    }
+                    let file = options
                         .open(&lock_path)
                         .with_context(|| format!("opening {}", lock_path.display()))?;
                     file.lock().context("locking the migrations lock file")?;
@@ -268,7 +461,7 @@ impl Database {
         &self,
     ) -> Option<(tokio::sync::OwnedMutexGuard<()>, &SqlitePool)> {
         let writer = self.sqlite_writer.as_ref()?;
-        Some((writer.turn.clone().lock_owned().await, &writer.connection))
+        Some((writer.take_turn().await, &writer.connection))
     }
 
     pub fn kind(&self) -> DatabaseKind {
@@ -284,7 +477,7 @@ impl Database {
     pub async fn begin(&self) -> anyhow::Result<Tx> {
         let (inner, writer_turn) = match (&self.pool, &self.sqlite_writer) {
             (Pool::Sqlite(_), Some(writer)) => {
-                let turn = writer.turn.clone().lock_owned().await;
+                let turn = writer.take_turn().await;
                 let tx = writer
                     .connection
                     .begin_with("BEGIN IMMEDIATE")
@@ -375,28 +568,55 @@ impl Tx {
     }
 }
 
-/// How often the WAL of an SQLite database is copied back into the database file.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+/// How often the WAL of an SQLite database is copied back into the database file, and how
+/// long nothing must have written before an idle WAL is truncated.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Checkpoints the WAL in the background until the pool closes: `PASSIVE` copies what it can
-/// without blocking writers or readers, so commits never wait for a checkpoint's copy and
-/// fsync; when the last connection closes, SQLite checkpoints and removes the WAL itself.
-async fn checkpoint_wal(pool: SqlitePool) {
+/// Checkpoints the WAL in the background until the pool closes. While writes go on, `PASSIVE`
+/// copies what it can without blocking writers or readers, so the `RESTART` checkpoints of
+/// writer turns ([`WalBound`]) find little left to copy. Once no writer turn was taken for an
+/// interval and the log did not change, a `TRUNCATE` checkpoint (on a writer turn) empties
+/// the file; when the last connection closes, SQLite checkpoints and removes the WAL itself.
+async fn checkpoint_wal(pool: SqlitePool, writer: SqliteWriter) {
     let mut interval = tokio::time::interval(CHECKPOINT_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = (u64::MAX, u64::MAX);
     loop {
         interval.tick().await;
         if pool.is_closed() {
             return;
         }
-        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&pool)
+        let size = writer.wal.size();
+        let now = (writer.wal.turns.load(Ordering::Relaxed), size);
+        let idle = now == last;
+        last = now;
+        if size == 0 {
+            continue;
+        }
+        let result = if idle {
+            let _turn = writer.turn.clone().lock_owned().await;
+            checkpoint(
+                &writer.connection,
+                Checkpoint::Truncate,
+                CHECKPOINT_PATIENCE,
+            )
             .await
-        {
+            .map(drop)
+        } else {
+            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&pool)
+                .await
+                .map(drop)
+                .context("running PRAGMA wal_checkpoint(PASSIVE)")
+        };
+        if let Err(error) = result {
             if pool.is_closed() {
                 return;
             }
-            tracing::warn!(%error, "checkpointing the SQLite WAL failed");
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "checkpointing the SQLite WAL failed"
+            );
         }
     }
 }

@@ -177,8 +177,8 @@ pub fn dead_letter_keys_of(webhook_id: &str) -> Result<Vec<String>, HostError> {
     let mut keys = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let rows = storage::list_json::<DeadLetter>("dlq/", after.as_deref(), 500, false)?;
-        let exhausted = rows.len() < 500;
+        let scan = storage::scan_json::<DeadLetter>("dlq/", after.as_deref(), 500, false)?;
+        let (rows, exhausted) = (scan.entries, scan.exhausted);
         after = rows.last().map(|(key, _)| key.clone());
         keys.extend(
             rows.into_iter()
@@ -477,9 +477,9 @@ pub fn resume_parked(webhook: &Webhook) -> Result<(), HostError> {
     let now = time::now_unix_ms();
     let mut after: Option<String> = None;
     loop {
-        let rows =
-            storage::list_json::<Delivery>(&prefix, after.as_deref(), RESUME_CHUNK as u32, false)?;
-        let exhausted = rows.len() < RESUME_CHUNK;
+        let scan =
+            storage::scan_json::<Delivery>(&prefix, after.as_deref(), RESUME_CHUNK as u32, false)?;
+        let (rows, exhausted) = (scan.entries, scan.exhausted);
         after = rows.last().map(|(key, _)| key.clone());
         let mut batch = Batch::new();
         for (key, mut delivery) in rows.into_iter().filter(|(_, delivery)| delivery.parked) {
@@ -570,27 +570,23 @@ pub fn deliveries(ctx: &Context, req: &Request) -> HandlerResult {
     };
     let page = CursorPage::from_query(query)?;
     let webhook = super::find(req.param("id"))?;
-    // Newest first; with a status filter, read on until the page is full.
+    // Newest first; with a status filter, read on until the page is full, up to a bounded
+    // number of deliveries per request (then a short page with a cursor).
     let prefix = deliveries_prefix(&webhook.id);
-    let mut found = Vec::new();
-    let mut after = page.after.clone();
-    loop {
-        let rows = storage::list_json::<Delivery>(&prefix, after.as_deref(), 200, true)?;
-        let exhausted = rows.len() < 200;
-        for (key, delivery) in rows {
-            after = Some(key.clone());
-            if status.is_none_or(|status| delivery.status == status) {
-                found.push((key, delivery));
-                if found.len() > page.limit as usize {
-                    break;
-                }
-            }
-        }
-        if exhausted || found.len() > page.limit as usize {
-            break;
-        }
-    }
-    let (rows, meta) = page.finish(found, |(key, _)| key.clone());
+    let found = storage::find_json::<Delivery, _, ApiError>(
+        &prefix,
+        page.after.as_deref(),
+        true,
+        page.fetch_limit() as usize,
+        storage::LIST_SCAN_BOUND,
+        200,
+        |key, delivery| {
+            Ok(status
+                .is_none_or(|status| delivery.status == status)
+                .then_some((key, delivery)))
+        },
+    )?;
+    let (rows, meta) = page.finish_found(found.items, |(key, _)| key.clone(), found.stopped_after);
     let views: Vec<DeliveryView<'_>> = rows
         .iter()
         .map(|(_, delivery)| delivery_view(delivery))

@@ -76,7 +76,9 @@ pub fn spawn_workers(
     }
     spawn!(projector::Projector);
     spawn!(crate::core::search::SearchProjection);
-    spawn!(crate::core::workflows::runner::WorkflowRunner);
+    spawn!(crate::core::workflows::runner::WorkflowRunner {
+        chain_write_budget: state.config.workflows.chain_write_budget,
+    });
     spawn!(bus_relay::BusRelay {
         bus: state.engines.runtime().services().bus.clone(),
     });

@@ -239,6 +239,12 @@ impl Action {
         self.action_type().as_str()
     }
 
+    /// Whether the action writes through an intention (`update_field`, `create_entity`): what
+    /// a chain's write budget counts.
+    pub fn executes_intention(&self) -> bool {
+        !matches!(self, Self::SendNotification { .. })
+    }
+
     fn action_type(&self) -> ActionType {
         match self {
             Self::UpdateField { .. } => ActionType::UpdateField,

@@ -221,6 +221,7 @@ async fn set_active(
         &caller.tenant_id,
         &workflow_id(id)?,
         active,
+        state.config.workflows.max_active_per_tenant,
     )
     .await?
     {
@@ -233,11 +234,16 @@ async fn set_active(
         Activation::AlreadyThere => Err(ApiError::Conflict(
             "The workflow is already inactive.".to_owned(),
         )),
+        Activation::LimitReached(max) => Err(ApiError::Conflict(format!(
+            "This tenant already has {max} active workflows, the most its operator allows; \
+             deactivate one first."
+        ))),
         Activation::NotFound => Err(ApiError::not_found("Workflow")),
     }
 }
 
-/// Activates an inactive workflow (owners only): it runs on its trigger from now on.
+/// Activates an inactive workflow (owners only): it runs on its trigger from now on, unless
+/// the tenant already has its most active workflows (409).
 #[utoipa::path(
     post,
     path = "/core/api/v1/workflows/{id}/activate",
@@ -249,7 +255,7 @@ async fn set_active(
         (status = 401, description = "Unauthenticated"),
         (status = 403, description = "Only owners manage workflows"),
         (status = 404, description = "No such workflow in the tenant"),
-        (status = 409, description = "Already active"),
+        (status = 409, description = "Already active, or the tenant already has its most active workflows (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`)"),
     )
 )]
 async fn activate_workflow(

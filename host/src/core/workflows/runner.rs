@@ -17,17 +17,25 @@
 //! again, so each trigger runs each workflow exactly once. The actions' events are appended
 //! one hop deeper than their trigger, and events at [`MAX_DEPTH`] trigger nothing.
 //!
+//! A chain (everything workflows do, at every depth, because of one person's intention, its
+//! root) has a budget of writes: the intentions its actions execute
+//! (`TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`). Each intention a workflow executes is recorded
+//! with its root in `workflow_chain_writes`, in the batch's transaction, so a later trigger
+//! of the chain finds its root and the count of its writes whichever batch, restart or host
+//! runs it, and a re-run batch never counts twice. A run whose next write would exceed the
+//! budget fails there with that reason; nothing more of the chain is executed.
+//!
 //! It is not a read model: `tessera admin rebuild-projections` leaves it alone, since
 //! replaying it would run actions again.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 
 use super::conditions::{self, Subject};
 use super::definition::{Action, Trigger};
-use super::store::{self, RunRecord, Workflow, WorkflowRun};
+use super::store::{self, ChainWrite, RunRecord, Workflow, WorkflowRun};
 use super::templates::{self, Context};
 use crate::core::events::{self, AppendGroup, EntityState, EventContext, NewEvent, StoredEvent};
 use crate::core::families;
@@ -41,8 +49,11 @@ use crate::storage::{Tx, time};
 pub const MAX_DEPTH: i64 = 3;
 
 /// Runs the tenants' workflows.
-#[derive(Debug, Clone, Default)]
-pub struct WorkflowRunner;
+#[derive(Debug, Clone)]
+pub struct WorkflowRunner {
+    /// Intentions workflows may execute in one chain (`TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`).
+    pub chain_write_budget: u32,
+}
 
 impl Projection for WorkflowRunner {
     fn name(&self) -> &'static str {
@@ -51,7 +62,8 @@ impl Projection for WorkflowRunner {
 
     async fn apply(&self, tx: &mut Tx, events: &[StoredEvent]) -> anyhow::Result<()> {
         let mut active: HashMap<(String, Trigger), Vec<Workflow>> = HashMap::new();
-        let mut planned = Vec::new();
+        // Each trigger with the workflows (indices in `active`) whose conditions hold.
+        let mut matched: Vec<(Triggered<'_>, Vec<usize>)> = Vec::new();
         for event in events {
             let triggered = match Triggered::of(event) {
                 Ok(Some(triggered)) => triggered,
@@ -74,24 +86,40 @@ impl Projection for WorkflowRunner {
                 let workflows = store::active_for(tx, &key.0, key.1).await?;
                 active.insert(key.clone(), workflows);
             }
-            for workflow in &active[&key] {
-                if !workflow
-                    .definition
-                    .reacts_to(triggered.trigger, &triggered.state.family)
-                {
-                    continue;
-                }
-                let subject = triggered.subject();
-                if !conditions::all_hold(&workflow.definition.conditions, &subject) {
-                    continue;
-                }
-                planned.push(plan(tx, workflow, &triggered).await?);
+            let subject = triggered.subject();
+            let workflows: Vec<usize> = active[&key]
+                .iter()
+                .enumerate()
+                .filter(|(_, workflow)| {
+                    workflow
+                        .definition
+                        .reacts_to(triggered.trigger, &triggered.state.family)
+                        && conditions::all_hold(&workflow.definition.conditions, &subject)
+                })
+                .map(|(index, _)| index)
+                .collect();
+            if !workflows.is_empty() {
+                matched.push((triggered, workflows));
             }
         }
-        if !planned.is_empty() {
-            execute(tx, planned).await?;
+        if matched.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let mut budget = ChainBudget::load(
+            tx,
+            matched.iter().map(|(triggered, _)| triggered),
+            self.chain_write_budget,
+        )
+        .await?;
+        let mut planned = Vec::new();
+        for (triggered, workflows) in &matched {
+            let key = (triggered.event.tenant_id.clone(), triggered.trigger);
+            for &index in workflows {
+                let workflow = &active[&key][index];
+                planned.push(plan(tx, workflow, triggered, &mut budget).await?);
+            }
+        }
+        execute(tx, planned).await
     }
 
     async fn reset(&self, _tx: &mut Tx) -> anyhow::Result<bool> {
@@ -148,12 +176,101 @@ impl<'a> Triggered<'a> {
         }
     }
 
+    /// The intention that caused this trigger.
+    fn intention_id(&self) -> &'a str {
+        self.event.intention_id.as_deref().unwrap_or(&self.event.id)
+    }
+
     /// The person whose intention started the chain (workflow writes carry it on).
     fn current_user(&self) -> &str {
         self.event
             .actor_id
             .as_deref()
             .unwrap_or(&self.state.created_by)
+    }
+}
+
+/// The writes of the chains a batch runs in: how many each has made (recorded by earlier
+/// batches) or reserved (by runs planned in this one).
+struct ChainBudget {
+    budget: i64,
+    /// The root intention of each trigger, by its intention id.
+    roots: HashMap<String, String>,
+    /// Writes per root.
+    spent: HashMap<String, i64>,
+}
+
+impl ChainBudget {
+    /// Finds the chains of these triggers and what each has spent.
+    async fn load<'t, 'e: 't>(
+        tx: &mut Tx,
+        triggers: impl Iterator<Item = &'t Triggered<'e>>,
+        budget: u32,
+    ) -> anyhow::Result<Self> {
+        // Per tenant: the intentions whose roots are to be looked up (those of people are
+        // their own roots).
+        let mut per_tenant: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        let mut roots = HashMap::new();
+        for triggered in triggers {
+            let intention_id = triggered.intention_id();
+            roots.insert(intention_id.to_owned(), intention_id.to_owned());
+            if triggered.event.depth > 0 {
+                per_tenant
+                    .entry(&triggered.event.tenant_id)
+                    .or_default()
+                    .insert(intention_id);
+            }
+        }
+        for (tenant_id, intention_ids) in &per_tenant {
+            let ids: Vec<&str> = intention_ids.iter().copied().collect();
+            roots.extend(store::chain_roots(tx, tenant_id, &ids).await?);
+        }
+        let mut spent = HashMap::new();
+        for (tenant_id, intention_ids) in &per_tenant {
+            let chains: BTreeSet<&str> =
+                intention_ids.iter().map(|id| roots[*id].as_str()).collect();
+            let chains: Vec<&str> = chains.into_iter().collect();
+            spent.extend(store::chain_writes(tx, tenant_id, &chains).await?);
+        }
+        Ok(Self {
+            budget: i64::from(budget),
+            roots,
+            spent,
+        })
+    }
+
+    /// The root intention of the chain this trigger belongs to.
+    fn root_of(&self, triggered: &Triggered<'_>) -> String {
+        let intention_id = triggered.intention_id();
+        self.roots
+            .get(intention_id)
+            .map_or_else(|| intention_id.to_owned(), Clone::clone)
+    }
+
+    /// Reserves one write of the chain; `false` when its budget is spent.
+    fn take(&mut self, root: &str) -> bool {
+        let spent = self.spent.entry(root.to_owned()).or_default();
+        if *spent >= self.budget {
+            return false;
+        }
+        *spent += 1;
+        true
+    }
+
+    /// Gives back a reservation whose action was refused before it was executed.
+    fn give_back(&mut self, root: &str) {
+        if let Some(spent) = self.spent.get_mut(root) {
+            *spent -= 1;
+        }
+    }
+
+    /// Why a run fails when its chain's budget is spent.
+    fn spent_reason(&self, root: &str) -> String {
+        format!(
+            "the write budget of {} intentions of the workflow chain started by intention \
+             {root} is spent; the rest of the chain is not executed",
+            self.budget
+        )
     }
 }
 
@@ -170,6 +287,8 @@ struct PlannedRun {
     workflow_id: String,
     trigger_event_id: String,
     depth: i64,
+    /// The root intention of the chain the run belongs to.
+    root: String,
     submitter: Submitter,
     started_at: String,
     /// `(type name, action)` in order, up to the first action that could not be planned.
@@ -183,7 +302,9 @@ async fn plan(
     tx: &mut Tx,
     workflow: &Workflow,
     triggered: &Triggered<'_>,
+    budget: &mut ChainBudget,
 ) -> anyhow::Result<PlannedRun> {
+    let root = budget.root_of(triggered);
     let started_at = time::now();
     let subject = triggered.subject();
     let context = Context {
@@ -202,9 +323,21 @@ async fn plan(
     let mut actions = Vec::with_capacity(workflow.definition.actions.len());
     let mut planning_failure = None;
     for (index, action) in workflow.definition.actions.iter().enumerate() {
+        let writes = action.executes_intention();
+        if writes && !budget.take(&root) {
+            planning_failure = Some(failure(
+                index,
+                action.type_name(),
+                &budget.spent_reason(&root),
+            ));
+            break;
+        }
         match plan_action(tx, action, &context, &submitter, workflow).await? {
             Ok(planned) => actions.push((action.type_name(), planned)),
             Err(reason) => {
+                if writes {
+                    budget.give_back(&root);
+                }
                 planning_failure = Some(failure(index, action.type_name(), &reason));
                 break;
             }
@@ -214,6 +347,7 @@ async fn plan(
         workflow_id: workflow.id.clone(),
         trigger_event_id: triggered.event.id.clone(),
         depth: triggered.event.depth,
+        root,
         submitter,
         started_at,
         actions,
@@ -325,6 +459,7 @@ fn notification(
 async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
     let mut jobs = Vec::new();
     let mut continues_previous = Vec::new();
+    let mut chain_writes = Vec::new();
     for run in &planned {
         let mut first = true;
         for (_, action) in &run.actions {
@@ -353,7 +488,14 @@ async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
                         continue;
                     }
                     match outcome {
-                        Ok(_) => actions_executed += 1,
+                        Ok(processed) => {
+                            actions_executed += 1;
+                            chain_writes.push(ChainWrite {
+                                tenant_id: run.submitter.tenant_id.clone(),
+                                intention_id: processed.id,
+                                root_intention_id: run.root.clone(),
+                            });
+                        }
                         Err(refusal) => {
                             error = Some(failure(index, type_name, &describe(&refusal)))
                         }
@@ -408,6 +550,7 @@ async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
             .collect();
         events::append_groups(tx, &groups).await?;
     }
+    store::record_chain_writes(tx, &chain_writes).await?;
     let recorded = store::record_runs(tx, &records).await?;
     if recorded < records.len() as u64 {
         tracing::warn!(

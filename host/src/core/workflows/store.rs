@@ -1,6 +1,8 @@
 //! Storage of workflows and their runs. Every function takes the tenant it acts for, and every
 //! query is bounded by it: no caller can read or change another tenant's workflow by id.
 
+use std::collections::HashMap;
+
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;
@@ -297,18 +299,26 @@ pub enum Activation {
     Changed(Box<Workflow>),
     /// Already in the requested state (409).
     AlreadyThere,
+    /// The tenant already has this many active workflows, its limit (409).
+    LimitReached(u32),
     NotFound,
 }
 
 /// Activates or deactivates the tenant's workflow, atomically: of two concurrent activations
-/// exactly one changes it.
+/// exactly one changes it, and activations never take the tenant beyond `max_active` active
+/// workflows (concurrent ones included: on PostgreSQL they queue on the tenant's row, on
+/// SQLite writers are serialized).
 pub async fn set_active(
     database: &Database,
     tenant_id: &str,
     id: &str,
     active: bool,
+    max_active: u32,
 ) -> anyhow::Result<Activation> {
     let mut tx = database.begin().await?;
+    if active {
+        lock_tenant_activations(&mut tx, tenant_id).await?;
+    }
     let Some(mut workflow) = find_in(&mut tx, tenant_id, id).await? else {
         tx.rollback().await?;
         return Ok(Activation::NotFound);
@@ -316,6 +326,10 @@ pub async fn set_active(
     if workflow.is_active == active {
         tx.rollback().await?;
         return Ok(Activation::AlreadyThere);
+    }
+    if active && count_active(&mut tx, tenant_id).await? >= i64::from(max_active) {
+        tx.rollback().await?;
+        return Ok(Activation::LimitReached(max_active));
     }
     workflow.is_active = active;
     workflow.updated_at = time::now();
@@ -332,6 +346,32 @@ pub async fn set_active(
     .context("changing a workflow's state")?;
     tx.commit().await?;
     Ok(Activation::Changed(Box::new(workflow)))
+}
+
+/// On PostgreSQL, makes the tenant's activations take turns (its row, locked to the end of
+/// the transaction without blocking inserts that reference it); SQLite serializes writers
+/// anyway.
+async fn lock_tenant_activations(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
+    if tx.kind() == crate::storage::DatabaseKind::Postgres {
+        on_tx!(tx, conn => sqlx::query("SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(tenant_id)
+            .fetch_optional(&mut **conn)
+            .await
+            .map(drop))
+        .context("locking the tenant's workflow activations")?;
+    }
+    Ok(())
+}
+
+/// How many workflows of the tenant are active.
+async fn count_active(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<i64> {
+    on_tx!(tx, conn => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM workflows WHERE tenant_id = $1 AND is_active",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("counting the active workflows")
 }
 
 /// The tenant's active workflows with this trigger, oldest first (their order of execution).
@@ -467,4 +507,96 @@ pub async fn run_counts(
         u64::try_from(completed).unwrap_or(0),
         u64::try_from(failed).unwrap_or(0),
     ))
+}
+
+/// Ids per `IN` list of the chain queries.
+const CHAIN_LOOKUP_CHUNK: usize = 500;
+
+/// The chain (root intention) of each of these intentions of the tenant that a workflow
+/// executed; an intention not found was a person's, and is its own root.
+pub async fn chain_roots(
+    tx: &mut Tx,
+    tenant_id: &str,
+    intention_ids: &[&str],
+) -> anyhow::Result<HashMap<String, String>> {
+    let mut roots = HashMap::with_capacity(intention_ids.len());
+    for chunk in intention_ids.chunks(CHAIN_LOOKUP_CHUNK) {
+        let rows: Vec<(String, String)> = on_tx!(tx, conn => {
+            let mut query = sqlx::QueryBuilder::new(
+                "SELECT intention_id, root_intention_id FROM workflow_chain_writes
+                 WHERE tenant_id = ",
+            );
+            query.push_bind(tenant_id).push(" AND intention_id IN (");
+            let mut ids = query.separated(", ");
+            for id in chunk {
+                ids.push_bind(*id);
+            }
+            ids.push_unseparated(")");
+            query.build_query_as().fetch_all(&mut **conn).await
+        })
+        .context("reading the chains of workflow writes")?;
+        roots.extend(rows);
+    }
+    Ok(roots)
+}
+
+/// How many intentions workflows executed so far in each of these chains of the tenant
+/// (chains without any are left out).
+pub async fn chain_writes(
+    tx: &mut Tx,
+    tenant_id: &str,
+    roots: &[&str],
+) -> anyhow::Result<HashMap<String, i64>> {
+    let mut counts = HashMap::with_capacity(roots.len());
+    for chunk in roots.chunks(CHAIN_LOOKUP_CHUNK) {
+        let rows: Vec<(String, i64)> = on_tx!(tx, conn => {
+            let mut query = sqlx::QueryBuilder::new(
+                "SELECT root_intention_id, COUNT(*) FROM workflow_chain_writes
+                 WHERE tenant_id = ",
+            );
+            query.push_bind(tenant_id).push(" AND root_intention_id IN (");
+            let mut ids = query.separated(", ");
+            for root in chunk {
+                ids.push_bind(*root);
+            }
+            ids.push_unseparated(") GROUP BY root_intention_id");
+            query.build_query_as().fetch_all(&mut **conn).await
+        })
+        .context("counting the writes of workflow chains")?;
+        counts.extend(rows);
+    }
+    Ok(counts)
+}
+
+/// An intention a workflow executed, in the chain started by `root_intention_id`.
+#[derive(Debug, Clone)]
+pub struct ChainWrite {
+    pub tenant_id: String,
+    pub intention_id: String,
+    pub root_intention_id: String,
+}
+
+/// Rows per multi-row `INSERT` of chain writes (4 parameters each).
+const CHAIN_INSERT_CHUNK: usize = 500;
+
+/// Records the intentions workflows executed, in the runner's transaction.
+pub async fn record_chain_writes(tx: &mut Tx, writes: &[ChainWrite]) -> anyhow::Result<()> {
+    let created_at = time::now();
+    for chunk in writes.chunks(CHAIN_INSERT_CHUNK) {
+        on_tx!(tx, conn => {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO workflow_chain_writes
+                 (intention_id, tenant_id, root_intention_id, created_at) ",
+            );
+            insert.push_values(chunk, |mut row, write| {
+                row.push_bind(&write.intention_id)
+                    .push_bind(&write.tenant_id)
+                    .push_bind(&write.root_intention_id)
+                    .push_bind(&created_at);
+            });
+            insert.build().execute(&mut **conn).await.map(drop)
+        })
+        .context("recording the writes of workflow chains")?;
+    }
+    Ok(())
 }

@@ -1,0 +1,432 @@
+//! Admission control in front of every engine call: a global budget of calls running at once
+//! (the size of the instance pool, so instantiation never fails for lack of a slot), and a
+//! share of it per tenant, so one tenant flooding slow calls cannot take every slot.
+//!
+//! One small scheduler behind a mutex decides who runs. A call starts at once when its tenant
+//! is below its share, nobody of that tenant waits before it and the global budget has room;
+//! otherwise it waits in its tenant's FIFO queue. Whenever a call ends, the freed slot goes to
+//! the waiting tenant with the fewest calls running (the oldest waiter first among equals) that
+//! is still below its share. So a tenant below its share never waits behind another tenant's
+//! queue: while one tenant floods, the global budget is never full (a share is less than the
+//! pool), and when several tenants are at their share and the pool is full, a quiet tenant
+//! gets the next slot that frees. HTTP requests wait in a bounded queue for a bounded time
+//! (then 503 with `Retry-After`); jobs and event deliveries wait without a length bound (the
+//! worker's concurrency bounds them) and are handed back without counting an attempt when no
+//! slot came in time.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+/// The limits of admission (from [`super::RuntimeConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmissionLimits {
+    /// Calls running at once on this host, all tenants together (the instance pool's size).
+    pub capacity: usize,
+    /// Calls one tenant may run at once (at most `capacity`).
+    pub tenant_share: usize,
+    /// HTTP requests of one tenant that may wait beyond its share; more are refused at once.
+    pub tenant_queue: usize,
+}
+
+/// Who a waiting call is, which decides the queue bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// An HTTP request: counted against the tenant's queue length.
+    Request,
+    /// A job, an event delivery, a lifecycle call or `describe`: not counted.
+    Background,
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("the tenant's queue of waiting engine calls is full")]
+    QueueFull,
+    #[error("no engine capacity became free within {0:?}")]
+    TimedOut(Duration),
+}
+
+/// A tenant's key in the scheduler: `None` for calls outside any tenant (`describe`), which
+/// have no share of their own beyond the global budget.
+type TenantKey = Option<String>;
+
+struct Waiter {
+    ticket: u64,
+    kind: CallKind,
+    grant: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct TenantState {
+    running: usize,
+    waiters: VecDeque<Waiter>,
+    /// Waiters of kind [`CallKind::Request`].
+    queued_requests: usize,
+}
+
+#[derive(Default)]
+struct State {
+    running: usize,
+    next_ticket: u64,
+    tenants: HashMap<TenantKey, TenantState>,
+}
+
+struct Inner {
+    limits: AdmissionLimits,
+    state: Mutex<State>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn share_of(&self, key: &TenantKey) -> usize {
+        match key {
+            Some(_) => self.limits.tenant_share,
+            None => self.limits.capacity,
+        }
+    }
+
+    /// Hands free slots to waiters, fewest running first. A waiter taken off its queue is
+    /// counted as running whether or not it is still listening: its [`WaitGuard`] (or the
+    /// [`Permit`] it becomes) gives the slot back.
+    fn dispatch(&self, state: &mut State) {
+        while state.running < self.limits.capacity {
+            let chosen = state
+                .tenants
+                .iter()
+                .filter(|(key, tenant)| {
+                    !tenant.waiters.is_empty() && tenant.running < self.share_of(key)
+                })
+                .min_by_key(|(_, tenant)| {
+                    (
+                        tenant.running,
+                        tenant
+                            .waiters
+                            .front()
+                            .map_or(u64::MAX, |waiter| waiter.ticket),
+                    )
+                })
+                .map(|(key, _)| key.clone());
+            let Some(key) = chosen else { break };
+            let Some(tenant) = state.tenants.get_mut(&key) else {
+                break;
+            };
+            let Some(waiter) = tenant.waiters.pop_front() else {
+                break;
+            };
+            if waiter.kind == CallKind::Request {
+                tenant.queued_requests -= 1;
+            }
+            tenant.running += 1;
+            state.running += 1;
+            // A receiver already gone (its caller stopped waiting) is fine: its guard, which
+            // finds its ticket no longer queued, releases the slot.
+            let _ = waiter.grant.send(());
+        }
+    }
+
+    /// A call of `key` ended: its slot goes to the next waiter.
+    fn release(&self, key: &TenantKey) {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        state.running = state.running.saturating_sub(1);
+        if let Some(tenant) = state.tenants.get_mut(key) {
+            tenant.running = tenant.running.saturating_sub(1);
+            if tenant.running == 0 && tenant.waiters.is_empty() {
+                state.tenants.remove(key);
+            }
+        }
+        self.dispatch(state);
+    }
+
+    /// Stops waiting: true when the waiter was still queued (now removed), false when it was
+    /// granted a slot meanwhile (it then holds that slot).
+    fn withdraw(&self, key: &TenantKey, ticket: u64) -> bool {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let Some(tenant) = state.tenants.get_mut(key) else {
+            return false;
+        };
+        let Some(index) = tenant
+            .waiters
+            .iter()
+            .position(|waiter| waiter.ticket == ticket)
+        else {
+            return false;
+        };
+        if let Some(waiter) = tenant.waiters.remove(index)
+            && waiter.kind == CallKind::Request
+        {
+            tenant.queued_requests -= 1;
+        }
+        if tenant.running == 0 && tenant.waiters.is_empty() {
+            state.tenants.remove(key);
+        }
+        true
+    }
+}
+
+/// The scheduler; cheap to clone.
+#[derive(Clone)]
+pub struct Admission {
+    inner: Arc<Inner>,
+}
+
+/// A slot to run one engine call; given back when dropped.
+pub struct Permit {
+    inner: Arc<Inner>,
+    key: TenantKey,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.inner.release(&self.key);
+    }
+}
+
+/// Withdraws a waiter whose future is dropped before it learnt the outcome (a client gone, a
+/// deadline): off the queue if still there, else the slot it was granted is given back.
+struct WaitGuard {
+    inner: Arc<Inner>,
+    key: TenantKey,
+    ticket: u64,
+    armed: bool,
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        if self.armed && !self.inner.withdraw(&self.key, self.ticket) {
+            self.inner.release(&self.key);
+        }
+    }
+}
+
+impl Admission {
+    pub fn new(limits: AdmissionLimits) -> Self {
+        let capacity = limits.capacity.max(1);
+        let limits = AdmissionLimits {
+            capacity,
+            tenant_share: limits.tenant_share.clamp(1, capacity),
+            tenant_queue: limits.tenant_queue,
+        };
+        Self {
+            inner: Arc::new(Inner {
+                limits,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    pub fn limits(&self) -> AdmissionLimits {
+        self.inner.limits
+    }
+
+    /// Calls running now: all tenants, and those of `tenant`.
+    pub fn running(&self, tenant: Option<&str>) -> (usize, usize) {
+        let state = self.inner.lock();
+        let key = tenant.map(str::to_owned);
+        let of_tenant = state.tenants.get(&key).map_or(0, |tenant| tenant.running);
+        (state.running, of_tenant)
+    }
+
+    /// A slot for a call of `tenant` (`None`: outside any tenant), waiting at most `wait`.
+    /// A [`CallKind::Request`] beyond the tenant's queue length is refused at once.
+    pub async fn admit(
+        &self,
+        tenant: Option<&str>,
+        kind: CallKind,
+        wait: Duration,
+    ) -> Result<Permit, Refused> {
+        let key: TenantKey = tenant.map(str::to_owned);
+        let (receiver, ticket) = {
+            let mut guard = self.inner.lock();
+            let state = &mut *guard;
+            let share = self.inner.share_of(&key);
+            let global_room = state.running < self.inner.limits.capacity;
+            let tenant = state.tenants.entry(key.clone()).or_default();
+            // With room in the global budget nobody waits for it (a freed slot is handed out
+            // at once), so every waiter is one held back by its own tenant's share.
+            if global_room && tenant.running < share && tenant.waiters.is_empty() {
+                tenant.running += 1;
+                state.running += 1;
+                return Ok(self.permit(key));
+            }
+            if kind == CallKind::Request && tenant.queued_requests >= self.inner.limits.tenant_queue
+            {
+                if tenant.running == 0 && tenant.waiters.is_empty() {
+                    state.tenants.remove(&key);
+                }
+                return Err(Refused::QueueFull);
+            }
+            let (grant, receiver) = oneshot::channel();
+            let ticket = state.next_ticket;
+            state.next_ticket += 1;
+            let tenant = state.tenants.entry(key.clone()).or_default();
+            tenant.waiters.push_back(Waiter {
+                ticket,
+                kind,
+                grant,
+            });
+            if kind == CallKind::Request {
+                tenant.queued_requests += 1;
+            }
+            (receiver, ticket)
+        };
+        let mut guard = WaitGuard {
+            inner: self.inner.clone(),
+            key: key.clone(),
+            ticket,
+            armed: true,
+        };
+        // Whatever ended the wait (a grant, the time limit), the queue decides: a waiter no
+        // longer queued was granted its slot.
+        let _ = tokio::time::timeout(wait, receiver).await;
+        guard.armed = false;
+        if self.inner.withdraw(&key, ticket) {
+            Err(Refused::TimedOut(wait))
+        } else {
+            Ok(self.permit(key))
+        }
+    }
+
+    fn permit(&self, key: TenantKey) -> Permit {
+        Permit {
+            inner: self.inner.clone(),
+            key,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: AdmissionLimits = AdmissionLimits {
+        capacity: 4,
+        tenant_share: 2,
+        tenant_queue: 1,
+    };
+    const SHORT: Duration = Duration::from_millis(20);
+
+    #[tokio::test]
+    async fn a_tenant_is_held_to_its_share_and_its_queue() {
+        let admission = Admission::new(LIMITS);
+        let first = admission.admit(Some("a"), CallKind::Request, SHORT).await;
+        let second = admission.admit(Some("a"), CallKind::Request, SHORT).await;
+        assert!(first.is_ok() && second.is_ok());
+        assert_eq!(
+            admission
+                .admit(Some("a"), CallKind::Request, SHORT)
+                .await
+                .err(),
+            Some(Refused::TimedOut(SHORT))
+        );
+        // Another tenant is not held back.
+        let other = admission.admit(Some("b"), CallKind::Request, SHORT).await;
+        assert!(other.is_ok());
+        assert_eq!(admission.running(Some("a")), (3, 2));
+
+        // One waiter fits the queue, a second is refused at once; the waiter gets the slot
+        // that frees.
+        let queued = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some("a"), CallKind::Request, Duration::from_secs(10))
+                    .await
+                    .is_ok()
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        assert_eq!(
+            admission
+                .admit(Some("a"), CallKind::Request, SHORT)
+                .await
+                .err(),
+            Some(Refused::QueueFull)
+        );
+        drop(first);
+        assert!(queued.await.unwrap());
+        drop((second, other));
+        assert_eq!(admission.running(None), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_freed_slot_goes_to_the_tenant_with_the_fewest_running() {
+        let admission = Admission::new(LIMITS);
+        let mut held = Vec::new();
+        for tenant in ["a", "a", "b", "b"] {
+            held.push(
+                admission
+                    .admit(Some(tenant), CallKind::Background, SHORT)
+                    .await
+                    .unwrap(),
+            );
+        }
+        // The pool is full: `a` waits first (for its share), then the quiet `c`.
+        let waiting_a = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some("a"), CallKind::Background, Duration::from_secs(10))
+                    .await
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        let waiting_c = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some("c"), CallKind::Background, Duration::from_secs(10))
+                    .await
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        // `a` ends a call: `c` (none running) goes before `a` (one running).
+        drop(held.remove(0));
+        let c = waiting_c.await.unwrap().unwrap();
+        assert!(!waiting_a.is_finished());
+        drop(c);
+        let a = waiting_a.await.unwrap().unwrap();
+        drop((a, held));
+        assert_eq!(admission.running(None), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_wait_gives_its_slot_back() {
+        let admission = Admission::new(AdmissionLimits {
+            capacity: 1,
+            tenant_share: 1,
+            tenant_queue: 4,
+        });
+        let held = admission
+            .admit(Some("a"), CallKind::Request, SHORT)
+            .await
+            .unwrap();
+        let abandoned = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some("b"), CallKind::Request, Duration::from_secs(10))
+                    .await
+                    .is_ok()
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        abandoned.abort();
+        let _ = abandoned.await;
+        drop(held);
+        assert_eq!(admission.running(None), (0, 0));
+        assert!(
+            admission
+                .admit(None, CallKind::Background, SHORT)
+                .await
+                .is_ok()
+        );
+    }
+}
