@@ -257,8 +257,10 @@ database_test!(
         let app = spawn(backend, None).await;
         acme_with_ada(&app);
         let secret = enable_totp(&app).await;
-        // Two challenges (the second login clears nothing that counts below).
+        // Three challenges (these logins clear nothing that counts below). The right code
+        // spends its own challenge, so every answer to `burst_token` is an evaluated code.
         let burst_token = mfa_token(&app).await;
+        let right_token = mfa_token(&app).await;
         let later_token = mfa_token(&app).await;
         let step = step_at(chrono::Utc::now().timestamp());
         // A wrong code: far outside the accepted window.
@@ -267,7 +269,7 @@ database_test!(
             .map(|_| json!({ "mfa_token": burst_token, "method": "totp", "code": wrong_code }))
             .collect();
         bodies.push(json!({
-            "mfa_token": burst_token,
+            "mfa_token": right_token,
             "method": "totp",
             "code": code_at(&secret, step),
         }));
