@@ -332,3 +332,85 @@ database_test!(
         }
     }
 );
+
+/// One `looper` count call of `rounds` as `token`; its answer must be 200.
+async fn count(app: &TestApp, token: &str, rounds: u64) {
+    let response = app
+        .get_as(&format!("/looper/api/v1/count?n={rounds}"), token)
+        .await;
+    json_with_status(response, 200).await;
+}
+
+/// Tenants share the CPU by turns, not by how many calls each runs: a tenant running six
+/// CPU-bound calls and a tenant running one call of the same work get about as much CPU each,
+/// so the single call, started last, finishes before most of the six. (With every call taking
+/// its turn alike, the six, started first, would all finish before it.) No storage involved:
+/// SQLite only.
+#[tokio::test]
+async fn tenants_share_the_cpu_by_turns_not_by_calls() {
+    const NOISY_CALLS: usize = 6;
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            plugins: vec!["looper"],
+            configure: Some(Box::new(|config: &mut Config| {
+                crate::helpers::without_rate_limits(config);
+                config.runtime.handle_timeout = Duration::from_secs(120);
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let (noisy_tenant, quiet_tenant) = (uuid(), uuid());
+    let noisy = app.token(&noisy_tenant, &uuid(), "editor").await;
+    let quiet = app.token(&quiet_tenant, &uuid(), "editor").await;
+
+    // Size the work so one call takes about 300 ms alone on this machine (the time only sizes
+    // the work; what is asserted is the order of completions).
+    let probe_rounds = 20_000_000;
+    let started = std::time::Instant::now();
+    count(&app, &quiet, probe_rounds).await;
+    let alone = started.elapsed().as_secs_f64().max(0.001);
+    let rounds = ((probe_rounds as f64) * 0.3 / alone).max(1_000_000.0) as u64;
+
+    let finished = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let mut calls = Vec::new();
+    for _ in 0..NOISY_CALLS {
+        let (app_client, url, token, finished) = (
+            app.client.clone(),
+            app.url(&format!("/looper/api/v1/count?n={rounds}")),
+            noisy.clone(),
+            finished.clone(),
+        );
+        calls.push(tokio::spawn(async move {
+            let response = app_client
+                .get(&url)
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            finished.lock().unwrap().push("noisy");
+        }));
+    }
+    // The quiet call starts once all six noisy calls run.
+    let admission = app.state().engines.runtime().admission().clone();
+    crate::helpers::eventually(10, "the noisy calls to run", || {
+        let admission = admission.clone();
+        let noisy_tenant = noisy_tenant.clone();
+        async move { (admission.running(Some(&noisy_tenant)).1 == NOISY_CALLS).then_some(()) }
+    })
+    .await;
+    count(&app, &quiet, rounds).await;
+    finished.lock().unwrap().push("quiet");
+    for call in calls {
+        call.await.unwrap();
+    }
+
+    let order = finished.lock().unwrap().clone();
+    let position = order.iter().position(|who| *who == "quiet").unwrap();
+    assert!(
+        position <= 2,
+        "the quiet tenant's call finished after {position} of the noisy tenant's {NOISY_CALLS}: {order:?}"
+    );
+}

@@ -189,6 +189,42 @@ impl Drop for Permit {
     }
 }
 
+impl Permit {
+    /// A handle that reads how many calls this permit's tenant runs now: the weight of its
+    /// turns at the CPU (see [`TenantLoad::running`]).
+    pub fn tenant_load(&self) -> TenantLoad {
+        TenantLoad {
+            inner: self.inner.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+/// How many calls one tenant runs at this moment, read at every epoch tick of its calls.
+///
+/// Admission bounds how many calls a tenant runs; this bounds how much CPU they get together.
+/// At each tick (5 ms of WebAssembly) a call yields to the async runtime once per call its
+/// tenant has running, so a tenant running `n` calls gets about as many turns as a tenant
+/// running one (stride scheduling by yields): a quiet tenant's request is never stuck behind
+/// a flooding tenant's fifty calls each taking a whole time slice per round. With one call
+/// per tenant this is the plain yield of every tick; nothing sleeps, so an idle CPU is used.
+#[derive(Clone)]
+pub struct TenantLoad {
+    inner: Arc<Inner>,
+    key: TenantKey,
+}
+
+impl TenantLoad {
+    /// Calls of the tenant running now (at least 1: the caller's own).
+    pub fn running(&self) -> usize {
+        let state = self.inner.lock();
+        state
+            .tenants
+            .get(&self.key)
+            .map_or(1, |tenant| tenant.running.max(1))
+    }
+}
+
 /// Withdraws a waiter whose future is dropped before it learnt the outcome (a client gone, a
 /// deadline): off the queue if still there, else the slot it was granted is given back.
 struct WaitGuard {

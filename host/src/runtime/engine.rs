@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime::{
+    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+};
 
 use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
 use super::bindings::v0_1::{
@@ -322,7 +324,20 @@ impl EngineRuntime {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
+        // At every tick: yield once per call the tenant runs (admission.rs, `TenantLoad`), so
+        // tenants share the CPU by turns, not by how many calls each has running.
+        let tenant_load = permit.tenant_load();
+        store.epoch_deadline_callback(move |_| {
+            let turns = tenant_load.running();
+            Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(async move {
+                    for _ in 0..turns {
+                        tokio::task::yield_now().await;
+                    }
+                }),
+            ))
+        });
         let work = async {
             let instance = pre.instantiate_async(&mut store).await?;
             let guest = instance.tessera_engine_guest().clone();
