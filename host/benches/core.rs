@@ -56,7 +56,7 @@ use tessera_host::state::AppState;
 use tessera_host::storage::{Database, time};
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
 
-use support::{Backend, BenchDatabase, Server};
+use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks, percentile};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -150,12 +150,6 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers: statistics, formatting, a deterministic random source, the test data.
-
-fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
-    assert!(!samples.is_empty(), "a percentile of no samples");
-    samples.sort_unstable();
-    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
-}
 
 fn millis(duration: Duration) -> String {
     let ms = duration.as_secs_f64() * 1e3;
@@ -1566,47 +1560,6 @@ fn report(runs: &mut [BackendRun]) -> String {
         }
     }
     out
-}
-
-/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total), of this
-/// process, and stolen by the hypervisor, to tell how much of the machine other work took
-/// during the run.
-fn cpu_ticks() -> Option<(u64, u64, u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let machine: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    let total: u64 = machine.iter().take(8).sum();
-    let steal = *machine.get(7)?;
-    // idle and iowait are not busy; steal is time this machine did not get.
-    let busy = total - machine.get(3)? - machine.get(4)? - steal;
-    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
-    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((busy, total, process, steal))
-}
-
-/// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen
-/// by the hypervisor).
-fn cpu_share(
-    before: Option<(u64, u64, u64, u64)>,
-    after: Option<(u64, u64, u64, u64)>,
-) -> Option<(f64, f64, f64)> {
-    let (before, after) = (before?, after?);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-    let total = (after.1 - before.1).max(1) as f64;
-    let own = after.2 - before.2;
-    let other = (after.0 - before.0).saturating_sub(own);
-    let steal = after.3 - before.3;
-    Some((
-        own as f64 / total * cores,
-        other as f64 / total * cores,
-        steal as f64 / total * cores,
-    ))
 }
 
 #[tokio::main]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server};
+use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks, percentile};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -41,12 +41,6 @@ fn file_size(path: &std::path::Path) -> u64 {
 
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
-    assert!(!samples.is_empty(), "a percentile of no samples");
-    samples.sort_unstable();
-    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
 }
 
 fn millis(duration: Duration) -> String {
@@ -115,25 +109,6 @@ async fn reader(
         turn += 1;
     }
     Ok(result)
-}
-
-/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total) and of this
-/// process.
-fn cpu_ticks() -> Option<(u64, u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let machine: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    let total: u64 = machine.iter().take(8).sum();
-    let busy = total - machine.get(3)? - machine.get(4)? - machine.get(7)?;
-    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
-    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((busy, total, process))
 }
 
 #[tokio::main]
@@ -272,15 +247,8 @@ async fn main() -> anyhow::Result<()> {
         "| reads | {reads} ({:.0}/s) | |",
         reads as f64 / elapsed.as_secs_f64()
     );
-    if let (Some(before), Some(after)) = (ticks_before, ticks_after) {
-        let total = (after.1 - before.1).max(1) as f64;
-        let own = (after.2 - before.2) as f64;
-        let other = (after.0 - before.0) as f64 - own;
-        println!(
-            "| CPU, average cores | this benchmark {:.2}, other processes {:.2} | |",
-            own / total * cores as f64,
-            (other / total * cores as f64).max(0.0)
-        );
+    if let Some((own, other, _)) = cpu_share(ticks_before, ticks_after) {
+        println!("| CPU, average cores | this benchmark {own:.2}, other processes {other:.2} | |");
     }
 
     server.shutdown().await?;

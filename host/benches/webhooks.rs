@@ -83,7 +83,7 @@ use serde_json::{Value, json};
 use tessera_host::runtime::work::WorkerConfig;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server};
+use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -166,46 +166,6 @@ fn percentile(samples: &mut [u64], fraction: f64) -> Option<u64> {
     }
     samples.sort_unstable();
     Some(samples[((samples.len() - 1) as f64 * fraction).round() as usize])
-}
-
-type Ticks = Option<(u64, u64, u64, u64)>;
-
-/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total), of this
-/// process, and stolen by the hypervisor, to tell how much of the machine other work took
-/// during the run.
-fn cpu_ticks() -> Ticks {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let machine: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    let total: u64 = machine.iter().take(8).sum();
-    let steal = *machine.get(7)?;
-    // idle and iowait are not busy; steal is time this machine did not get.
-    let busy = total - machine.get(3)? - machine.get(4)? - steal;
-    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
-    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((busy, total, process, steal))
-}
-
-/// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen
-/// by the hypervisor).
-fn cpu_share(before: Ticks, after: Ticks) -> Option<(f64, f64, f64)> {
-    let (before, after) = (before?, after?);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-    let total = (after.1 - before.1).max(1) as f64;
-    let own = after.2 - before.2;
-    let other = (after.0 - before.0).saturating_sub(own);
-    let steal = after.3 - before.3;
-    Some((
-        own as f64 / total * cores,
-        other as f64 / total * cores,
-        steal as f64 / total * cores,
-    ))
 }
 
 fn cpu_text(cpu: Option<(f64, f64, f64)>) -> String {

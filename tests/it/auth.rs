@@ -28,8 +28,8 @@ async fn spawn(
     .await
 }
 
-/// A tenant with a user; returns (tenant_id, user_id).
-fn tenant_with_user(app: &TestApp, slug: &str, email: &str) -> (String, String) {
+/// A tenant with an owner whose password is [`PASSWORD`]; returns (tenant_id, user_id).
+pub(crate) fn tenant_with_user(app: &TestApp, slug: &str, email: &str) -> (String, String) {
     let tenant = app
         .admin(&["create-tenant", "--slug", slug, "--name", slug])
         .json();

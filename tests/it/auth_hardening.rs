@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::auth::tenant_with_user;
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, json_with_status, postgres_available,
@@ -37,30 +38,6 @@ async fn spawn(backend: Backend, database: Option<TestDatabase>) -> TestApp {
         },
     )
     .await
-}
-
-/// A tenant `acme` with Ada as its owner; returns (tenant_id, user_id).
-fn acme_with_ada(app: &TestApp) -> (String, String) {
-    let tenant = app
-        .admin(&["create-tenant", "--slug", "acme", "--name", "Acme"])
-        .json();
-    let user = app
-        .admin(&[
-            "create-user",
-            "--tenant",
-            "acme",
-            "--email",
-            "ada@example.com",
-            "--password",
-            PASSWORD,
-            "--role",
-            "owner",
-        ])
-        .json();
-    (
-        tenant["tenant_id"].as_str().unwrap().to_owned(),
-        user["user_id"].as_str().unwrap().to_owned(),
-    )
 }
 
 async fn login(app: &TestApp, password: &str) -> reqwest::Response {
@@ -155,7 +132,7 @@ database_test!(
     parallel_passwords_beyond_the_limit_are_refused_before_evaluation,
     |backend| async move {
         let app = spawn(backend, None).await;
-        acme_with_ada(&app);
+        tenant_with_user(&app, "acme", "ada@example.com");
         // No password is evaluated until every guess of the burst has been let in or refused.
         let gate = HashingGate::close(&app).await;
         let mut bodies: Vec<Value> = (0..20)
@@ -197,7 +174,7 @@ database_test!(
     a_right_password_after_five_reserved_guesses_is_refused,
     |backend| async move {
         let app = spawn(backend, None).await;
-        acme_with_ada(&app);
+        tenant_with_user(&app, "acme", "ada@example.com");
         let gate = HashingGate::close(&app).await;
         let wrong = (0..20)
             .map(|_| json!({ "login": "ada@example.com", "password": WRONG }))
@@ -255,7 +232,7 @@ database_test!(
     |backend| async move {
         use tessera_host::auth::totp::{code_at, step_at};
         let app = spawn(backend, None).await;
-        acme_with_ada(&app);
+        tenant_with_user(&app, "acme", "ada@example.com");
         let secret = enable_totp(&app).await;
         // Three challenges (these logins clear nothing that counts below). The right code
         // spends its own challenge, so every answer to `burst_token` is an evaluated code.
@@ -356,7 +333,7 @@ async fn change_membership(app: &TestApp, sql: &'static str, user_id: &str) {
 
 async fn demotion_and_removal_reach_live_tokens(apps: &[&TestApp]) {
     let first = apps[0];
-    let (_, ada) = acme_with_ada(first);
+    let (_, ada) = tenant_with_user(first, "acme", "ada@example.com");
     let body = json_with_status(login(first, PASSWORD).await, 200).await;
     let token = body["data"]["access_token"].as_str().unwrap().to_owned();
     // Every host has seen the token as an owner's (and cached that).

@@ -3,11 +3,8 @@
 //! token signing seeds are stored sealed, and plaintext ones from older versions are sealed at
 //! start with their tokens still valid.
 
-use std::io::{BufRead as _, BufReader};
-use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,12 +13,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::EncodePrivateKey as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestDatabase, eventually, json_with_status, spawn_app, spawn_app_with,
-    tessera_binary, without_rate_limits,
+    AppOptions, Backend, ServeProcess, TestDatabase, eventually, json_with_status, spawn_app,
+    spawn_app_with,
 };
 use tessera_host::auth::tokens::AccessClaims;
 use tessera_host::on_pool;
@@ -38,13 +35,9 @@ async fn the_sqlite_wal_stays_under_its_bound_under_steady_reads_and_writes_and_
     const WAL_MAX_BYTES: u64 = 4 * 1024 * 1024;
     let app = spawn_app_with(
         Backend::Sqlite,
-        AppOptions {
-            configure: Some(Box::new(|config| {
-                without_rate_limits(config);
-                config.database.sqlite_wal_max_bytes = WAL_MAX_BYTES;
-            })),
-            ..AppOptions::default()
-        },
+        AppOptions::unlimited_and(|config| {
+            config.database.sqlite_wal_max_bytes = WAL_MAX_BYTES;
+        }),
     )
     .await;
     let database_path = app.database.data_dir.join("tessera.db");
@@ -128,59 +121,6 @@ async fn the_sqlite_wal_stays_under_its_bound_under_steady_reads_and_writes_and_
     .await;
 }
 
-/// A `tessera serve` child process on SQLite, with its own plugins dir; killed when dropped.
-struct ServeProcess {
-    child: Child,
-    address: SocketAddr,
-}
-
-impl ServeProcess {
-    fn start(data_dir: &Path, plugins_dir: &Path) -> Self {
-        let mut child = Command::new(tessera_binary())
-            .arg("serve")
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("--plugins-dir")
-            .arg(plugins_dir)
-            .env_remove("TESSERA_DATABASE_URL")
-            .env_remove("TESSERA_SERVICE_SECRET")
-            .env("TESSERA_LOG", "info")
-            .env("TESSERA_LOG_FORMAT", "json")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting tessera serve");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next()
-                .expect("tessera serve exited before serving")
-                .unwrap();
-            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if entry["fields"]["message"] == "tessera is serving" {
-                break entry["fields"]["address"]
-                    .as_str()
-                    .unwrap()
-                    .parse()
-                    .unwrap();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, address }
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Every entry under `dir` (recursively) with its permission bits.
 fn modes_under(dir: &Path) -> Vec<(PathBuf, bool, u32)> {
     let mut found = Vec::new();
@@ -205,10 +145,18 @@ async fn assert_private_after_serving(data_dir: &Path) {
     let plugins_dir =
         std::env::temp_dir().join(format!("tessera-test-plugins-{}", uuid::Uuid::new_v4()));
     crate::components::install(&plugins_dir, &["echo"]);
-    let host = ServeProcess::start(data_dir, &plugins_dir);
+    let host = ServeProcess::start(|command| {
+        command
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--plugins-dir")
+            .arg(&plugins_dir)
+            .env_remove("TESSERA_DATABASE_URL")
+            .env_remove("TESSERA_SERVICE_SECRET")
+    });
     let client = reqwest::Client::new();
     let health = client
-        .get(format!("http://{}/core/api/health/extended", host.address))
+        .get(host.url("/core/api/health/extended"))
         .send()
         .await
         .unwrap();

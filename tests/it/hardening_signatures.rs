@@ -31,14 +31,16 @@ async fn notes_host(backend: Backend) -> TestApp {
     .await
 }
 
-/// Sends `body` with a given `X-Service-Signature` (a captured one, replayed).
+/// Sends `body` with a given `X-Service-Signature` (a captured one, replayed), expecting
+/// `status`; returns the JSON answer.
 async fn send(
     app: &TestApp,
     method: reqwest::Method,
     path: &str,
     signature: &str,
     body: &str,
-) -> reqwest::Response {
+    status: u16,
+) -> Value {
     let mut request = app
         .client
         .request(method, app.url(path))
@@ -48,7 +50,8 @@ async fn send(
             .header("content-type", "application/json")
             .body(body.to_owned());
     }
-    request.send().await.expect("sending an internal call")
+    let response = request.send().await.expect("sending an internal call");
+    json_with_status(response, status).await
 }
 
 /// Sends `body` to `path` signed for that very call, and returns the signature used: what an
@@ -61,7 +64,7 @@ async fn signed_call(
     status: u16,
 ) -> (String, Value) {
     let signature = app.internal_signature(method.as_str(), path, body.as_bytes());
-    let answer = json_with_status(send(app, method, path, &signature, body).await, status).await;
+    let answer = send(app, method, path, &signature, body, status).await;
     (signature, answer)
 }
 
@@ -140,15 +143,12 @@ database_test!(
             };
             let (captured, _) =
                 signed_call(&app, reqwest::Method::POST, &provision, &user_body, status).await;
-            let replayed = json_with_status(
-                send(
-                    &app,
-                    reqwest::Method::POST,
-                    &deprovision,
-                    &captured,
-                    &user_body,
-                )
-                .await,
+            let replayed = send(
+                &app,
+                reqwest::Method::POST,
+                &deprovision,
+                &captured,
+                &user_body,
                 401,
             )
             .await;
@@ -181,11 +181,7 @@ database_test!(
             // The same path with a query string added is another request target.
             format!("{ORCHESTRATION}/provision/tenant?again=1"),
         ] {
-            json_with_status(
-                send(&app, reqwest::Method::POST, &path, &captured, &body).await,
-                401,
-            )
-            .await;
+            send(&app, reqwest::Method::POST, &path, &captured, &body, 401).await;
         }
         assert_untouched(&app, &token, &note_id).await;
         app.stop().await;
@@ -205,36 +201,26 @@ database_test!(
         assert_eq!(status["data"]["tenant_id"], tenant_id);
 
         // Not for another tenant's status, not as a retry of the same tenant.
-        json_with_status(
-            send(
-                &app,
-                reqwest::Method::GET,
-                &format!("{ORCHESTRATION}/provision/tenant/{other_tenant}/status"),
-                &captured,
-                "",
-            )
-            .await,
+        send(
+            &app,
+            reqwest::Method::GET,
+            &format!("{ORCHESTRATION}/provision/tenant/{other_tenant}/status"),
+            &captured,
+            "",
             401,
         )
         .await;
-        json_with_status(
-            send(
-                &app,
-                reqwest::Method::POST,
-                &format!("{ORCHESTRATION}/provision/tenant/{tenant_id}/retry"),
-                &captured,
-                "",
-            )
-            .await,
+        send(
+            &app,
+            reqwest::Method::POST,
+            &format!("{ORCHESTRATION}/provision/tenant/{tenant_id}/retry"),
+            &captured,
+            "",
             401,
         )
         .await;
         // Its own call still verifies (within the window).
-        json_with_status(
-            send(&app, reqwest::Method::GET, &status_path, &captured, "").await,
-            200,
-        )
-        .await;
+        send(&app, reqwest::Method::GET, &status_path, &captured, "", 200).await;
         app.stop().await;
     }
 );

@@ -236,12 +236,33 @@ impl AppOptions {
             ..Self::default()
         }
     }
+
+    /// A host without rate limits, with `configure` changing the configuration after that.
+    pub fn unlimited_and(configure: impl FnOnce(&mut Config) + Send + 'static) -> Self {
+        Self {
+            configure: Some(Box::new(|config| {
+                without_rate_limits(config);
+                configure(config);
+            })),
+            ..Self::default()
+        }
+    }
 }
 
 /// Turns the read and write rate limits off.
 pub fn without_rate_limits(config: &mut Config) {
     config.rate_limits.read_per_minute = 0;
     config.rate_limits.write_per_minute = 0;
+}
+
+/// A host without rate limits that serves HTTP only: its projection workers do not run, so
+/// the events it logs wait for another host (or a child `tessera serve`) to apply them.
+pub async fn spawn_http_only(backend: Backend) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions::unlimited_and(|config| config.projections.run_workers = false),
+    )
+    .await
 }
 
 pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
@@ -727,6 +748,84 @@ impl ServedHost {
 impl Drop for ServedHost {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A `tessera serve` child process on a free loopback port, logging JSON at info; killed and
+/// reaped when dropped.
+pub struct ServeProcess {
+    child: std::process::Child,
+    address: SocketAddr,
+}
+
+impl ServeProcess {
+    /// Starts `tessera serve --listen 127.0.0.1:0` with the flags and environment `configure`
+    /// adds, and waits for its "tessera is serving" log line to learn the address.
+    pub fn start(configure: impl FnOnce(&mut Command) -> &mut Command) -> Self {
+        use std::io::{BufRead as _, BufReader};
+        use std::process::Stdio;
+
+        let mut command = Command::new(tessera_binary());
+        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        configure(&mut command);
+        let mut child = command
+            .env("TESSERA_LOG", "info")
+            .env("TESSERA_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting tessera serve");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("tessera serve exited before serving")
+                .unwrap();
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if entry["fields"]["message"] == "tessera is serving" {
+                break entry["fields"]["address"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+            }
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, address }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.address, path)
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "tessera did not stop on SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, eventually, json_with_status, postgres_available, serve,
-    spawn_app, spawn_app_with, without_rate_limits,
+    spawn_app, spawn_app_with, spawn_http_only,
 };
 
 const TIMELINE: &str = "/core/api/v1/timeline";
@@ -463,17 +463,7 @@ database_test!(
     a_worker_killed_mid_stream_resumes_and_applies_every_event_exactly_once,
     |backend| async move {
         // This host only serves HTTP: the log fills up with nobody projecting it.
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                configure: Some(Box::new(|config| {
-                    without_rate_limits(config);
-                    config.projections.run_workers = false;
-                })),
-                ..AppOptions::default()
-            },
-        )
-        .await;
+        let app = spawn_http_only(backend).await;
         let tenant = app.create_tenant("acme");
         let token = app
             .token(&tenant, &uuid::Uuid::new_v4().to_string(), "editor")
@@ -534,13 +524,9 @@ async fn two_hosts_on_one_postgres_share_the_log_without_double_applying() {
         return;
     }
     let small_batches = || -> AppOptions {
-        AppOptions {
-            configure: Some(Box::new(|config| {
-                without_rate_limits(config);
-                config.projections.batch_size = 7;
-            })),
-            ..AppOptions::default()
-        }
+        AppOptions::unlimited_and(|config| {
+            config.projections.batch_size = 7;
+        })
     };
     let first = spawn_app_with(Backend::Postgres, small_batches()).await;
     let second = spawn_app_with(

@@ -1,15 +1,12 @@
 //! Storage: SQLite settings, migrations, and several processes sharing one SQLite data dir.
 
-use std::io::{BufRead as _, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::database_test;
 use crate::helpers::{
-    Backend, TestDatabase, json_with_status, run_admin, spawn_app, tessera_binary,
+    Backend, ServeProcess, TestDatabase, json_with_status, run_admin, spawn_app, tessera_binary,
 };
 use tessera_host::on_pool;
 use tessera_host::storage::Database;
@@ -63,87 +60,22 @@ async fn sqlite_runs_in_wal_mode_with_foreign_keys_on() {
     handle.close().await;
 }
 
-/// A `tessera serve` child process; killed when dropped.
-struct ServeProcess {
-    child: Child,
-    address: SocketAddr,
-}
-
-impl ServeProcess {
-    fn start(database: &TestDatabase) -> Self {
-        let mut child = Command::new(tessera_binary())
-            .arg("serve")
-            .arg("--listen")
-            .arg("127.0.0.1:0")
+/// `tessera serve` on the test's data dir and database.
+fn serve_on(database: &TestDatabase) -> ServeProcess {
+    ServeProcess::start(|command| {
+        command
             .arg("--data-dir")
             .arg(&database.data_dir)
             .arg("--database-url")
             .arg(&database.url)
-            .env("TESSERA_LOG", "info")
-            .env("TESSERA_LOG_FORMAT", "json")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting tessera serve");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next()
-                .expect("tessera serve exited before serving")
-                .unwrap();
-            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if entry["fields"]["message"] == "tessera is serving" {
-                break entry["fields"]["address"]
-                    .as_str()
-                    .unwrap()
-                    .parse()
-                    .unwrap();
-            }
-        };
-        // Keep draining stderr so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, address }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.address, path)
-    }
-
-    /// SIGTERM, then the exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill -TERM");
-        let started = std::time::Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "tessera did not stop on SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_and_the_cli_share_one_sqlite_data_dir() {
     let database = TestDatabase::new(Backend::Sqlite).await;
-    let first = ServeProcess::start(&database);
-    let second = ServeProcess::start(&database);
+    let first = serve_on(&database);
+    let second = serve_on(&database);
     let client = reqwest::Client::new();
 
     // Several admin commands at once while both servers run and read the database.

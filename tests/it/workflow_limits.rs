@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, TestApp, eventually, json_with_status, serve, spawn_app_with, without_rate_limits,
+    AppOptions, TestApp, eventually, json_with_status, serve, spawn_app_with, spawn_http_only,
 };
 use crate::workflows::{
     Team, active_workflow, create_workflow, team, team_of_other_tenant, workflows_settled,
@@ -79,14 +79,10 @@ database_test!(
     |backend| async move {
         let app = spawn_app_with(
             backend,
-            AppOptions {
-                configure: Some(Box::new(|config| {
-                    without_rate_limits(config);
-                    // Small batches: the chain spans many of them.
-                    config.projections.batch_size = 16;
-                })),
-                ..AppOptions::default()
-            },
+            AppOptions::unlimited_and(|config| {
+                // Small batches: the chain spans many of them.
+                config.projections.batch_size = 16;
+            }),
         )
         .await;
         let budget = i64::from(app.state().config.workflows.chain_write_budget);
@@ -151,17 +147,7 @@ database_test!(
     the_chain_budget_holds_across_a_host_killed_mid_chain,
     |backend| async move {
         // This host serves HTTP only; the chain runs on child hosts configured by environment.
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                configure: Some(Box::new(|config| {
-                    without_rate_limits(config);
-                    config.projections.run_workers = false;
-                })),
-                ..AppOptions::default()
-            },
-        )
-        .await;
+        let app = spawn_http_only(backend).await;
         let budget = 40;
         let team = team(&app, "acme").await;
         let (_, fan_out) = fan_out(&app, &team, &[]).await;
@@ -216,13 +202,9 @@ database_test!(
     |backend| async move {
         let app = spawn_app_with(
             backend,
-            AppOptions {
-                configure: Some(Box::new(|config| {
-                    without_rate_limits(config);
-                    config.workflows.max_active_per_tenant = 2;
-                })),
-                ..AppOptions::default()
-            },
+            AppOptions::unlimited_and(|config| {
+                config.workflows.max_active_per_tenant = 2;
+            }),
         )
         .await;
         let team = team(&app, "acme").await;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, TestApp, eventually, json_with_status, serve, spawn_app, spawn_app_with,
-    without_rate_limits,
+    spawn_http_only,
 };
 
 const WORKFLOWS: &str = "/core/api/v1/workflows";
@@ -1033,17 +1033,7 @@ database_test!(
     a_worker_killed_mid_batch_runs_each_trigger_exactly_once,
     |backend| async move {
         // This host serves HTTP only: the triggers pile up in the log.
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                configure: Some(Box::new(|config| {
-                    without_rate_limits(config);
-                    config.projections.run_workers = false;
-                })),
-                ..AppOptions::default()
-            },
-        )
-        .await;
+        let app = spawn_http_only(backend).await;
         let team = team(&app, "acme").await;
         let workflow = active_workflow(
             &app,

@@ -1,6 +1,7 @@
 //! What the host benchmarks share: the database under test (a temp data dir, and on
 //! PostgreSQL a fresh database created and dropped), and an in-process host on loopback with
-//! rate limits off. Each benchmark uses the parts it needs.
+//! rate limits off, and the percentiles and CPU readings of the reports. Each benchmark uses the
+//! parts it needs.
 
 #![allow(dead_code)]
 
@@ -235,4 +236,52 @@ pub async fn provisioned_tenant(
         });
     }
     Ok((tenant.tenant_id, users))
+}
+
+/// The `fraction` percentile (0.5, 0.99) of `samples`, which it sorts.
+pub fn percentile(samples: &mut [std::time::Duration], fraction: f64) -> std::time::Duration {
+    assert!(!samples.is_empty(), "a percentile of no samples");
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
+}
+
+/// A [`cpu_ticks`] reading.
+pub type Ticks = Option<(u64, u64, u64, u64)>;
+
+/// CPU time so far (Linux, in clock ticks): of the whole machine (busy, total), of this
+/// process, and stolen by the hypervisor, to tell how much of the machine other work took
+/// during the run.
+pub fn cpu_ticks() -> Ticks {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let machine: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let total: u64 = machine.iter().take(8).sum();
+    let steal = *machine.get(7)?;
+    // idle and iowait are not busy; steal is time this machine did not get.
+    let busy = total - machine.get(3)? - machine.get(4)? - steal;
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
+    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((busy, total, process, steal))
+}
+
+/// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen
+/// by the hypervisor).
+pub fn cpu_share(before: Ticks, after: Ticks) -> Option<(f64, f64, f64)> {
+    let (before, after) = (before?, after?);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let total = (after.1 - before.1).max(1) as f64;
+    let own = after.2 - before.2;
+    let other = (after.0 - before.0).saturating_sub(own);
+    let steal = after.3 - before.3;
+    Some((
+        own as f64 / total * cores,
+        other as f64 / total * cores,
+        steal as f64 / total * cores,
+    ))
 }
