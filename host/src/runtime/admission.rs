@@ -200,14 +200,15 @@ impl Permit {
     }
 }
 
-/// How many calls one tenant runs at this moment, read at every epoch tick of its calls.
+/// A call's weight at the CPU, read at every epoch tick of its calls.
 ///
 /// Admission bounds how many calls a tenant runs; this bounds how much CPU they get together.
-/// At each tick (5 ms of WebAssembly) a call yields to the async runtime once per call its
-/// tenant has running, so a tenant running `n` calls gets about as many turns as a tenant
-/// running one (stride scheduling by yields): a quiet tenant's request is never stuck behind
-/// a flooding tenant's fifty calls each taking a whole time slice per round. With one call
-/// per tenant this is the plain yield of every tick; nothing sleeps, so an idle CPU is used.
+/// At each tick a call yields to the async runtime [`TenantLoad::turns`] times: its tenant's
+/// running calls divided by those of the tenant running the fewest (of those running any), so
+/// a tenant running fifty calls beside a tenant running one gets about as many turns at the
+/// CPU as that one, not fifty times as many (stride scheduling by yields). When one tenant
+/// runs alone, or every tenant runs alike, it is the plain single yield of every tick; nothing
+/// sleeps, so an idle CPU is always used.
 #[derive(Clone)]
 pub struct TenantLoad {
     inner: Arc<Inner>,
@@ -215,13 +216,21 @@ pub struct TenantLoad {
 }
 
 impl TenantLoad {
-    /// Calls of the tenant running now (at least 1: the caller's own).
-    pub fn running(&self) -> usize {
+    /// How many times a call of this tenant yields at a tick (at least 1).
+    pub fn turns(&self) -> usize {
         let state = self.inner.lock();
-        state
+        let own = state
             .tenants
             .get(&self.key)
-            .map_or(1, |tenant| tenant.running.max(1))
+            .map_or(1, |tenant| tenant.running.max(1));
+        let fewest = state
+            .tenants
+            .values()
+            .map(|tenant| tenant.running)
+            .filter(|running| *running > 0)
+            .min()
+            .unwrap_or(1);
+        (own / fewest).max(1)
     }
 }
 
@@ -431,6 +440,37 @@ mod tests {
         let a = waiting_a.await.unwrap().unwrap();
         drop((a, held));
         assert_eq!(admission.running(None), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn turns_at_the_cpu_follow_the_running_calls_relative_to_the_lightest_tenant() {
+        let admission = Admission::new(AdmissionLimits {
+            capacity: 16,
+            tenant_share: 8,
+            tenant_queue: 0,
+        });
+        let admit = |tenant: &'static str| {
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some(tenant), CallKind::Background, SHORT)
+                    .await
+                    .unwrap()
+            }
+        };
+        let mut busy = Vec::new();
+        for _ in 0..6 {
+            busy.push(admit("busy").await);
+        }
+        // Alone, a tenant's calls yield once per tick, however many it runs.
+        assert_eq!(busy[0].tenant_load().turns(), 1);
+        let quiet = admit("quiet").await;
+        assert_eq!(busy[0].tenant_load().turns(), 6);
+        assert_eq!(quiet.tenant_load().turns(), 1);
+        let second_quiet = admit("quiet").await;
+        assert_eq!(busy[0].tenant_load().turns(), 3);
+        drop((quiet, second_quiet));
+        assert_eq!(busy[0].tenant_load().turns(), 1);
     }
 
     #[tokio::test]

@@ -22,7 +22,7 @@ use super::bindings::v0_1::{
 use super::store::{CallScope, HostServices, StoreState};
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Bytes of each pooled linear memory kept resident between instances (reset in place).
 const KEEP_RESIDENT_BYTES: usize = 4 * 1024 * 1024;
@@ -324,11 +324,12 @@ impl EngineRuntime {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         store.set_epoch_deadline(1);
-        // At every tick: yield once per call the tenant runs (admission.rs, `TenantLoad`), so
-        // tenants share the CPU by turns, not by how many calls each has running.
+        // At every tick: yield as many times as the tenant runs calls per call of the tenant
+        // running fewest (admission.rs, `TenantLoad`), so tenants share the CPU by turns, not by
+        // how many calls each has running.
         let tenant_load = permit.tenant_load();
         store.epoch_deadline_callback(move |_| {
-            let turns = tenant_load.running();
+            let turns = tenant_load.turns();
             Ok(UpdateDeadline::YieldCustom(
                 1,
                 Box::pin(async move {
