@@ -1558,3 +1558,215 @@ async fn every_mail_route_is_documented_with_bearer_security() {
     );
     app.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Folder counters
+// ---------------------------------------------------------------------------------------------
+
+/// [`mail_host`] whose engine calls scan at most `page` entries at once and `budget` in all.
+async fn mail_host_scanning(backend: Backend, page: u32, budget: u64) -> TestApp {
+    let database = TestDatabase::new(backend).await;
+    crate::components::install_engines(&database.data_dir.join("plugins"), &["mail"]);
+    let configure = move |config: &mut Config| {
+        without_rate_limits(config);
+        config.engine_scans.page = page;
+        config.engine_scans.budget = budget;
+    };
+    spawn_app_with(
+        backend,
+        AppOptions {
+            database: Some(database),
+            configure: Some(Box::new(configure)),
+            ..AppOptions::default()
+        },
+    )
+    .await
+}
+
+/// The ids of every copy in `folder` of the caller's mailbox, newest first, paging on.
+async fn all_ids(app: &TestApp, token: &str, name: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut query = "?limit=100".to_owned();
+    loop {
+        let page = folder(app, token, name, &query).await;
+        ids.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|message| text(&message["id"])),
+        );
+        match page["meta"]["next_cursor"].as_str() {
+            Some(cursor) if page["meta"]["has_more"] == true => {
+                query = format!("?limit=100&cursor={cursor}");
+            }
+            _ => return ids,
+        }
+    }
+}
+
+database_test!(
+    folder_counts_hold_for_mailboxes_larger_than_a_calls_scan_budget,
+    |backend| async move {
+        // One engine call may scan 60 entries; the editor's inbox holds 100.
+        let app = mail_host_scanning(backend, 20, 60).await;
+        let tenant = tenant(&app).await;
+        let (owner, editor) = (&tenant.owner, &tenant.editor);
+        for n in 0..100 {
+            send(
+                &app,
+                &owner.token,
+                json!({ "to": [editor.email], "subject": format!("m{n}") }),
+            )
+            .await;
+        }
+        assert_eq!(
+            counts(&app, &editor.token).await,
+            [(100, 100), (0, 0), (0, 0), (0, 0)]
+        );
+        assert_eq!(counts(&app, &owner.token).await[1].0, 100);
+
+        // Ten read, five to the trash, two of those deleted for good.
+        let inbox = all_ids(&app, &editor.token, "inbox").await;
+        assert_eq!(inbox.len(), 100);
+        for id in &inbox[..10] {
+            patch(&app, &editor.token, id, json!({ "read": true })).await;
+        }
+        for id in &inbox[90..95] {
+            assert_eq!(
+                app.delete_as(&message_path(id), &editor.token)
+                    .await
+                    .status(),
+                204
+            );
+        }
+        for id in &inbox[90..92] {
+            assert_eq!(
+                app.delete_as(&message_path(id), &editor.token)
+                    .await
+                    .status(),
+                204
+            );
+        }
+        assert_eq!(
+            counts(&app, &editor.token).await,
+            [(95, 85), (0, 0), (0, 0), (3, 3)]
+        );
+        // Back from the trash, read.
+        patch(
+            &app,
+            &editor.token,
+            &inbox[92],
+            json!({ "folder": "inbox", "read": true }),
+        )
+        .await;
+        assert_eq!(
+            counts(&app, &editor.token).await,
+            [(96, 85), (0, 0), (0, 0), (2, 2)]
+        );
+    }
+);
+
+database_test!(
+    racing_changes_of_the_same_copies_are_each_counted_once,
+    |backend| async move {
+        let app = mail_host(backend, None).await;
+        let tenant = tenant(&app).await;
+        let (owner, editor) = (&tenant.owner, &tenant.editor);
+        for n in 0..4 {
+            send(
+                &app,
+                &owner.token,
+                json!({ "to": [editor.email], "subject": format!("m{n}") }),
+            )
+            .await;
+        }
+        let inbox = all_ids(&app, &editor.token, "inbox").await;
+        // Per copy, at once: marks read and unread, moves to the trash and back, and deletes
+        // (a delete of a copy in the trash removes it).
+        let mut requests = Vec::new();
+        for id in &inbox {
+            for round in 0..6 {
+                let (app, token, id) = (&app, editor.token.clone(), id.clone());
+                requests.push(async move {
+                    let path = message_path(&id);
+                    let response = match round {
+                        0 | 3 => {
+                            app.patch_as(&path, &token, &json!({ "read": round == 0 }))
+                                .await
+                        }
+                        1 => {
+                            app.patch_as(&path, &token, &json!({ "folder": "trash" }))
+                                .await
+                        }
+                        2 => {
+                            app.patch_as(&path, &token, &json!({ "folder": "inbox" }))
+                                .await
+                        }
+                        _ => app.delete_as(&path, &token).await,
+                    };
+                    let status = response.status().as_u16();
+                    assert!(
+                        [200, 204, 404, 409].contains(&status),
+                        "unexpected {status} for round {round}"
+                    );
+                });
+            }
+        }
+        futures_util::future::join_all(requests).await;
+
+        // The counters say what the copies are.
+        let mut expected = [(0u64, 0u64); 4];
+        for (index, name) in ["inbox", "sent", "outbox", "trash"].into_iter().enumerate() {
+            for id in all_ids(&app, &editor.token, name).await {
+                let message = show(&app, &editor.token, &id).await;
+                expected[index].0 += 1;
+                expected[index].1 += u64::from(message["read"] == false);
+            }
+        }
+        assert_eq!(counts(&app, &editor.token).await, expected);
+    }
+);
+
+database_test!(
+    a_mailbox_kept_from_before_its_counters_is_counted_on_first_use,
+    |backend| async move {
+        let app = mail_host(backend, None).await;
+        let tenant = tenant(&app).await;
+        let (owner, editor) = (&tenant.owner, &tenant.editor);
+        for n in 0..3 {
+            send(
+                &app,
+                &owner.token,
+                json!({ "to": [editor.email], "subject": format!("m{n}") }),
+            )
+            .await;
+        }
+        // As an earlier version left it: no counters.
+        let database = &app.state().database;
+        tessera_host::on_pool!(database, pool => sqlx::query(
+            "DELETE FROM engine_kv WHERE engine_code = 'mail' AND key LIKE 'tallies/%'",
+        )
+        .execute(pool)
+        .await
+        .map(drop)
+        .unwrap());
+        let inbox = all_ids(&app, &editor.token, "inbox").await;
+        // A change made before the first count is not counted twice.
+        patch(&app, &editor.token, &inbox[0], json!({ "read": true })).await;
+        assert_eq!(
+            counts(&app, &editor.token).await,
+            [(3, 2), (0, 0), (0, 0), (0, 0)]
+        );
+        assert!(
+            !stored_keys(&app, &tenant.id, &format!("tallies/{}/counted", editor.id))
+                .await
+                .is_empty()
+        );
+        patch(&app, &editor.token, &inbox[1], json!({ "read": true })).await;
+        assert_eq!(
+            counts(&app, &editor.token).await,
+            [(3, 1), (0, 0), (0, 0), (0, 0)]
+        );
+    }
+);

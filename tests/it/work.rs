@@ -481,6 +481,8 @@ database_test!(
         let batch = StorageBatch {
             engine_code: "jobber".to_owned(),
             tenant_id: "tenant".to_owned(),
+            expect: Vec::new(),
+            add: Vec::new(),
             sets: vec![
                 ("b".to_owned(), b"2".to_vec()),
                 ("a".to_owned(), b"1".to_vec()),
@@ -518,6 +520,127 @@ database_test!(
         .await
         .unwrap();
         assert_eq!(values, vec![Some(b"1".to_vec()), Some(b"2".to_vec()), None]);
+        database.close().await;
+    }
+);
+
+database_test!(
+    transactions_commit_only_on_their_conditions_and_counters_add_up,
+    |backend| async move {
+        use tessera_host::runtime::batch_writer::{BatchWriter, StorageBatch};
+        use tessera_host::storage::engine_kv::{self, KvScope};
+
+        let (_test_database, database, queue) = migrated_queue(backend).await;
+        let writer = BatchWriter::start(database.clone(), queue.clone());
+        let scope = KvScope {
+            engine_code: "jobber",
+            tenant_id: "tenant",
+        };
+        engine_kv::set(&database, &scope, "state", b"open")
+            .await
+            .unwrap();
+        let now = chrono::Utc::now();
+        let transaction =
+            |expect: Option<&str>, set: &str, add: i64, job_payload: &str| StorageBatch {
+                engine_code: "jobber".to_owned(),
+                tenant_id: "tenant".to_owned(),
+                expect: vec![(
+                    "state".to_owned(),
+                    expect.map(|value| value.as_bytes().to_vec()),
+                )],
+                sets: vec![("state".to_owned(), set.as_bytes().to_vec())],
+                deletes: Vec::new(),
+                add: vec![("count".to_owned(), add)],
+                jobs: vec![job("jobber", now, job_payload)],
+            };
+        // Twelve calls race to close the same state, each counting it: one wins, whatever
+        // groups they fall into; the others change nothing and schedule nothing.
+        let racing = (0..12).map(|index| {
+            writer.write_conditional(transaction(
+                Some("open"),
+                "closed",
+                1,
+                &format!("job{index}"),
+            ))
+        });
+        let outcomes: Vec<_> = futures_util::future::join_all(racing)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let won: Vec<_> = outcomes.iter().flatten().collect();
+        assert_eq!(won.len(), 1, "{outcomes:?}");
+        assert_eq!(won[0].len(), 1, "the winner's job is scheduled");
+        let count = |database: tessera_host::storage::Database| async move {
+            let scope = KvScope {
+                engine_code: "jobber",
+                tenant_id: "tenant",
+            };
+            engine_kv::get(&database, &scope, "count").await.unwrap()
+        };
+        assert_eq!(count(database.clone()).await, Some(b"1".to_vec()));
+        let scheduled: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM engine_work WHERE engine_code = 'jobber' AND payload LIKE 'job%'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap());
+        assert_eq!(scheduled, 1);
+
+        // Counters without conditions never conflict: 20 concurrent adds all count.
+        let adds = (0..20).map(|_| {
+            writer.write_conditional(StorageBatch {
+                expect: Vec::new(),
+                sets: Vec::new(),
+                jobs: Vec::new(),
+                ..transaction(None, "", 5, "")
+            })
+        });
+        for outcome in futures_util::future::join_all(adds).await {
+            assert!(outcome.unwrap().is_some());
+        }
+        assert_eq!(count(database.clone()).await, Some(b"101".to_vec()));
+
+        // Expecting absence holds only while the key is absent; a value that is no integer
+        // cannot be added to, and that transaction writes nothing.
+        let claim = |value: &str| StorageBatch {
+            expect: vec![("claim".to_owned(), None)],
+            sets: vec![("claim".to_owned(), value.as_bytes().to_vec())],
+            add: Vec::new(),
+            jobs: Vec::new(),
+            ..transaction(None, "", 0, "")
+        };
+        let (first, second) = tokio::join!(
+            writer.write_conditional(claim("a")),
+            writer.write_conditional(claim("b"))
+        );
+        assert_eq!(
+            [first.unwrap().is_some(), second.unwrap().is_some()]
+                .iter()
+                .filter(|won| **won)
+                .count(),
+            1
+        );
+        let not_a_number = StorageBatch {
+            expect: Vec::new(),
+            sets: vec![("other".to_owned(), b"x".to_vec())],
+            add: vec![("state".to_owned(), 1)],
+            jobs: Vec::new(),
+            ..transaction(None, "", 0, "")
+        };
+        let error = writer.write_conditional(not_a_number).await.unwrap_err();
+        assert!(
+            format!("{error:#}").contains("does not hold an integer"),
+            "{error:#}"
+        );
+        assert_eq!(
+            engine_kv::get(&database, &scope, "other").await.unwrap(),
+            None
+        );
+        assert_eq!(
+            engine_kv::get(&database, &scope, "state").await.unwrap(),
+            Some(b"closed".to_vec())
+        );
         database.close().await;
     }
 );

@@ -1,7 +1,9 @@
 //! A storage transaction under construction: the writes, deletions and jobs of one change,
-//! committed together with `storage::write_batch` (all or none).
+//! committed together with `storage::write_batch` (all or none), or turned into a conditional
+//! `storage::Transaction` when the change holds only if what it read is unchanged.
 
 use serde::Serialize;
+use tessera_sdk::storage::Transaction;
 use tessera_sdk::{HostError, storage};
 
 #[derive(Default)]
@@ -45,6 +47,22 @@ impl Batch {
     /// Entries (sets, deletes and jobs) so far.
     pub fn len(&self) -> usize {
         self.sets.len() + self.deletes.len() + self.jobs.len()
+    }
+
+    /// The same writes, deletions and jobs as a [`Transaction`], for the caller to add its
+    /// conditions (`expect`) to.
+    pub fn into_transaction(self) -> Transaction {
+        let mut transaction = Transaction::new();
+        for (key, value) in self.sets {
+            transaction.set(key, value);
+        }
+        for key in self.deletes {
+            transaction.delete(key);
+        }
+        for (at_unix_ms, payload) in self.jobs {
+            transaction.job(at_unix_ms, payload);
+        }
+        transaction
     }
 
     pub fn commit(self) -> Result<(), HostError> {

@@ -6,7 +6,10 @@
 //! Every chat event (`message.*`, `conversation.*`, `member.*`, `notification.created`) is
 //! published on the host's bus and becomes one delivery per active webhook subscribed to it,
 //! written in the same storage transaction as the change that caused it, together with the job
-//! of its first attempt (`events.rs`). Storage layout (tenant-scoped by the host):
+//! of its first attempt (`events.rs`). What reads all of a webhook's deliveries (resuming the
+//! parked ones when it is enabled again, purging them when it is deleted) runs a chunk per job
+//! on the durable scheduler, within the host's scan budget per call (`webhooks/jobs.rs`).
+//! Storage layout (tenant-scoped by the host):
 //!
 //! | key | value |
 //! |---|---|
@@ -103,7 +106,7 @@ impl Engine for Chat {
     }
 
     fn run_job(job: &Job) -> Result<(), String> {
-        webhooks::delivery::run_attempt(job)
+        webhooks::jobs::run(job)
     }
 }
 

@@ -12,6 +12,12 @@
 //! | `folders/<id>` | a folder: `root`, `home-<user_id>`, or a UUID v7 |
 //! | `files/<id>` | a file's metadata (UUID v7); its bytes are the blob `files/<id>` |
 //! | `children/<folder_id>/<d\|f>/<lowercased name>` | the folder's name index `{id, claimed_at}` |
+//! | `removals/<user_id>` | a pending removal of the user: `{removal_id}` (`tenancy`) |
+//!
+//! Removing a user takes as many calls as their home drive needs: a first chunk in
+//! `deprovision-user`, the rest in jobs `{remove_user, removal_id}` while the marker
+//! `removals/<user_id>` holds that removal (`tenancy::remove_user_in_chunks`). Provisioning the
+//! user again cancels it; what it had not reached yet of their home stays theirs.
 //!
 //! Events (identifiers only, and only for the shared drive: home drives are private):
 //! `folder.created`, `folder.updated`, `folder.deleted`, `file.uploaded`, `file.updated`,
@@ -23,9 +29,11 @@ mod input;
 mod store;
 
 use tessera_sdk::serde_json::{Value, json};
+use tessera_sdk::tenancy::{RemovalChunk, RemovalJob, RemovedChunk};
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Request, Response, Router,
-    TenantInfo, UserInfo, ValidationErrors, blobs, events, log, settings, storage, tenancy, time,
+    ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Job, Request, Response,
+    Router, TenantInfo, UserInfo, ValidationErrors, blobs, events, log, settings, storage, tenancy,
+    time,
 };
 
 use crate::store::{Folder, Node, ROOT_ID};
@@ -77,21 +85,45 @@ impl Engine for Drive {
         Ok(())
     }
 
+    /// Cancels a pending removal of the user first (what it had not reached yet of their home
+    /// stays theirs), then records the user and creates their home folder if it is gone.
     fn provision_user(user: &UserInfo) -> Result<(), String> {
+        tenancy::cancel_removal(&user.user_id)?;
         tenancy::record_user(user)?;
         ensure_top_folder(&store::home_id(&user.user_id), "Home", Some(&user.user_id))?;
         Ok(())
     }
 
-    /// Removes the user's home folder with everything in it; what they put in the shared drive
-    /// stays (it belongs to the tenant).
+    /// Removes the user's home folder with everything in it, and the user's record: a first
+    /// chunk now, the rest in jobs when there is more than one call may scan
+    /// (`tenancy::remove_user_in_chunks`). What they put in the shared drive stays (it
+    /// belongs to the tenant).
     fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        if let Some(home) = store::load::<Folder>(&store::home_id(user_id))? {
-            store::remove_tree(&home)?;
-        }
-        tenancy::forget_user(user_id)?;
+        tenancy::remove_user_in_chunks(user_id, |chunk, _| remove_home(chunk))?;
         Ok(())
     }
+
+    /// The jobs of a user's removal (`{remove_user, removal_id}`), the engine's only jobs.
+    fn run_job(job: &Job) -> Result<(), String> {
+        let Some(removal) = RemovalJob::of(job) else {
+            return Err(format!("job {}: not a job of the drive engine", job.id));
+        };
+        tenancy::continue_removal(&removal, |chunk, _| remove_home(chunk))?;
+        Ok(())
+    }
+}
+
+/// Removes what `chunk` allows of its user's home folder, deepest folders first and the home
+/// folder itself last. The removals are committed as they go (blobs with their records).
+fn remove_home(chunk: &RemovalChunk) -> Result<RemovedChunk, HostError> {
+    let finished = match store::load::<Folder>(&store::home_id(chunk.user_id()))? {
+        None => true,
+        Some(home) => store::remove_tree_within(&home, |wanted| chunk.next_scan(wanted))?.finished,
+    };
+    Ok(RemovedChunk {
+        finished,
+        ..RemovedChunk::default()
+    })
 }
 
 /// Creates the root or a home folder once.

@@ -372,11 +372,53 @@ pub fn is_within(folder_id: &str, ancestor_id: &str) -> Result<bool, HostError> 
 /// finishes, and an upload racing the removal is found by the next scan. Returns the bytes
 /// freed.
 pub fn remove_tree(top: &Folder) -> Result<u64, HostError> {
+    Ok(remove_tree_within(top, Ok)?.freed)
+}
+
+/// What [`remove_tree_within`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeRemoval {
+    /// The bytes of the files removed.
+    pub freed: u64,
+    /// True when the whole tree, `top` included, is gone.
+    pub finished: bool,
+}
+
+/// [`remove_tree`], each scan asking `next_scan(wanted)` for its limit: 0 stops the removal
+/// there, the tree partly removed and consistent (`finished` false), for a later run to go on.
+/// A folder is probed for a subfolder with a scan of one entry before its files are read
+/// (folders list first), so walking down to the deepest folder costs one entry per level and
+/// every run that may scan more entries than the tree is deep removes something.
+pub fn remove_tree_within(
+    top: &Folder,
+    mut next_scan: impl FnMut(u32) -> Result<u32, HostError>,
+) -> Result<TreeRemoval, HostError> {
     let mut freed = 0;
+    let unfinished = |freed| TreeRemoval {
+        freed,
+        finished: false,
+    };
     let mut stack = vec![top.clone()];
     while let Some(folder) = stack.last() {
         let prefix = children_prefix(&folder.id);
-        let rows = storage::list(&prefix, None, SCAN_BATCH, false)?;
+        if next_scan(1)? == 0 {
+            return Ok(unfinished(freed));
+        }
+        let folders_prefix = format!("{prefix}{}/", Kind::Folder.segment());
+        if let Some((key, bytes)) = storage::list(&folders_prefix, None, 1, false)?.pop() {
+            match live::<Folder>(&key, &decode_entry(&key, &bytes)?)? {
+                Some(sub) if !stack.iter().any(|open| open.id == sub.id) => stack.push(sub),
+                _ => {
+                    storage::write_batch(&[], &[key], &[])?;
+                }
+            }
+            continue;
+        }
+        let limit = next_scan(SCAN_BATCH)?;
+        if limit == 0 {
+            return Ok(unfinished(freed));
+        }
+        let rows = storage::list(&prefix, None, limit, false)?;
         if rows.is_empty() {
             let mut deletes = vec![folder.key()];
             deletes.extend(folder.index_key());
@@ -389,6 +431,7 @@ pub fn remove_tree(top: &Folder) -> Result<u64, HostError> {
         for (key, bytes) in rows {
             let entry = decode_entry(&key, &bytes)?;
             match Kind::from_segment(key[prefix.len()..].split('/').next().unwrap_or("")) {
+                // A folder created since the probe.
                 Some(Kind::Folder) => match live::<Folder>(&key, &entry)? {
                     Some(sub) if !stack.iter().any(|open| open.id == sub.id) => {
                         subfolder = Some(sub);
@@ -412,7 +455,10 @@ pub fn remove_tree(top: &Folder) -> Result<u64, HostError> {
         }
         stack.extend(subfolder);
     }
-    Ok(freed)
+    Ok(TreeRemoval {
+        freed,
+        finished: true,
+    })
 }
 
 /// Removes a file: its blob, record and index entry in one transaction.

@@ -223,6 +223,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
     if external_count > 0 && relay_configured {
         outbound::schedule_first(&mut batch, &sender.user_id, &own.id)?;
     }
+    // New copies only: no condition that could fail.
     batch.commit()?;
     publish(
         "mail.sent",

@@ -15,9 +15,9 @@ use crate::{object_body, view};
 pub fn folders(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     store::mailbox_owner(ctx)?;
+    let tallies = store::tallies(&ctx.user_id)?;
     let mut folders = Vec::with_capacity(Folder::ALL.len());
-    for folder in Folder::ALL {
-        let (total, unread) = store::count(&ctx.user_id, folder)?;
+    for (folder, (total, unread)) in Folder::ALL.into_iter().zip(tallies) {
         folders.push(json!({
             "id": folder.as_str(),
             "name": folder.name(),
@@ -72,8 +72,36 @@ pub fn show(ctx: &Context, req: &Request) -> HandlerResult {
 pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_writer()?;
-    let mut message = store::find_message(ctx, req.param("id"))?;
+    let mut stored = store::find_stored(ctx, req.param("id"))?;
     let body = object_body(req)?;
+    for _ in 0..store::CHANGE_ROUNDS {
+        let mut message = stored.message.clone();
+        let (read, folder) = update_fields(&body, &message)?;
+        let changed = read.is_some_and(|read| read != message.read)
+            || folder.is_some_and(|folder| folder != message.folder);
+        if changed {
+            message.read = read.unwrap_or(message.read);
+            message.folder = folder.unwrap_or(message.folder);
+            message.updated_at = time::now_rfc3339();
+            let mut batch = Batch::new();
+            batch.change_copy(&ctx.user_id, &stored, &message)?;
+            if !batch.commit()? {
+                // Changed by another call since it was read: decide again on what it is now.
+                stored = store::find_stored(ctx, req.param("id"))?;
+                continue;
+            }
+        }
+        let body = store::load_body(&message.message_id)?;
+        return Ok(Response::ok(&view(&message, &body)));
+    }
+    Err(store::kept_changing())
+}
+
+/// The `read` and `folder` an update body asks for, checked against the copy.
+fn update_fields(
+    body: &tessera_sdk::serde_json::Map<String, Value>,
+    message: &Message,
+) -> Result<(Option<bool>, Option<Folder>), ApiError> {
     let mut errors = ValidationErrors::new();
     let read = match body.get("read") {
         None | Some(Value::Null) => None,
@@ -98,37 +126,33 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
         }
     };
     errors.into_result()?;
-    let previous = message.folder;
-    let changed = read.is_some_and(|read| read != message.read)
-        || folder.is_some_and(|folder| folder != message.folder);
-    if changed {
-        message.read = read.unwrap_or(message.read);
-        message.folder = folder.unwrap_or(message.folder);
-        message.updated_at = time::now_rfc3339();
-        let mut batch = Batch::new();
-        batch.put_message(&ctx.user_id, &message, Some(previous))?;
-        batch.commit()?;
-    }
-    let body = store::load_body(&message.message_id)?;
-    Ok(Response::ok(&view(&message, &body)))
+    Ok((read, folder))
 }
 
 /// Moves the copy to the trash, or deletes it for good when it is there already.
 pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_writer()?;
-    let mut message = store::find_message(ctx, req.param("id"))?;
-    let mut batch = Batch::new();
-    if message.folder == Folder::Trash {
-        batch.remove_copy(&ctx.user_id, &message);
-        batch.commit()?;
-        store::release_bodies(&[message.message_id])?;
-    } else {
-        let previous = message.folder;
-        message.folder = Folder::Trash;
-        message.updated_at = time::now_rfc3339();
-        batch.put_message(&ctx.user_id, &message, Some(previous))?;
-        batch.commit()?;
+    for _ in 0..store::CHANGE_ROUNDS {
+        let stored = store::find_stored(ctx, req.param("id"))?;
+        let mut batch = Batch::new();
+        let message_id = stored.message.message_id.clone();
+        let removed = stored.message.folder == Folder::Trash;
+        if removed {
+            batch.remove_copy(&ctx.user_id, &stored);
+        } else {
+            let mut message = stored.message.clone();
+            message.folder = Folder::Trash;
+            message.updated_at = time::now_rfc3339();
+            batch.change_copy(&ctx.user_id, &stored, &message)?;
+        }
+        if !batch.commit()? {
+            continue;
+        }
+        if removed {
+            store::release_bodies(&[message_id])?;
+        }
+        return Ok(Response::no_content());
     }
-    Ok(Response::no_content())
+    Err(store::kept_changing())
 }

@@ -72,6 +72,8 @@ impl Engine for Mail {
     /// Creates the user's four folders, records the user and indexes their address (moving
     /// the index entry when the address changed).
     fn provision_user(user: &UserInfo) -> Result<(), String> {
+        // A pending removal of the user stops: what it had not reached yet stays theirs.
+        tenancy::cancel_removal(&user.user_id)?;
         for folder in Folder::ALL {
             storage::put_json_if_absent(&store::mailbox_key(&user.user_id, folder), || {
                 json!({
@@ -90,22 +92,35 @@ impl Engine for Mail {
             forget_address(&previous.email, &user.user_id)?;
         }
         storage::put_json(&store::address_key(&user.email), &user.user_id)?;
+        // Complete counters from the start (a new mailbox counts nothing); one kept since
+        // before counters is counted here, or failing that on first use.
+        if let Err(error) = store::tallies(&user.user_id) {
+            log::warn(format!("counting the mailbox of {}: {error}", user.user_id));
+        }
         Ok(())
     }
 
     /// Removes the user's mailbox with every copy in it (bodies other mailboxes still hold
     /// stay), their address and their record.
+    /// A large mailbox takes several calls: a first chunk here, the rest in jobs
+    /// (`tenancy::remove_user_in_chunks`); the user no longer exists for mail either way.
     fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        store::remove_mailbox(user_id)?;
         if let Some(record) = tenancy::user_record(user_id)? {
             forget_address(&record.email, user_id)?;
         }
-        tenancy::forget_user(user_id)?;
+        tenancy::remove_user_in_chunks(user_id, |chunk, _| store::remove_mailbox(chunk))?;
         Ok(())
     }
 
+    /// The jobs of a user's removal, and of external deliveries.
     fn run_job(job: &Job) -> Result<(), String> {
-        outbound::run(job)
+        match tenancy::RemovalJob::of(job) {
+            Some(removal) => {
+                tenancy::continue_removal(&removal, |chunk, _| store::remove_mailbox(chunk))?;
+                Ok(())
+            }
+            None => outbound::run(job),
+        }
     }
 }
 

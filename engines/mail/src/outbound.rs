@@ -74,15 +74,33 @@ pub fn run(job: &Job) -> Result<(), String> {
         message_id: internet_message_id(&message),
     };
     let outcome = mail_transport::send(mail).map_err(|error| error.message().to_owned());
-    // The owner may have moved or deleted the copy while the relay answered: record the
-    // outcome on the copy as it is now.
-    let Some(mut message) = store::load_message(&request.user_id, &request.copy_id)? else {
-        return Ok(());
-    };
-    if !is_due(&message, request.attempt) {
-        return Ok(());
+    // The owner may move or delete the copy while the relay answers and while the outcome is
+    // recorded: record it on the copy as it is now.
+    for _ in 0..store::CHANGE_ROUNDS {
+        let Some(stored) = store::load_stored(&request.user_id, &request.copy_id)? else {
+            return Ok(());
+        };
+        if !is_due(&stored.message, request.attempt) {
+            return Ok(());
+        }
+        if record_outcome(&request, &stored, &outcome)? {
+            return Ok(());
+        }
     }
-    let previous = message.folder;
+    Err(format!(
+        "message copy {} kept changing while attempt {} was recorded",
+        request.copy_id, request.attempt
+    ))
+}
+
+/// Records the outcome of attempt `request.attempt` on the copy `stored`, scheduling the next
+/// attempt after a failure; false when the copy changed since it was read (nothing written).
+fn record_outcome(
+    request: &DeliveryJob,
+    stored: &store::Stored,
+    outcome: &Result<(), String>,
+) -> Result<bool, HostError> {
+    let mut message = stored.message.clone();
     let now = time::now_rfc3339();
     let mut batch = Batch::new();
     if let Some(delivery) = message.delivery.as_mut() {
@@ -100,7 +118,7 @@ pub fn run(job: &Job) -> Result<(), String> {
                     "attempt {} of message {} failed: {reason}",
                     request.attempt, message.message_id
                 ));
-                delivery.last_error = Some(reason);
+                delivery.last_error = Some(reason.clone());
                 match RETRY_DELAYS_MS.get(request.attempt as usize - 1) {
                     Some(delay) => {
                         let due = time::now_unix_ms() + delay;
@@ -123,9 +141,8 @@ pub fn run(job: &Job) -> Result<(), String> {
         message.folder = message.home();
     }
     message.updated_at = now;
-    batch.put_message(&request.user_id, &message, Some(previous))?;
-    batch.commit()?;
-    Ok(())
+    batch.change_copy(&request.user_id, stored, &message)?;
+    batch.commit()
 }
 
 fn format_unix_ms(unix_ms: u64) -> String {

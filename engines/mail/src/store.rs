@@ -8,12 +8,26 @@
 //! record; copy ids are UUID v7, so a folder scanned backwards lists newest first. A message's
 //! body is stored once, raw UTF-8, at `bodies/<message_id>`, held by one
 //! `holders/<message_id>/<copy_id>` entry per copy: the body goes with its last copy.
+//!
+//! Each folder's size is kept as two counters, `tallies/<user_id>/<folder>/total` and
+//! `…/unread`, added to in the same transaction as the copies they count; every change of an
+//! existing copy commits only if the copy's record is still what it was read as, so a change
+//! is counted once however many calls race. `tallies/<user_id>/counted` marks counters that
+//! are complete; a mailbox from before them is counted once, on first use (see [`tallies`]).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tessera_sdk::storage::{Committed, Transaction};
+use tessera_sdk::tenancy::{RemovalChunk, RemovalWrites, RemovedChunk};
 use tessera_sdk::{ApiError, Context, HostError, storage, tenancy};
 
 /// Entries read per storage scan.
 pub const SCAN_BATCH: u32 = 200;
+
+/// Most times a change of a copy is read and tried again when another call changed the copy
+/// in between.
+pub const CHANGE_ROUNDS: usize = 16;
 
 /// The four folders of every mailbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,17 +191,50 @@ fn holder_key(message_id: &str, copy_id: &str) -> String {
     format!("holders/{message_id}/{copy_id}")
 }
 
+fn tallies_prefix(user_id: &str) -> String {
+    format!("tallies/{user_id}/")
+}
+
+fn total_key(user_id: &str, folder: Folder) -> String {
+    format!("{}{}/total", tallies_prefix(user_id), folder.as_str())
+}
+
+fn unread_key(user_id: &str, folder: Folder) -> String {
+    format!("{}{}/unread", tallies_prefix(user_id), folder.as_str())
+}
+
+/// Counts every transaction that changed a count of the mailbox: a recount that saw it
+/// unchanged saw no change in between.
+fn changes_key(user_id: &str) -> String {
+    format!("{}changes", tallies_prefix(user_id))
+}
+
+/// Present once the counters of the mailbox are complete.
+fn counted_key(user_id: &str) -> String {
+    format!("{}counted", tallies_prefix(user_id))
+}
+
 /// The index of provisioned users by address: `by-email/<lower-cased address>` → user id.
 pub fn address_key(address: &str) -> String {
     format!("by-email/{}", address.to_ascii_lowercase())
 }
 
-/// A storage transaction under construction: the writes, deletions and jobs of one change.
+/// A storage transaction under construction: the writes, deletions, counts and jobs of one
+/// change, committed together, and only if the copies it changes are still as they were read.
 #[derive(Default)]
 pub struct Batch {
-    sets: Vec<(String, Vec<u8>)>,
-    deletes: Vec<String>,
-    jobs: Vec<(u64, Vec<u8>)>,
+    transaction: Transaction,
+    /// Net change of each folder counter.
+    counts: BTreeMap<String, i64>,
+    /// The mailboxes whose counts change.
+    counted_users: Vec<String>,
+}
+
+/// A copy as read from storage: the record and the bytes it was read as (what a change of it
+/// expects to find at commit).
+pub struct Stored {
+    pub message: Message,
+    bytes: Vec<u8>,
 }
 
 impl Batch {
@@ -200,7 +247,7 @@ impl Batch {
         key: impl Into<String>,
         value: &T,
     ) -> Result<(), HostError> {
-        self.sets.push(storage::json_entry(key, value)?);
+        self.transaction.set_json(key, value)?;
         Ok(())
     }
 
@@ -212,57 +259,123 @@ impl Batch {
     ) -> Result<(), HostError> {
         let bytes = tessera_sdk::serde_json::to_vec(payload)
             .map_err(|error| HostError::new("scheduler.encode", error.to_string()))?;
-        self.jobs.push((at_unix_ms, bytes));
+        self.transaction.job(at_unix_ms, bytes);
         Ok(())
     }
 
     /// Stores a message's body, held by the copies added with [`Batch::add_copy`].
     pub fn put_body(&mut self, message_id: &str, body: &str) {
-        self.sets
-            .push((body_key(message_id), body.as_bytes().to_vec()));
+        self.transaction
+            .set(body_key(message_id), body.as_bytes().to_vec());
     }
 
-    /// Adds a new copy to `user_id`'s mailbox: the record, its index entry and its hold on the
-    /// body.
+    /// Counts `message` in (`sign` 1) or out of (`sign` -1) its folder of `user_id`'s mailbox.
+    fn count(&mut self, user_id: &str, message: &Message, sign: i64) {
+        *self
+            .counts
+            .entry(total_key(user_id, message.folder))
+            .or_default() += sign;
+        if !message.read {
+            *self
+                .counts
+                .entry(unread_key(user_id, message.folder))
+                .or_default() += sign;
+        }
+        if !self.counted_users.iter().any(|counted| counted == user_id) {
+            self.counted_users.push(user_id.to_owned());
+        }
+    }
+
+    /// Adds a new copy to `user_id`'s mailbox: the record, its index entry, its hold on the
+    /// body and its count.
     pub fn add_copy(&mut self, user_id: &str, message: &Message) -> Result<(), HostError> {
         self.put(holder_key(&message.message_id, &message.id), user_id)?;
-        self.put_message(user_id, message, None)
-    }
-
-    /// Writes a copy of `user_id`'s mailbox and its index entry, removing the entry in
-    /// `previous` when the copy moved from there.
-    pub fn put_message(
-        &mut self,
-        user_id: &str,
-        message: &Message,
-        previous: Option<Folder>,
-    ) -> Result<(), HostError> {
-        if let Some(previous) = previous.filter(|previous| *previous != message.folder) {
-            self.deletes.push(index_key(user_id, previous, &message.id));
-        }
         self.put(message_key(user_id, &message.id), message)?;
         self.put(
             index_key(user_id, message.folder, &message.id),
             &IndexEntry { read: message.read },
-        )
+        )?;
+        self.count(user_id, message, 1);
+        Ok(())
     }
 
-    /// Removes a copy, its index entry and its hold on the body (release the body after the
-    /// commit with [`release_bodies`]).
-    pub fn remove_copy(&mut self, user_id: &str, message: &Message) {
-        self.deletes.push(message_key(user_id, &message.id));
-        self.deletes
-            .push(index_key(user_id, message.folder, &message.id));
-        self.deletes
-            .push(holder_key(&message.message_id, &message.id));
-    }
-
-    pub fn commit(self) -> Result<(), HostError> {
-        if self.sets.is_empty() && self.deletes.is_empty() && self.jobs.is_empty() {
-            return Ok(());
+    /// Replaces the copy `before` of `user_id`'s mailbox with `message` (same id), moving its
+    /// index entry and its count when its folder or read flag changed.
+    pub fn change_copy(
+        &mut self,
+        user_id: &str,
+        before: &Stored,
+        message: &Message,
+    ) -> Result<(), HostError> {
+        let key = message_key(user_id, &message.id);
+        self.transaction.expect(key.clone(), Some(&before.bytes));
+        if before.message.folder != message.folder {
+            self.transaction
+                .delete(index_key(user_id, before.message.folder, &message.id));
         }
-        storage::write_batch(&self.sets, &self.deletes, &self.jobs).map(drop)
+        self.put(key, message)?;
+        self.put(
+            index_key(user_id, message.folder, &message.id),
+            &IndexEntry { read: message.read },
+        )?;
+        self.count(user_id, &before.message, -1);
+        self.count(user_id, message, 1);
+        Ok(())
     }
+
+    /// Removes the copy `stored`, its index entry, its hold on the body and its count (release
+    /// the body after the commit with [`release_bodies`]).
+    pub fn remove_copy(&mut self, user_id: &str, stored: &Stored) {
+        let message = &stored.message;
+        let key = message_key(user_id, &message.id);
+        self.transaction.expect(key.clone(), Some(&stored.bytes));
+        self.transaction.delete(key);
+        self.transaction
+            .delete(index_key(user_id, message.folder, &message.id));
+        self.transaction
+            .delete(holder_key(&message.message_id, &message.id));
+        self.count(user_id, message, -1);
+    }
+
+    /// Commits everything; false (nothing written) when a copy it changes was changed by
+    /// another call since it was read: read it again and retry.
+    pub fn commit(mut self) -> Result<bool, HostError> {
+        let mut counted = false;
+        for (key, amount) in std::mem::take(&mut self.counts) {
+            counted |= amount != 0;
+            self.transaction.add(key, amount);
+        }
+        if counted {
+            for user_id in &self.counted_users {
+                self.transaction.add(changes_key(user_id), 1);
+            }
+        }
+        if self.transaction.is_empty() {
+            return Ok(true);
+        }
+        Ok(matches!(self.transaction.commit()?, Committed::Yes { .. }))
+    }
+}
+
+/// The copy `copy_id` of `user_id`'s mailbox with the bytes it was read as.
+pub fn load_stored(user_id: &str, copy_id: &str) -> Result<Option<Stored>, HostError> {
+    let key = message_key(user_id, copy_id);
+    storage::get(&key)?
+        .map(|bytes| {
+            let message = storage::decode_json(&key, &bytes)?;
+            Ok(Stored { message, bytes })
+        })
+        .transpose()
+}
+
+/// The caller's copy `copy_id` as stored; 404 for anyone else's.
+pub fn find_stored(ctx: &Context, copy_id: &str) -> Result<Stored, ApiError> {
+    load_stored(&ctx.user_id, copy_id)?.ok_or_else(|| ApiError::not_found("Message"))
+}
+
+/// The answer when a copy kept changing under [`CHANGE_ROUNDS`] attempts to change it.
+pub fn kept_changing() -> ApiError {
+    ApiError::Conflict("The message kept changing; try again.".into())
 }
 
 pub fn load_message(user_id: &str, copy_id: &str) -> Result<Option<Message>, HostError> {
@@ -305,8 +418,82 @@ pub fn user_by_address(address: &str) -> Result<Option<String>, HostError> {
     Ok(tenancy::user_record(&user_id)?.map(|record| record.user_id))
 }
 
-/// `(total, unread)` of a folder, from its index.
-pub fn count(user_id: &str, folder: Folder) -> Result<(u64, u64), HostError> {
+/// `(total, unread)` of each folder of `user_id`'s mailbox, in [`Folder::ALL`] order, from its
+/// counters; a mailbox without complete counters (kept since before them) is counted first.
+pub fn tallies(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
+    let mut keys = vec![counted_key(user_id)];
+    for folder in Folder::ALL {
+        keys.push(total_key(user_id, folder));
+        keys.push(unread_key(user_id, folder));
+    }
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let values = storage::get_many(&key_refs)?;
+    if values[0].is_none() {
+        return recount(user_id);
+    }
+    let number = |index: usize| -> Result<u64, HostError> {
+        let value = values[index]
+            .as_deref()
+            .map(|bytes| storage::decode_json::<i64>(&keys[index], bytes))
+            .transpose()?
+            .unwrap_or(0);
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    (0..Folder::ALL.len())
+        .map(|folder| Ok((number(1 + 2 * folder)?, number(2 + 2 * folder)?)))
+        .collect()
+}
+
+/// Counts a mailbox whose counters are not complete from its folder indexes, and stores the
+/// counts as its counters, marked complete, unless a change was counted meanwhile (then it
+/// counts again). The counting reads every index entry, within one call's scan budget: only
+/// mailboxes from before the counters, counted once, pay it.
+pub fn recount(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
+    for _ in 0..CHANGE_ROUNDS {
+        let changes = storage::get(&changes_key(user_id))?;
+        let mut tallies = Vec::with_capacity(Folder::ALL.len());
+        let mut transaction = Transaction::new();
+        transaction
+            .expect(counted_key(user_id), None)
+            .expect(changes_key(user_id), changes.as_deref())
+            .set_json(counted_key(user_id), &true)?;
+        for folder in Folder::ALL {
+            let (total, unread) = count_index(user_id, folder)?;
+            transaction
+                .set_json(total_key(user_id, folder), &total)?
+                .set_json(unread_key(user_id, folder), &unread)?;
+            tallies.push((total, unread));
+        }
+        if let Committed::Yes { .. } = transaction.commit()? {
+            return Ok(tallies);
+        }
+        if storage::exists(&counted_key(user_id))? {
+            return tallies_counted(user_id);
+        }
+    }
+    Err(HostError::new(
+        "mail.recount",
+        "the mailbox kept changing while it was counted",
+    ))
+}
+
+/// [`tallies`] of a mailbox known to have complete counters.
+fn tallies_counted(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
+    Folder::ALL
+        .into_iter()
+        .map(|folder| {
+            let total = storage::counter(&total_key(user_id, folder))?;
+            let unread = storage::counter(&unread_key(user_id, folder))?;
+            Ok((
+                u64::try_from(total).unwrap_or(0),
+                u64::try_from(unread).unwrap_or(0),
+            ))
+        })
+        .collect()
+}
+
+/// `(total, unread)` of a folder, read from its index.
+fn count_index(user_id: &str, folder: Folder) -> Result<(u64, u64), HostError> {
     let prefix = folder_prefix(user_id, folder);
     let (mut total, mut unread) = (0, 0);
     let mut after: Option<String> = None;
@@ -322,25 +509,49 @@ pub fn count(user_id: &str, folder: Folder) -> Result<(u64, u64), HostError> {
     }
 }
 
-/// Removes a user's mailbox: every copy (and the bodies only it held), the folder index and the
-/// folder records.
-pub fn remove_mailbox(user_id: &str) -> Result<(), HostError> {
+/// Removes what `chunk` allows of a user's mailbox: copies (each with its index entry, count
+/// and hold on the body; the bodies only they held go too), and once no copy is left the
+/// folder indexes, records and counters. Copies are deleted as they are read, so the next chunk
+/// starts again at the first one left.
+pub fn remove_mailbox(chunk: &RemovalChunk) -> Result<RemovedChunk, HostError> {
+    let user_id = chunk.user_id();
     let prefix = format!("messages/{user_id}/");
+    let unfinished = || RemovedChunk {
+        finished: false,
+        after: None,
+        last_writes: RemovalWrites::default(),
+    };
     loop {
-        let rows = storage::list_json::<Message>(&prefix, None, SCAN_BATCH, false)?;
+        // Half for the copies, half for the look-ups of their bodies' other holders.
+        let limit = chunk.next_scan(
+            SCAN_BATCH
+                .min(u32::try_from(chunk.left() / 2).unwrap_or(u32::MAX))
+                .max(1),
+        )?;
+        if limit == 0 {
+            return Ok(unfinished());
+        }
+        let rows = storage::list(&prefix, None, limit, false)?;
         if rows.is_empty() {
             break;
         }
         let mut batch = Batch::new();
         let mut message_ids = Vec::with_capacity(rows.len());
-        for (_, message) in &rows {
-            batch.remove_copy(user_id, message);
+        for (key, bytes) in rows {
+            let message: Message = storage::decode_json(&key, &bytes)?;
             message_ids.push(message.message_id.clone());
+            batch.remove_copy(user_id, &Stored { message, bytes });
         }
-        batch.commit()?;
-        release_bodies(&message_ids)?;
+        // A copy changed meanwhile is read again in the next round.
+        if batch.commit()? {
+            release_bodies(&message_ids)?;
+        }
     }
     storage::delete_prefix(&format!("folders/{user_id}/"))?;
     storage::delete_prefix(&format!("mailboxes/{user_id}/"))?;
-    Ok(())
+    storage::delete_prefix(&tallies_prefix(user_id))?;
+    Ok(RemovedChunk {
+        finished: true,
+        ..unfinished()
+    })
 }

@@ -11,6 +11,12 @@
 //! | `notes/<note_id>` | the note (ids are UUID v7: keys sort by creation) |
 //! | `shares/<note_id>/<user_id>` | a share: `{user_id, permission}` |
 //! | `by-user/<user_id>/<note_id>` | the user's index entry: `{permission}` (owner, edit, read) |
+//! | `removals/<user_id>` | a pending removal of the user: `{removal_id}` (`tenancy`) |
+//!
+//! Removing a user takes as many calls as their notes need: a first chunk in
+//! `deprovision-user`, the rest in jobs `{remove_user, removal_id}` while the marker
+//! `removals/<user_id>` holds that removal (`tenancy::remove_user_in_chunks`). Provisioning the
+//! user again cancels it; what it had not reached yet stays theirs.
 //!
 //! Events (identifiers only): `note.created`, `note.updated`, `note.deleted`, `note.shared`,
 //! `note.unshared`.
@@ -20,9 +26,10 @@ mod input;
 mod store;
 
 use tessera_sdk::serde_json::{Map, Value, json};
+use tessera_sdk::tenancy::RemovalJob;
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, HostError, Request, Response, Router, TenantInfo,
-    events, log, storage, tenancy, time,
+    ApiError, Context, Descriptor, Engine, HostError, Job, Request, Response, Router, TenantInfo,
+    UserInfo, events, log, storage, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -65,11 +72,28 @@ impl Engine for Notes {
         Ok(())
     }
 
+    /// Cancels a pending removal of the user first (what it had not reached yet stays theirs),
+    /// then records the user.
+    fn provision_user(user: &UserInfo) -> Result<(), String> {
+        tenancy::cancel_removal(&user.user_id)?;
+        tenancy::record_user(user)?;
+        Ok(())
+    }
+
     /// Removes the notes the user owns (with their shares) and the user's shares of other
-    /// notes, then the user's record.
+    /// notes, and the user's record: a first chunk now, the rest in jobs when there is more
+    /// than one call may scan (`tenancy::remove_user_in_chunks`).
     fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        store::remove_user_notes(user_id)?;
-        tenancy::forget_user(user_id)?;
+        tenancy::remove_user_in_chunks(user_id, |chunk, _| store::remove_user_notes(chunk))?;
+        Ok(())
+    }
+
+    /// The jobs of a user's removal (`{remove_user, removal_id}`), the engine's only jobs.
+    fn run_job(job: &Job) -> Result<(), String> {
+        let Some(removal) = RemovalJob::of(job) else {
+            return Err(format!("job {}: not a job of the notes engine", job.id));
+        };
+        tenancy::continue_removal(&removal, |chunk, _| store::remove_user_notes(chunk))?;
         Ok(())
     }
 }

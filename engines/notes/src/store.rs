@@ -8,11 +8,12 @@
 //! so an index scanned backwards lists newest first.
 
 use serde::{Deserialize, Serialize};
+use tessera_sdk::tenancy::{RemovalChunk, RemovalWrites, RemovedChunk};
 use tessera_sdk::{HostError, storage};
 
 /// Entries read per storage scan.
 pub const SCAN_BATCH: u32 = 200;
-/// Most entries a maintenance batch (deprovisioning) collects before committing.
+/// Most entries a maintenance batch (a user's removal) collects before committing.
 const MAX_BATCH_ENTRIES: usize = 1000;
 
 /// What a user may do with a note.
@@ -155,6 +156,19 @@ impl Batch {
         storage::write_batch(&self.sets, &self.deletes, &[]).map(drop)
     }
 
+    /// The outcome of a removal chunk whose last writes are this batch's, uncommitted.
+    fn into_chunk(self, finished: bool) -> RemovedChunk {
+        RemovedChunk {
+            finished,
+            after: None,
+            last_writes: RemovalWrites {
+                sets: self.sets,
+                deletes: self.deletes,
+                jobs: Vec::new(),
+            },
+        }
+    }
+
     /// Commits when the batch has grown large, and carries on with an empty one.
     fn commit_if_large(&mut self) -> Result<(), HostError> {
         if self.len() >= MAX_BATCH_ENTRIES {
@@ -206,25 +220,70 @@ pub fn stage_note_removal(
     Ok(())
 }
 
-/// Removes what a user leaves behind: the notes they own (with their shares) and their shares
-/// of other notes, index entry by index entry. Each note goes with the index entry that led to
-/// it, so a run stopped half-way is finished by the next one.
-pub fn remove_user_notes(user_id: &str) -> Result<(), HostError> {
+/// Removes a chunk of what a user leaves behind, as far as `chunk` allows: the notes they own
+/// (each with its shares) and their shares of other notes, index entry by index entry. Each
+/// note goes with the index entry that led to it, after its shares (a note with more shares
+/// than the chunk may scan keeps its entry and the shares not reached yet), so what is left is
+/// consistent and the next chunk starts again at the user's first index entry. The chunk's
+/// last writes come back uncommitted, for the batch that carries the removal on.
+pub fn remove_user_notes(chunk: &RemovalChunk) -> Result<RemovedChunk, HostError> {
+    let user_id = chunk.user_id();
     let prefix = index_prefix(user_id);
+    let mut batch = Batch::new();
+    let mut after: Option<String> = None;
     loop {
-        let rows = storage::list_json::<IndexEntry>(&prefix, None, SCAN_BATCH, false)?;
-        if rows.is_empty() {
-            return Ok(());
+        // Index entries take at most half of what is left: an owned note's shares need a scan.
+        let wanted = SCAN_BATCH.min(u32::try_from(chunk.left() / 2).unwrap_or(u32::MAX));
+        let limit = chunk.next_scan(wanted.max(1))?;
+        if limit == 0 {
+            return Ok(batch.into_chunk(false));
         }
-        let mut batch = Batch::new();
-        for (key, entry) in rows {
+        let scan = storage::scan_json::<IndexEntry>(&prefix, after.as_deref(), limit, false)?;
+        for (key, entry) in scan.entries {
             let note_id = &key[prefix.len()..];
-            match entry.permission {
-                Permission::Owner => stage_note_removal(&mut batch, note_id, user_id)?,
-                Permission::Edit | Permission::Read => stage_unshare(&mut batch, note_id, user_id),
+            let staged = match entry.permission {
+                Permission::Owner => stage_owned_note_removal(&mut batch, note_id, chunk)?,
+                Permission::Edit | Permission::Read => {
+                    stage_unshare(&mut batch, note_id, user_id);
+                    true
+                }
+            };
+            if !staged {
+                return Ok(batch.into_chunk(false));
             }
             batch.commit_if_large()?;
+            after = Some(key);
         }
-        batch.commit()?;
+        if scan.exhausted {
+            return Ok(batch.into_chunk(true));
+        }
+    }
+}
+
+/// Stages the removal of a note the chunk's user owns: its shares with their index entries as
+/// far as `chunk` allows, then, when none is left, the note and its owner's index entry. False
+/// when the chunk ran out first.
+fn stage_owned_note_removal(
+    batch: &mut Batch,
+    note_id: &str,
+    chunk: &RemovalChunk,
+) -> Result<bool, HostError> {
+    let prefix = shares_prefix(note_id);
+    let mut after: Option<String> = None;
+    loop {
+        let limit = chunk.next_scan(SCAN_BATCH)?;
+        if limit == 0 {
+            return Ok(false);
+        }
+        let scan = storage::scan_json::<Share>(&prefix, after.as_deref(), limit, false)?;
+        for (key, share) in scan.entries {
+            stage_unshare(batch, note_id, &share.user_id);
+            after = Some(key);
+        }
+        if scan.exhausted {
+            batch.delete(note_key(note_id));
+            batch.delete(index_key(chunk.user_id(), note_id));
+            return Ok(true);
+        }
     }
 }

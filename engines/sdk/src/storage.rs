@@ -69,6 +69,137 @@ pub fn write_batch(
         .map_err(|error| HostError::new("storage.write-batch", error))
 }
 
+/// Several writes committed together on conditions, with counters: the host's `transact`.
+/// Build it with [`Transaction::expect`], [`Transaction::set`] / [`Transaction::set_json`],
+/// [`Transaction::delete`], [`Transaction::add`] and [`Transaction::job`]; [`Transaction::commit`]
+/// writes everything when every expected key still holds what was read, or nothing.
+///
+/// Use it for state that several calls change at once, and for counters kept beside it:
+///
+/// ```no_run
+/// use tessera_sdk::storage::{self, Committed, Transaction};
+///
+/// // Marks a task done and counts it, exactly once however many calls race to do it.
+/// loop {
+///     let Some(before) = storage::get("tasks/42")? else { break };
+///     if before == b"done" {
+///         break;
+///     }
+///     let mut transaction = Transaction::new();
+///     transaction
+///         .expect("tasks/42", Some(&before))
+///         .set("tasks/42", b"done".to_vec())
+///         .add("counts/done", 1);
+///     match transaction.commit()? {
+///         Committed::Yes { .. } => break,
+///         Committed::Conflict => continue, // another call changed it: read again
+///     }
+/// }
+/// let done = storage::counter("counts/done")?;
+/// # Ok::<(), tessera_sdk::HostError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Transaction {
+    expect: Vec<(String, Option<Vec<u8>>)>,
+    sets: Vec<(String, Vec<u8>)>,
+    deletes: Vec<String>,
+    add: Vec<(String, i64)>,
+    jobs: Vec<(u64, Vec<u8>)>,
+}
+
+/// What [`Transaction::commit`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Everything was written; the ids of the jobs scheduled, in order.
+    Yes {
+        /// The scheduled jobs' ids.
+        job_ids: Vec<String>,
+    },
+    /// An expected key held another value: nothing was written. Read again and retry.
+    Conflict,
+}
+
+impl Transaction {
+    /// An empty transaction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True when it would write, count or schedule nothing.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+            && self.deletes.is_empty()
+            && self.add.is_empty()
+            && self.jobs.is_empty()
+    }
+
+    /// Commits only if `key` holds exactly `value` (`None`: absent) at commit time.
+    pub fn expect(&mut self, key: impl Into<String>, value: Option<&[u8]>) -> &mut Self {
+        self.expect.push((key.into(), value.map(<[u8]>::to_vec)));
+        self
+    }
+
+    /// Stores `value` under `key`.
+    pub fn set(&mut self, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
+        self.sets.push((key.into(), value));
+        self
+    }
+
+    /// Stores `value` as JSON under `key`.
+    pub fn set_json<T: Serialize + ?Sized>(
+        &mut self,
+        key: impl Into<String>,
+        value: &T,
+    ) -> Result<&mut Self, HostError> {
+        self.sets.push(json_entry(key, value)?);
+        Ok(self)
+    }
+
+    /// Removes `key` (after the sets).
+    pub fn delete(&mut self, key: impl Into<String>) -> &mut Self {
+        self.deletes.push(key.into());
+        self
+    }
+
+    /// Adds `amount` to the counter under `key` (read it with [`counter`]); concurrent adds
+    /// never conflict. A key counted here may not be set or deleted by the same transaction.
+    pub fn add(&mut self, key: impl Into<String>, amount: i64) -> &mut Self {
+        if amount != 0 {
+            self.add.push((key.into(), amount));
+        }
+        self
+    }
+
+    /// Schedules `payload` for `at_unix_ms` (as [`crate::scheduler::schedule`] does) if the
+    /// transaction commits.
+    pub fn job(&mut self, at_unix_ms: u64, payload: Vec<u8>) -> &mut Self {
+        self.jobs.push((at_unix_ms, payload));
+        self
+    }
+
+    /// Writes it all, or nothing when an expected key holds another value.
+    pub fn commit(&self) -> Result<Committed, HostError> {
+        let transaction = host::Transaction {
+            expect: self.expect.clone(),
+            sets: self.sets.clone(),
+            deletes: self.deletes.clone(),
+            add: self.add.clone(),
+            jobs: self.jobs.clone(),
+        };
+        match host::transact(&transaction)
+            .map_err(|error| HostError::new("storage.transact", error))?
+        {
+            Some(job_ids) => Ok(Committed::Yes { job_ids }),
+            None => Ok(Committed::Conflict),
+        }
+    }
+}
+
+/// The counter under `key` that [`Transaction::add`] keeps (absent: 0).
+pub fn counter(key: &str) -> Result<i64, HostError> {
+    get(key)?.map_or(Ok(0), |bytes| decode_json(key, &bytes))
+}
+
 /// Encodes `value` as JSON for [`write_batch`].
 pub fn json_entry<T: Serialize + ?Sized>(
     key: impl Into<String>,

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::storage::{self, Update};
+use tessera_sdk::tenancy::{RemovalChunk, RemovalWrites, RemovedChunk};
 use tessera_sdk::{
     ApiError, Context, CursorPage, HandlerResult, HostError, Job, Request, Response,
     ValidationErrors, events, log, tenancy, time,
@@ -24,6 +25,8 @@ const RING_TIMEOUT_SECONDS: (u32, u32) = (1, 300);
 const DEFAULT_RING_TIMEOUT_SECONDS: u32 = 60;
 /// Index entries read per storage scan while filling a history page.
 const SCAN_BATCH: u32 = 200;
+/// Most calls one chunk of a user's removal forgets: each takes several storage operations.
+const REMOVAL_CALLS: usize = 100;
 
 fn call_key(call_id: &str) -> String {
     format!("calls/{call_id}")
@@ -314,26 +317,53 @@ pub fn run_ring_timeout(job: &Job) -> Result<(), String> {
     }
 }
 
-/// Removes a user's call history. A call they are still joined in continues without them (and
-/// ends when fewer than two remain); a call none of whose other participants still has it in
-/// their history is deleted with it; others keep it unchanged.
-pub fn forget_user(user_id: &str) -> Result<(), ApiError> {
+/// Forgets what `chunk` allows of a user's call history, at most [`REMOVAL_CALLS`] calls. A
+/// call they are still joined in continues without them (and ends when fewer than two remain);
+/// a call none of whose other participants still has it in their history is deleted with it;
+/// others keep it unchanged. Each call's history entry goes as it is forgotten, so the next
+/// chunk starts again at the first entry left; the last call's deletions come back
+/// uncommitted, for the batch that carries the removal on.
+pub fn forget_user(chunk: &RemovalChunk) -> Result<RemovedChunk, ApiError> {
+    let user_id = chunk.user_id();
     let prefix = history_prefix(user_id);
     let mut after: Option<String> = None;
+    let mut last_writes = RemovalWrites::default();
+    let mut forgotten = 0;
     loop {
-        let scan = storage::scan(&prefix, after.as_deref(), SCAN_BATCH, false)?;
-        let exhausted = scan.exhausted;
+        let wanted = SCAN_BATCH.min(u32::try_from(REMOVAL_CALLS - forgotten).unwrap_or(0));
+        let limit = if wanted == 0 {
+            0
+        } else {
+            chunk.next_scan(wanted)?
+        };
+        if limit == 0 {
+            return Ok(RemovedChunk {
+                finished: false,
+                after: None,
+                last_writes,
+            });
+        }
+        let scan = storage::scan(&prefix, after.as_deref(), limit, false)?;
         for (key, _) in scan.entries {
-            forget_call(user_id, &key[prefix.len()..])?;
+            std::mem::take(&mut last_writes).commit()?;
+            last_writes.deletes = forget_call(user_id, &key[prefix.len()..])?;
+            forgotten += 1;
             after = Some(key);
         }
-        if exhausted {
-            return Ok(());
+        if scan.exhausted {
+            return Ok(RemovedChunk {
+                finished: true,
+                after: None,
+                last_writes,
+            });
         }
     }
 }
 
-fn forget_call(user_id: &str, call_id: &str) -> Result<(), ApiError> {
+/// Takes `user_id` out of a call: they leave it when joined; returns the deletions that
+/// finish it (their history entry, and the call when no other participant keeps it), for the
+/// caller to commit.
+fn forget_call(user_id: &str, call_id: &str) -> Result<Vec<String>, ApiError> {
     let now_micros = time::now_unix_micros();
     match change_call(call_id, |call| call.act(user_id, Action::Leave, now_micros)) {
         Ok((call, Some(status_change))) => publish(status_change.event_type(), &call, None),
@@ -354,6 +384,5 @@ fn forget_call(user_id: &str, call_id: &str) -> Result<(), ApiError> {
             deletes.push(call_key(call_id));
         }
     }
-    storage::write_batch(&[], &deletes, &[])?;
-    Ok(())
+    Ok(deletes)
 }

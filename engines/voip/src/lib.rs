@@ -12,6 +12,13 @@
 //! | `settings` | the tenant's telephony settings (`ring_timeout_seconds`: the default timeout) |
 //! | `calls/<call_id>` | a call with its participants (ids are UUID v7: keys sort by time) |
 //! | `by-user/<user_id>/<call_id>` | the call history index of each participant |
+//! | `removals/<user_id>` | a pending removal of the user: `{removal_id}` (`tenancy`) |
+//!
+//! Removing a user takes as many calls as their history needs (at most 100 calls forgotten per
+//! engine call): a first chunk in `deprovision-user`, the rest in jobs `{remove_user,
+//! removal_id}` while the marker `removals/<user_id>` holds that removal
+//! (`tenancy::remove_user_in_chunks`). Provisioning the user again cancels it; the calls it had
+//! not reached yet stay in their history.
 //!
 //! Events (identifiers only): `call.started`, `call.answered`, `call.ended`, `call.missed`.
 
@@ -19,8 +26,10 @@ mod call;
 mod calls;
 
 use tessera_sdk::serde_json::json;
+use tessera_sdk::tenancy::RemovalJob;
 use tessera_sdk::{
-    Context, Descriptor, Engine, Job, Request, Response, Router, TenantInfo, storage, tenancy, time,
+    Context, Descriptor, Engine, Job, Request, Response, Router, TenantInfo, UserInfo, storage,
+    tenancy, time,
 };
 
 use crate::call::Action;
@@ -65,14 +74,31 @@ impl Engine for Voip {
         Ok(())
     }
 
-    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
-        calls::forget_user(user_id).map_err(|error| error.to_string())?;
-        tenancy::forget_user(user_id)?;
+    /// Cancels a pending removal of the user first (the calls it had not reached yet stay in
+    /// their history), then records the user.
+    fn provision_user(user: &UserInfo) -> Result<(), String> {
+        tenancy::cancel_removal(&user.user_id)?;
+        tenancy::record_user(user)?;
         Ok(())
     }
 
+    /// Takes the user out of their calls and forgets their history, and the user's record: a
+    /// first chunk now, the rest in jobs when there is more than one call may do
+    /// (`tenancy::remove_user_in_chunks`).
+    fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
+        tenancy::remove_user_in_chunks(user_id, |chunk, _| calls::forget_user(chunk))
+            .map_err(|error| error.to_string())
+    }
+
+    /// A user's removal (`{remove_user, removal_id}`), else a ring timeout (`{call_id}`).
     fn run_job(job: &Job) -> Result<(), String> {
-        calls::run_ring_timeout(job)
+        match RemovalJob::of(job) {
+            Some(removal) => {
+                tenancy::continue_removal(&removal, |chunk, _| calls::forget_user(chunk))
+                    .map_err(|error| error.to_string())
+            }
+            None => calls::run_ring_timeout(job),
+        }
     }
 }
 

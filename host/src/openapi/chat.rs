@@ -581,7 +581,11 @@ pub fn chat_webhooks_show() {}
 ///
 /// Every field is optional; `updated_at` changes. A new `secret` does not cut the old one
 /// off: both sign deliveries (two `v1` entries) for 24 hours. `is_active: true` re-enables a
-/// webhook disabled after consecutive failures.
+/// webhook disabled after consecutive failures, resets its failure count, and resumes the
+/// retries that waited meanwhile, all committed together. The change applies to the webhook as
+/// it is when it commits: one disabled by a delivery, changed or deleted by another request in
+/// between is read again, and the change decided again (the webhook gone: 404). When it keeps
+/// changing for 16 rounds the request gives up with 409.
 #[utoipa::path(
     patch,
     path = "/chat/api/v1/webhooks/{id}",
@@ -596,6 +600,7 @@ pub fn chat_webhooks_show() {}
         (status = 401, description = "Missing or invalid bearer token", body = ErrorBody),
         (status = 403, description = "The caller is not an owner of the tenant", body = ErrorBody),
         (status = 404, description = "No such webhook in the caller's tenant", body = ErrorBody),
+        (status = 409, description = "The webhook kept changing under concurrent requests and deliveries while this one was applied; nothing was changed, try again", body = ErrorBody),
         (status = 422, description = "Invalid fields, with the rules of creation", body = ValidationErrorBody),
     )
 )]
@@ -603,7 +608,8 @@ pub fn chat_webhooks_update() {}
 
 /// Delete a webhook (owners only).
 ///
-/// Its pending deliveries and its delivery history are discarded.
+/// Its pending deliveries and its delivery history are discarded. Of deletions racing, one
+/// answers 204 and the others 404; a concurrent update never brings the webhook back.
 #[utoipa::path(
     delete,
     path = "/chat/api/v1/webhooks/{id}",
@@ -616,6 +622,7 @@ pub fn chat_webhooks_update() {}
         (status = 401, description = "Missing or invalid bearer token", body = ErrorBody),
         (status = 403, description = "The caller is not an owner of the tenant", body = ErrorBody),
         (status = 404, description = "No such webhook in the caller's tenant", body = ErrorBody),
+        (status = 409, description = "The webhook kept changing under concurrent requests and deliveries while it was being deleted; nothing was deleted, try again", body = ErrorBody),
     )
 )]
 pub fn chat_webhooks_delete() {}

@@ -263,6 +263,7 @@ pub fn mail_show() {}
         (status = 401, description = "Missing or invalid bearer token", body = ErrorBody),
         (status = 403, description = "Viewers and guests cannot change mail", body = ErrorBody),
         (status = 404, description = "No such copy in the caller's mailbox", body = ErrorBody),
+        (status = 409, description = "The copy kept changing under concurrent changes; try again", body = ErrorBody),
         (status = 422, description = "`read` (`boolean`), `folder` (`string`, `in`)", body = ValidationErrorBody),
     )
 )]
@@ -281,6 +282,7 @@ pub fn mail_update() {}
         (status = 401, description = "Missing or invalid bearer token", body = ErrorBody),
         (status = 403, description = "Viewers and guests cannot change mail", body = ErrorBody),
         (status = 404, description = "No such copy in the caller's mailbox", body = ErrorBody),
+        (status = 409, description = "The copy kept changing under concurrent changes; try again", body = ErrorBody),
     )
 )]
 pub fn mail_delete() {}

@@ -20,7 +20,9 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::work::{NewWork, WorkQueue};
-use crate::storage::engine_kv::{self, KvScope, KvWrite};
+use std::collections::HashMap;
+
+use crate::storage::engine_kv::{self, KvKey, KvScope, KvWrite};
 use crate::storage::{Database, Pool, Tx, time};
 
 /// The most items (batches and completions) one transaction takes.
@@ -29,23 +31,52 @@ const MAX_GROUP: usize = 256;
 /// How many items may wait for the writer before callers wait to enqueue.
 const QUEUE: usize = 1024;
 
-/// One engine call's `write-batch`, scoped to the engine and tenant of the call.
+/// One engine call's `write-batch` or `transact`, scoped to the engine and tenant of the call.
 #[derive(Debug, Clone)]
 pub struct StorageBatch {
     pub engine_code: String,
     pub tenant_id: String,
+    /// Conditions (`transact`): nothing is written unless each key holds this value.
+    pub expect: Vec<(String, Option<Vec<u8>>)>,
     pub sets: Vec<(String, Vec<u8>)>,
     pub deletes: Vec<String>,
+    /// Counters (`transact`): amounts added to integers stored as decimal text.
+    pub add: Vec<(String, i64)>,
     /// Jobs to schedule in the same transaction.
     pub jobs: Vec<NewWork>,
 }
 
+impl StorageBatch {
+    /// True when the batch has conditions or counters, which read the database at commit.
+    fn reads(&self) -> bool {
+        !self.expect.is_empty() || !self.add.is_empty()
+    }
+
+    fn scope(&self) -> KvScope<'_> {
+        KvScope {
+            engine_code: &self.engine_code,
+            tenant_id: &self.tenant_id,
+        }
+    }
+
+    fn key<'a>(&'a self, key: &'a str) -> KvKey<'a> {
+        KvKey {
+            engine_code: &self.engine_code,
+            tenant_id: &self.tenant_id,
+            key,
+        }
+    }
+}
+
+/// What became of one batch of a group: its job ids, or `None` when a condition did not hold.
+type Outcome = Option<Vec<String>>;
+
 /// What the writer is asked to commit.
 enum Item {
-    /// A `write-batch`, answered with its job ids.
+    /// A `write-batch` or `transact`, answered with its job ids (`None`: a condition failed).
     Batch {
         batch: StorageBatch,
-        reply: oneshot::Sender<anyhow::Result<Vec<String>>>,
+        reply: oneshot::Sender<anyhow::Result<Outcome>>,
     },
     /// A run of engine work (`(id, attempt)`) that succeeded: its item is deleted.
     Completion {
@@ -71,6 +102,18 @@ impl BatchWriter {
     /// Writes `batch` (all of it or nothing) and answers once it is committed, with the ids of
     /// its jobs in order.
     pub async fn write(&self, batch: StorageBatch) -> anyhow::Result<Vec<String>> {
+        anyhow::ensure!(
+            !batch.reads(),
+            "a batch with conditions goes to write_conditional"
+        );
+        self.write_conditional(batch)
+            .await?
+            .context("a batch without conditions was refused")
+    }
+
+    /// Writes `batch` when its conditions hold (all of it or nothing) and answers once it is
+    /// committed: its job ids, or `None` when a condition did not hold (nothing was written).
+    pub async fn write_conditional(&self, batch: StorageBatch) -> anyhow::Result<Outcome> {
         let (reply, answer) = oneshot::channel();
         self.send(Item::Batch { batch, reply }).await?;
         answer
@@ -126,8 +169,8 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
     let items = batches.len() + completions.len();
     let (batch_outcomes, completion_outcomes) =
         match write_group(database, &batches, &completions).await {
-            Ok(ids) => (
-                ids.into_iter().map(Ok).collect(),
+            Ok(outcomes) => (
+                outcomes.into_iter().map(Ok).collect(),
                 completions.iter().map(|_| Ok(())).collect(),
             ),
             Err(error) if items > 1 => {
@@ -142,7 +185,7 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
                     batch_outcomes.push(
                         write_group(database, std::slice::from_ref(batch), &[])
                             .await
-                            .map(|mut ids| ids.remove(0)),
+                            .map(|mut outcomes| outcomes.remove(0)),
                     );
                 }
                 let mut completion_outcomes = Vec::with_capacity(completions.len());
@@ -180,19 +223,30 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
     }
 }
 
-/// Writes `batches` and deletes the items of `completions` atomically; the job ids of each
-/// batch, in order. PostgreSQL: one statement (`engine_storage_write_group`, migration 12), so
-/// one round trip and one commit; SQLite: a transaction of multi-row statements on the writer.
+/// Writes `batches` and deletes the items of `completions` atomically; the outcome of each
+/// batch, in order. Without conditions or counters, on PostgreSQL: one statement
+/// (`engine_storage_write_group`, migration 12), so one round trip and one commit; otherwise a
+/// transaction of multi-row statements (on SQLite's writer).
 async fn write_group(
     database: &Database,
     batches: &[StorageBatch],
     completions: &[(String, u32)],
-) -> anyhow::Result<Vec<Vec<String>>> {
-    if let Pool::Postgres(pool) = database.pool() {
-        return write_group_postgres(pool, batches, completions).await;
+) -> anyhow::Result<Vec<Outcome>> {
+    let reads = batches.iter().any(StorageBatch::reads);
+    if let (Pool::Postgres(pool), false) = (database.pool(), reads) {
+        let ids = write_group_postgres(pool, batches, completions).await?;
+        return Ok(ids.into_iter().map(Some).collect());
     }
     let mut tx = database.begin().await?;
-    let ids = write_in(&mut tx, batches).await?;
+    let ids = if reads {
+        write_in_order(&mut tx, batches).await?
+    } else {
+        write_in(&mut tx, batches)
+            .await?
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
     WorkQueue::complete_in(&mut tx, completions).await?;
     tx.commit()
         .await
@@ -264,12 +318,98 @@ async fn write_in(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<V
 /// The net effect of `batches` applied in order: one write per key.
 fn final_writes(batches: &[StorageBatch]) -> Vec<KvWrite<'_>> {
     engine_kv::net_writes(batches.iter().map(|batch| {
-        let scope = KvScope {
-            engine_code: &batch.engine_code,
-            tenant_id: &batch.tenant_id,
-        };
-        (scope, batch.sets.as_slice(), batch.deletes.as_slice())
+        (
+            batch.scope(),
+            batch.sets.as_slice(),
+            batch.deletes.as_slice(),
+        )
     }))
+}
+
+/// [`write_in`] for a group with conditions or counters: the keys they read are locked and
+/// read first ([`engine_kv::lock_in`]); then each batch, in arrival order, is checked against
+/// those values as the group's earlier batches left them, and applied only when its
+/// conditions hold (its sets, its deletes, then its counters). Only applied batches schedule
+/// their jobs.
+async fn write_in_order(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<Outcome>> {
+    let read: Vec<KvKey<'_>> = batches
+        .iter()
+        .flat_map(|batch| {
+            let expected = batch.expect.iter().map(|(key, _)| key);
+            let counted = batch.add.iter().map(|(key, _)| key);
+            expected.chain(counted).map(|key| batch.key(key))
+        })
+        .collect();
+    let locked = engine_kv::lock_in(tx, &read).await?;
+    let mut written: HashMap<KvKey<'_>, Option<Vec<u8>>> = HashMap::new();
+    let current = |written: &HashMap<KvKey<'_>, Option<Vec<u8>>>, key: &KvKey<'_>| {
+        written
+            .get(key)
+            .or_else(|| locked.values.get(key))
+            .cloned()
+            .flatten()
+    };
+    let mut applied = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let holds = batch.expect.iter().all(|(key, expected)| {
+            current(&written, &batch.key(key)).as_deref() == expected.as_deref()
+        });
+        applied.push(holds);
+        if !holds {
+            continue;
+        }
+        for (key, value) in &batch.sets {
+            written.insert(batch.key(key), Some(value.clone()));
+        }
+        for key in &batch.deletes {
+            written.insert(batch.key(key), None);
+        }
+        for (key, amount) in &batch.add {
+            let key = batch.key(key);
+            let counted = counter_value(key.key, current(&written, &key).as_deref())?;
+            let sum = counted
+                .checked_add(*amount)
+                .with_context(|| format!("adding {amount} to {} ({counted}) overflows", key.key))?;
+            written.insert(key, Some(sum.to_string().into_bytes()));
+        }
+    }
+    // A placeholder nothing wrote is removed again.
+    for key in &locked.placeholders {
+        written.entry(*key).or_insert(None);
+    }
+    let writes: Vec<KvWrite<'_>> = written
+        .iter()
+        .map(|(key, value)| KvWrite {
+            engine_code: key.engine_code,
+            tenant_id: key.tenant_id,
+            key: key.key,
+            value: value.as_deref(),
+        })
+        .collect();
+    engine_kv::apply_in(tx, &writes).await?;
+    let jobs: Vec<NewWork> = batches
+        .iter()
+        .zip(&applied)
+        .filter(|(_, applied)| **applied)
+        .flat_map(|(batch, _)| batch.jobs.iter().cloned())
+        .collect();
+    let mut ids = WorkQueue::insert_in(tx, &jobs).await?.into_iter();
+    Ok(batches
+        .iter()
+        .zip(applied)
+        .map(|(batch, applied)| applied.then(|| ids.by_ref().take(batch.jobs.len()).collect()))
+        .collect())
+}
+
+/// The integer a counter holds: decimal text, absent is 0.
+fn counter_value(key: &str, value: Option<&[u8]>) -> anyhow::Result<i64> {
+    let Some(value) = value else {
+        return Ok(0);
+    };
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .with_context(|| format!("{key} does not hold an integer, so it cannot be added to"))
 }
 
 #[cfg(test)]
@@ -280,6 +420,8 @@ mod tests {
         StorageBatch {
             engine_code: "chat".to_owned(),
             tenant_id: tenant_id.to_owned(),
+            expect: Vec::new(),
+            add: Vec::new(),
             sets: sets
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), value.as_bytes().to_vec()))

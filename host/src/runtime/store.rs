@@ -433,8 +433,10 @@ impl world::storage::Host for StoreState {
         let batch = StorageBatch {
             engine_code: self.scope.engine_code.clone(),
             tenant_id,
+            expect: Vec::new(),
             sets,
             deletes,
+            add: Vec::new(),
             jobs: work,
         };
         Ok(match self.services.batch_writer.write(batch).await {
@@ -442,6 +444,75 @@ impl world::storage::Host for StoreState {
             Err(error) => Err(self.import_failure("storage", error)),
         })
     }
+
+    async fn transact(
+        &mut self,
+        transaction: world::storage::Transaction,
+    ) -> wasmtime::Result<Result<Option<Vec<String>>, String>> {
+        let world::storage::Transaction {
+            expect,
+            sets,
+            deletes,
+            add,
+            jobs,
+        } = transaction;
+        if let Err(message) = check_transaction(&expect, &sets, &deletes, &add, jobs.len()) {
+            return Ok(Err(message));
+        }
+        let work = match self.new_jobs(jobs) {
+            Ok(work) => work,
+            Err(message) => return Ok(Err(message)),
+        };
+        let tenant_id = match self.tenant("storage") {
+            Ok(tenant_id) => tenant_id.to_owned(),
+            Err(message) => return Ok(Err(message)),
+        };
+        let batch = StorageBatch {
+            engine_code: self.scope.engine_code.clone(),
+            tenant_id,
+            expect,
+            sets,
+            deletes,
+            add,
+            jobs: work,
+        };
+        Ok(
+            match self.services.batch_writer.write_conditional(batch).await {
+                Ok(outcome) => Ok(outcome),
+                Err(error) => Err(self.import_failure("storage", error)),
+            },
+        )
+    }
+}
+
+/// The limits of a `transact`: those of `write-batch` over all its entries, and counters that
+/// are neither set nor deleted by the same transaction.
+fn check_transaction(
+    expect: &[(String, Option<Vec<u8>>)],
+    sets: &[(String, Vec<u8>)],
+    deletes: &[String],
+    add: &[(String, i64)],
+    jobs: usize,
+) -> Result<(), String> {
+    check_batch(sets, deletes, jobs + expect.len() + add.len())?;
+    for key in expect
+        .iter()
+        .map(|(key, _)| key)
+        .chain(add.iter().map(|(key, _)| key))
+    {
+        check_key(key)?;
+    }
+    let written: std::collections::HashSet<&str> = sets
+        .iter()
+        .map(|(key, _)| key.as_str())
+        .chain(deletes.iter().map(String::as_str))
+        .collect();
+    if let Some((key, _)) = add.iter().find(|(key, _)| written.contains(key.as_str())) {
+        return Err(format!(
+            "{key} is both added to and set or deleted by one transaction"
+        ));
+    }
+    Ok(())
 }
 
 impl world::scheduler::Host for StoreState {

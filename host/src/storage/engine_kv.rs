@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 
-use crate::storage::{Database, Tx, time};
+use crate::storage::{Database, DatabaseKind, Tx, time};
 use crate::{on_pool, on_tx, on_writer};
 
 /// The scope every engine storage operation runs in.
@@ -60,7 +60,7 @@ pub async fn get_many(
 }
 
 /// One key in its engine and tenant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KvKey<'a> {
     pub engine_code: &'a str,
     pub tenant_id: &'a str,
@@ -406,4 +406,74 @@ pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()>
         .context("deleting from engine storage in a batch")?;
     }
     Ok(())
+}
+
+/// The values of the keys a transaction's conditions and counters read, locked by
+/// [`lock_in`].
+#[derive(Debug, Default)]
+pub struct Locked<'a> {
+    /// Each key's value when it was locked (`None`: absent).
+    pub values: std::collections::HashMap<KvKey<'a>, Option<Vec<u8>>>,
+    /// Absent keys claimed with an empty placeholder row (PostgreSQL): the transaction must
+    /// write or delete each before it commits.
+    pub placeholders: Vec<KvKey<'a>>,
+}
+
+/// Reads the values of `keys` in `tx` and keeps other writers off them until `tx` ends.
+/// PostgreSQL: each existing row is read `FOR UPDATE`, in key order (two hosts then lock in
+/// the same order); an absent key is claimed by inserting an empty placeholder row, so that a
+/// concurrent insert of the same key waits for this transaction (`FOR UPDATE` cannot lock a
+/// row that does not exist). SQLite: plain reads, its single writer already excludes others.
+pub async fn lock_in<'a>(tx: &mut Tx, keys: &[KvKey<'a>]) -> anyhow::Result<Locked<'a>> {
+    let mut keys = keys.to_vec();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut locked = Locked::default();
+    let postgres = tx.kind() == DatabaseKind::Postgres;
+    let read = if postgres {
+        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3
+         FOR UPDATE"
+    } else {
+        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3"
+    };
+    for key in keys {
+        // A placeholder insert can lose to a concurrent insert, and the row read next can be
+        // deleted again before it is: a few rounds settle it.
+        let mut value = None;
+        for _ in 0..8 {
+            let current: Option<Vec<u8>> = on_tx!(tx, conn => sqlx::query_scalar(read)
+                .bind(key.engine_code)
+                .bind(key.tenant_id)
+                .bind(key.key)
+                .fetch_optional(&mut **conn)
+                .await)
+            .context("locking engine storage")?;
+            if current.is_some() || !postgres {
+                value = Some(current);
+                break;
+            }
+            let claimed = on_tx!(tx, conn => sqlx::query(
+                "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
+            )
+            .bind(key.engine_code)
+            .bind(key.tenant_id)
+            .bind(key.key)
+            .bind(Vec::<u8>::new())
+            .bind(time::now())
+            .execute(&mut **conn)
+            .await
+            .map(|result| result.rows_affected()))
+            .context("claiming an absent key of engine storage")?;
+            if claimed == 1 {
+                locked.placeholders.push(key);
+                value = Some(None);
+                break;
+            }
+        }
+        let value = value
+            .with_context(|| format!("{} kept changing while it was being locked", key.key))?;
+        locked.values.insert(key, value);
+    }
+    Ok(locked)
 }

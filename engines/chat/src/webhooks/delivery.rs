@@ -10,16 +10,21 @@
 //! no attempt is made twice once recorded. The one window left is a crash between the
 //! receiver's answer and the record of it: the attempt is then made again with the same
 //! `X-Webhook-Delivery` id, which receivers use to ignore repeats.
+//!
+//! An automatic attempt that comes due while its webhook is disabled parks the delivery, on
+//! the condition that the webhook record is still the one it read; the webhook's re-enabling
+//! (which changes the record) resumes the parked ones, a chunk per job (`jobs.rs`). So a
+//! delivery is never parked after the re-enabling's chain went past it.
 
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::{self, json};
-use tessera_sdk::storage::{self, Update};
+use tessera_sdk::storage::{self, Committed, Transaction, Update};
 use tessera_sdk::{
-    ApiError, Context, CursorPage, HandlerResult, HostError, Job, Request, Response, http,
-    settings, time,
+    ApiError, Context, CursorPage, HandlerResult, HostError, Request, Response, http, settings,
+    time,
 };
 
-use super::{DISABLE_AFTER_FAILURES, Webhook, failures_key, webhook_key};
+use super::{DISABLE_AFTER_FAILURES, TRANSACTION_ROUNDS, Webhook, failures_key, webhook_key};
 use crate::batch::Batch;
 use crate::events::{ChatEvent, TEST_PING};
 use crate::new_ordered_id;
@@ -29,8 +34,6 @@ pub const DELIVERY_TIMEOUT_MS: u32 = 10_000;
 /// The delays before automatic attempts 2.. when the host does not say
 /// (`webhook.retry-schedule-ms`).
 const DEFAULT_RETRY_SCHEDULE_MS: [u64; 4] = [30_000, 120_000, 600_000, 1_800_000];
-/// Deliveries re-enabled per storage transaction when a webhook is enabled again.
-const RESUME_CHUNK: usize = 200;
 
 /// The delays before automatic attempts 2, 3, …: the host's setting, else the default.
 fn retry_schedule_ms() -> Vec<u64> {
@@ -146,12 +149,14 @@ fn dead_letter_view(delivery: &Delivery) -> serde_json::Value {
     })
 }
 
-/// What a job asks: automatic attempt `attempt` of a delivery.
-#[derive(Debug, Serialize, Deserialize)]
-struct AttemptJob {
-    webhook_id: String,
-    delivery_id: String,
-    attempt: u32,
+/// What a job asks: automatic attempt `attempt` of a delivery. Its payload has no `kind`
+/// (the format of the jobs queued before other kinds existed, see `jobs.rs`).
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptJob {
+    pub webhook_id: String,
+    pub delivery_id: String,
+    pub attempt: u32,
 }
 
 pub fn deliveries_prefix(webhook_id: &str) -> String {
@@ -162,7 +167,7 @@ fn delivery_key(webhook_id: &str, delivery_id: &str) -> String {
     format!("deliveries/{webhook_id}/{delivery_id}")
 }
 
-fn dead_letter_key(delivery_id: &str) -> String {
+pub fn dead_letter_key(delivery_id: &str) -> String {
     format!("dlq/{delivery_id}")
 }
 
@@ -170,25 +175,6 @@ fn dead_letter_key(delivery_id: &str) -> String {
 #[derive(Debug, Serialize, Deserialize)]
 struct DeadLetter {
     webhook_id: String,
-}
-
-/// The dead letter queue keys of a webhook's deliveries.
-pub fn dead_letter_keys_of(webhook_id: &str) -> Result<Vec<String>, HostError> {
-    let mut keys = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let scan = storage::scan_json::<DeadLetter>("dlq/", after.as_deref(), 500, false)?;
-        let (rows, exhausted) = (scan.entries, scan.exhausted);
-        after = rows.last().map(|(key, _)| key.clone());
-        keys.extend(
-            rows.into_iter()
-                .filter(|(_, item)| item.webhook_id == webhook_id)
-                .map(|(key, _)| key),
-        );
-        if exhausted {
-            return Ok(keys);
-        }
-    }
 }
 
 /// The request body of a delivery (CONTRACT §7, in that order): identifiers only.
@@ -364,7 +350,8 @@ fn count_for_webhook(
 /// What an automatic attempt starts from, read together (one storage round trip); `None`
 /// where absent.
 struct AttemptState {
-    webhook: Option<Webhook>,
+    /// The webhook and its record's stored bytes.
+    webhook: Option<(Webhook, Vec<u8>)>,
     delivery: Option<Delivery>,
     /// The webhook's consecutive failures.
     failures: Option<u32>,
@@ -389,39 +376,68 @@ fn attempt_state(request: &AttemptJob) -> Result<AttemptState, HostError> {
             .transpose()
     }
     Ok(AttemptState {
-        webhook: decode(&keys[0], webhook)?,
+        webhook: webhook
+            .map(|bytes| storage::decode_json(&keys[0], &bytes).map(|webhook| (webhook, bytes)))
+            .transpose()?,
         delivery: decode(&keys[1], delivery)?,
         failures: decode(&keys[2], failures)?,
     })
 }
 
 /// `run-job`: automatic attempt `attempt` of a delivery.
-pub fn run_attempt(job: &Job) -> Result<(), String> {
-    let request: AttemptJob = job.payload_json()?;
-    let AttemptState {
-        webhook,
-        delivery,
-        failures,
-    } = attempt_state(&request)?;
-    // A deleted webhook took its deliveries along: nothing to do.
-    let (Some(webhook), Some(mut delivery)) = (webhook, delivery) else {
-        return Ok(());
-    };
-    let key = delivery.key();
-    let stale = delivery.status == Status::Delivered
-        || delivery.in_dead_letters
-        || delivery.automatic_attempts >= request.attempt;
-    if stale {
-        return Ok(());
-    }
-    if !webhook.is_active {
-        // Scheduled retries wait while the webhook is disabled; enabling it resumes them.
+pub fn run_attempt(request: AttemptJob) -> Result<(), HostError> {
+    for _ in 0..TRANSACTION_ROUNDS {
+        let AttemptState {
+            webhook,
+            delivery,
+            failures,
+        } = attempt_state(&request)?;
+        // A deleted webhook took its deliveries along: nothing to do.
+        let (Some((webhook, record)), Some(mut delivery)) = (webhook, delivery) else {
+            return Ok(());
+        };
+        let stale = delivery.status == Status::Delivered
+            || delivery.in_dead_letters
+            || delivery.automatic_attempts >= request.attempt;
+        if stale {
+            return Ok(());
+        }
+        if webhook.is_active {
+            return attempt_and_record(request, &webhook, delivery, failures);
+        }
+        // Scheduled retries wait while the webhook is disabled; enabling it resumes them. Only
+        // if it is still disabled as read: a re-enabling committed meanwhile may have started
+        // its resume past this delivery, so the attempt is decided again.
         delivery.parked = true;
         delivery.next_retry_at = None;
-        storage::put_json(&key, &delivery)?;
-        return Ok(());
+        let mut transaction = Transaction::new();
+        transaction
+            .expect(webhook_key(&webhook.id), Some(record.as_slice()))
+            .set_json(delivery.key(), &delivery)?;
+        if let Committed::Yes { .. } = transaction.commit()? {
+            return Ok(());
+        }
     }
-    let outcome = send(&webhook, &delivery)?;
+    // The host runs the job again.
+    Err(HostError::new(
+        "storage.transact",
+        format!(
+            "webhook {} kept changing; gave up after {TRANSACTION_ROUNDS} rounds",
+            request.webhook_id
+        ),
+    ))
+}
+
+/// Makes automatic attempt `request.attempt` of `delivery` to the active `webhook`, and
+/// records it with the job of the next attempt or the dead letter; `failures` as read before.
+fn attempt_and_record(
+    request: AttemptJob,
+    webhook: &Webhook,
+    mut delivery: Delivery,
+    failures: Option<u32>,
+) -> Result<(), HostError> {
+    let key = delivery.key();
+    let outcome = send(webhook, &delivery)?;
     apply(&mut delivery, &outcome);
     delivery.automatic_attempts = request.attempt;
     delivery.parked = false;
@@ -471,35 +487,32 @@ fn format_unix_ms(unix_ms: u64) -> String {
     )
 }
 
-/// Gives the deliveries parked while `webhook` was disabled their next automatic attempt, now.
-pub fn resume_parked(webhook: &Webhook) -> Result<(), HostError> {
-    let prefix = deliveries_prefix(&webhook.id);
-    let now = time::now_unix_ms();
-    let mut after: Option<String> = None;
-    loop {
-        let scan =
-            storage::scan_json::<Delivery>(&prefix, after.as_deref(), RESUME_CHUNK as u32, false)?;
-        let (rows, exhausted) = (scan.entries, scan.exhausted);
-        after = rows.last().map(|(key, _)| key.clone());
-        let mut batch = Batch::new();
-        for (key, mut delivery) in rows.into_iter().filter(|(_, delivery)| delivery.parked) {
-            delivery.parked = false;
-            delivery.next_retry_at = Some(format_unix_ms(now));
-            batch.job(
-                now,
-                &AttemptJob {
-                    webhook_id: webhook.id.clone(),
-                    delivery_id: delivery.id.clone(),
-                    attempt: delivery.automatic_attempts + 1,
-                },
-            )?;
-            batch.put(key, &delivery)?;
-        }
-        batch.commit()?;
-        if exhausted {
-            return Ok(());
-        }
+/// Gives the parked deliveries among `deliveries` (entries of one webhook's
+/// `deliveries/<webhook_id>/` prefix) their next automatic attempt at `now_ms`, in `batch`: each
+/// is un-parked together with the job of that attempt. Those not parked are left alone, so
+/// resuming the same entries twice schedules nothing more.
+pub fn stage_resumed(
+    batch: &mut Batch,
+    deliveries: Vec<(String, Delivery)>,
+    now_ms: u64,
+) -> Result<(), HostError> {
+    for (key, mut delivery) in deliveries
+        .into_iter()
+        .filter(|(_, delivery)| delivery.parked)
+    {
+        delivery.parked = false;
+        delivery.next_retry_at = Some(format_unix_ms(now_ms));
+        batch.job(
+            now_ms,
+            &AttemptJob {
+                webhook_id: delivery.webhook_id.clone(),
+                delivery_id: delivery.id.clone(),
+                attempt: delivery.automatic_attempts + 1,
+            },
+        )?;
+        batch.put(key, &delivery)?;
     }
+    Ok(())
 }
 
 /// Makes one attempt now, outside the schedule (manual, DLQ, test), and records it. A success
@@ -594,16 +607,32 @@ pub fn deliveries(ctx: &Context, req: &Request) -> HandlerResult {
     Ok(Response::ok_with_meta(&views, &meta))
 }
 
+/// The dead letter queue, newest first. An item whose webhook is gone is left out: a deleted
+/// webhook's dead letters are removed by its purge (`jobs.rs`) in the jobs that follow.
 pub fn dead_letters(ctx: &Context, req: &Request) -> HandlerResult {
     let page = CursorPage::from_query(req.query(&["cursor", "limit"])?)?;
     ctx.require_owner()?;
     let (rows, meta) = storage::page_json::<DeadLetter>("dlq/", &page, true)?;
+    // Each item's webhook and delivery, read in one round trip.
+    let keys: Vec<String> = rows
+        .iter()
+        .flat_map(|(key, item)| {
+            let delivery_id = key.trim_start_matches("dlq/");
+            [
+                webhook_key(&item.webhook_id),
+                delivery_key(&item.webhook_id, delivery_id),
+            ]
+        })
+        .collect();
+    let values = if keys.is_empty() {
+        Vec::new()
+    } else {
+        storage::get_many(&keys.iter().map(String::as_str).collect::<Vec<_>>())?
+    };
     let mut items = Vec::with_capacity(rows.len());
-    for (key, item) in rows {
-        let delivery_id = key.trim_start_matches("dlq/");
-        if let Some(delivery) =
-            storage::get_json::<Delivery>(&delivery_key(&item.webhook_id, delivery_id))?
-        {
+    for (pair, keys) in values.chunks(2).zip(keys.chunks(2)) {
+        if let [Some(_webhook), Some(delivery)] = pair {
+            let delivery: Delivery = storage::decode_json(&keys[1], delivery)?;
             items.push(dead_letter_view(&delivery));
         }
     }

@@ -2,12 +2,21 @@
 //! (HTTPS only; a private address refused unless the host allows private targets; the host
 //! checks again on every connection), and secrets sealed by the host's vault. A PATCH that
 //! changes the secret keeps the previous one signing beside it for [`ROTATION_OVERLAP_MS`].
+//!
+//! A PATCH and a DELETE read the webhook record, decide, and commit everything the change
+//! needs in one conditional storage transaction that expects the record as read: the new
+//! record (or its deletion), the failures count forgiven, and the first job of the chain that
+//! resumes the parked deliveries (on a re-enabling) or purges them (on a deletion). When
+//! another call changed the record in between (a delivery disabling the webhook, another
+//! PATCH, a DELETE), nothing is written and the request reads and decides again, at most
+//! [`TRANSACTION_ROUNDS`] times (then 409).
 
 pub mod delivery;
+pub mod jobs;
 
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::Value;
-use tessera_sdk::storage::{self, Update};
+use tessera_sdk::storage::{self, Committed};
 use tessera_sdk::{
     ApiError, Context, HandlerResult, HostError, Request, Response, ValidationErrors, http, time,
     vault,
@@ -29,6 +38,9 @@ pub const MAX_WEBHOOKS: usize = 100;
 pub const ROTATION_OVERLAP_MS: u64 = 24 * 60 * 60 * 1000;
 /// Consecutive failed attempts that disable a webhook.
 pub const DISABLE_AFTER_FAILURES: u32 = 10;
+/// Most rounds (read, decide, commit) a change of a webhook record tries while other calls
+/// keep changing it.
+pub const TRANSACTION_ROUNDS: usize = 16;
 
 /// A secret as stored: the bytes the host's vault sealed, hex-encoded (never the secret).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -62,6 +74,10 @@ pub struct Webhook {
     #[serde(default)]
     pub previous_secret: Option<PreviousSecret>,
     pub is_active: bool,
+    /// The resume chain (`jobs::ChunkJob::ResumeParked`) the latest re-enabling started, in
+    /// the same transaction: the only one that may resume the parked deliveries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_chain: Option<String>,
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
@@ -138,6 +154,30 @@ pub fn load(id: &str) -> Result<Option<Webhook>, HostError> {
 
 pub fn find(id: &str) -> Result<Webhook, ApiError> {
     load(id)?.ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+/// The stored bytes of webhook `id`'s record, to decide on and expect in a transaction.
+fn find_stored(id: &str) -> Result<Vec<u8>, ApiError> {
+    storage::get(&webhook_key(id))?.ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+/// Commits `transaction` on the condition that webhook `id`'s record still holds `stored`;
+/// true when it did.
+fn commit_expecting(
+    mut transaction: storage::Transaction,
+    id: &str,
+    stored: &[u8],
+) -> Result<bool, HostError> {
+    transaction.expect(webhook_key(id), Some(stored));
+    Ok(matches!(transaction.commit()?, Committed::Yes { .. }))
+}
+
+/// The answer when the record kept changing for [`TRANSACTION_ROUNDS`] rounds.
+fn kept_changing() -> ApiError {
+    ApiError::Conflict(format!(
+        "The webhook kept changing while this request was applied ({TRANSACTION_ROUNDS} \
+         attempts); try again."
+    ))
 }
 
 /// `url`: an absolute HTTPS URL with a host, that the host's outbound policy lets this engine
@@ -270,6 +310,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
         secret: SealedSecret::seal(&secret)?,
         previous_secret: None,
         is_active: true,
+        resume_chain: None,
         created_by: ctx.user_id.clone(),
         created_at: now.clone(),
         updated_at: now,
@@ -289,7 +330,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
     let id = req.param("id").to_owned();
-    find(&id)?;
+    let mut stored = find_stored(&id)?;
     let body = object_body(req)?;
     let mut errors = ValidationErrors::new();
     let url = body
@@ -316,12 +357,10 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     let sealed = secret.as_deref().map(SealedSecret::seal).transpose()?;
 
     let now_ms = time::now_unix_ms();
-    let mut re_enabled = false;
-    // Compare-and-swap: a delivery disabling the webhook meanwhile is not overwritten blindly.
-    let decision = storage::update_json::<Webhook, _>(&webhook_key(&id), |current| {
-        let Some(mut webhook) = current else {
-            return Update::Keep;
-        };
+    let key = webhook_key(&id);
+    for _ in 0..TRANSACTION_ROUNDS {
+        let mut webhook: Webhook = storage::decode_json(&key, &stored)?;
+        let mut batch = Batch::new();
         if let Some(url) = &url {
             webhook.url = url.clone();
         }
@@ -335,39 +374,53 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
             });
             webhook.secret = sealed.clone();
         }
-        re_enabled = is_active == Some(true) && !webhook.is_active;
+        if is_active == Some(true) {
+            if !webhook.is_active {
+                // Re-enabling: a new chain resumes the deliveries parked meanwhile, its first
+                // job committed with the record that names it (see
+                // `jobs::ChunkJob::ResumeParked`); an older chain still running stops.
+                let chain = new_ordered_id();
+                jobs::stage_resume(&mut batch, &id, &chain)?;
+                webhook.resume_chain = Some(chain);
+            }
+            // A fresh start: the failures that disabled it are forgiven.
+            batch.delete(failures_key(&id));
+        }
         if let Some(active) = is_active {
             webhook.is_active = active;
         }
         webhook.updated_at = time::now_rfc3339();
-        Update::Set(webhook)
-    })?;
-    let Update::Set(webhook) = decision else {
-        return Err(ApiError::not_found("Webhook"));
-    };
-    if is_active == Some(true) {
-        // A fresh start: the failures that disabled it are forgiven.
-        storage::delete(&failures_key(&id))?;
+        batch.put(key.clone(), &webhook)?;
+        if commit_expecting(batch.into_transaction(), &id, &stored)? {
+            return Ok(Response::ok(&view(&webhook, None)));
+        }
+        // Changed since it was read (disabled by a delivery, changed by another request, or
+        // deleted): read it again and decide again.
+        stored = find_stored(&id)?;
     }
-    if re_enabled {
-        delivery::resume_parked(&webhook)?;
-    }
-    Ok(Response::ok(&view(&webhook, None)))
+    Err(kept_changing())
 }
 
 pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
     let id = req.param("id").to_owned();
-    find(&id)?;
-    // The webhook first: jobs of its deliveries that run from now on find nothing to do.
+    let mut stored = find_stored(&id)?;
+    // The webhook, and the first job of the purge of its deliveries and their dead letters,
+    // a chunk per job (`jobs.rs`), on the condition that the record is the one read: of
+    // deletions racing, one commits and the others answer 404. From now on the jobs of its
+    // deliveries find nothing to do, a PATCH that read it before finds it gone, and the dead
+    // letter queue lists none of its items.
     let mut batch = Batch::new();
     batch.delete(webhook_key(&id));
     batch.delete(failures_key(&id));
-    for key in delivery::dead_letter_keys_of(&id)? {
-        batch.delete(key);
+    jobs::stage_purge(&mut batch, &id)?;
+    let deletion = batch.into_transaction();
+    for _ in 0..TRANSACTION_ROUNDS {
+        if commit_expecting(deletion.clone(), &id, &stored)? {
+            return Ok(Response::no_content());
+        }
+        stored = find_stored(&id)?;
     }
-    batch.commit()?;
-    storage::delete_prefix(&delivery::deliveries_prefix(&id))?;
-    Ok(Response::no_content())
+    Err(kept_changing())
 }
