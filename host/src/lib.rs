@@ -13,6 +13,9 @@ pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod state;
-pub mod storage;
 pub mod telemetry;
 pub mod tenancy;
+
+/// The storage layer (crates/storage), under the path the host's modules use.
+pub use tessera_storage as storage;
+pub use tessera_storage::{on_pool, on_tx, on_writer};

@@ -3,19 +3,15 @@
 
 use std::fmt;
 
+use tessera_wire::BodyError;
+
 use crate::response::Response;
 use crate::validation::ValidationErrors;
 
-/// 401 message.
-pub const MESSAGE_UNAUTHENTICATED: &str = "Unauthenticated.";
-/// 403 message.
-pub const MESSAGE_FORBIDDEN: &str = "This action is unauthorized.";
-/// 405 message.
-pub const MESSAGE_METHOD_NOT_ALLOWED: &str = "Method not allowed.";
-/// 422 message.
-pub const MESSAGE_INVALID: &str = "The given data was invalid.";
-/// 500 message.
-pub const MESSAGE_SERVER_ERROR: &str = "Server Error.";
+pub use tessera_wire::messages::{
+    MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED, MESSAGE_SERVER_ERROR,
+    MESSAGE_UNAUTHENTICATED,
+};
 
 /// Every failure a handler can answer with. Each becomes a JSON response shaped like the
 /// host's: `{"message": …}`, or `{"message": …, "errors": {…}}` for a 422.
@@ -127,6 +123,16 @@ impl From<ValidationErrors> for ApiError {
     }
 }
 
+/// A refused JSON body: 400 when it is not JSON, 422 when it has the wrong shape.
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::Malformed(message) => Self::BadRequest(message),
+            BodyError::Invalid(errors) => Self::Validation(errors),
+        }
+    }
+}
+
 impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
         Self::Internal(error.to_string())
@@ -232,6 +238,26 @@ mod tests {
                 .headers
                 .iter()
                 .any(|(name, value)| name == "content-type" && value == "application/json")
+        );
+    }
+
+    #[test]
+    fn wire_errors_convert_with_question_marks() {
+        fn check(passed: bool) -> Result<(), ApiError> {
+            let mut errors = ValidationErrors::new();
+            errors.check(passed, "title", "required");
+            errors.into_result()?;
+            Ok(())
+        }
+        assert_eq!(check(true), Ok(()));
+        assert_eq!(check(false), Err(ApiError::invalid("title", "required")));
+        assert_eq!(
+            ApiError::from(BodyError::Malformed("Invalid JSON body: EOF.".into())),
+            ApiError::BadRequest("Invalid JSON body: EOF.".into())
+        );
+        assert_eq!(
+            ApiError::from(BodyError::Invalid(ValidationErrors::single("a", "string"))),
+            ApiError::invalid("a", "string")
         );
     }
 

@@ -10,7 +10,8 @@
 //! Responses have the host's shapes: `{"data": …}` / `{"data": …, "meta": …}` on success,
 //! `{"message": …}` on error and `{"message": "The given data was invalid.", "errors": {field:
 //! [rule, …]}}` for a 422. Cursor paging ([`CursorPage`]) encodes cursors exactly like the
-//! host.
+//! host. These rules (validation errors, JSON body classification, cursor paging, error
+//! messages) are the `tessera-wire` crate's, which the host uses too.
 //!
 //! # A complete engine
 //!

@@ -1,136 +1,33 @@
-//! Cursor paging exactly like the host's: query `cursor` (opaque) and `limit` (default 50,
-//! clamped to 100, `0` is 422 `{"limit": ["min:1"]}`), response `meta` `{next_cursor,
-//! has_more}`. A cursor is the URL-safe, unpadded base64 of the JSON of the last position
-//! returned (for storage lists, the last key as a JSON string).
+//! Cursor paging exactly like the host's (the rules live in `tessera-wire`, shared with the
+//! host): query `cursor` (opaque) and `limit` (default 50, clamped to 100, `0` is 422
+//! `{"limit": ["min:1"]}`), response `meta` `{next_cursor, has_more}`. A cursor is the
+//! URL-safe, unpadded base64 of the JSON of the last position returned (for storage lists, the
+//! last key as a JSON string).
+//!
+//! [`CursorPage::from_query`] reads a [`Query`]: check unknown parameters first with
+//! [`Request::query`](crate::Request::query).
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 use crate::request::Query;
 
-/// The default page size.
-pub const DEFAULT_LIMIT: u32 = 50;
-/// The maximum page size; larger limits are clamped to it.
-pub const MAX_LIMIT: u32 = 100;
+pub use tessera_wire::paging::{CursorMeta, CursorPage, DEFAULT_LIMIT, MAX_LIMIT, encode_cursor};
 
-/// `meta` of a cursor-paged list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CursorMeta {
-    /// Pass as `cursor` to continue after the last item returned; the input cursor when nothing
-    /// was returned; null when neither exists.
-    pub next_cursor: Option<String>,
-    /// Whether more items follow.
-    pub has_more: bool,
-}
+/// `cursor` and `limit` for [`CursorPage::from_query`]: a non-integer `limit` is 422
+/// `{"limit": ["integer"]}`.
+impl tessera_wire::QueryParameters for Query {
+    type Error = ApiError;
 
-/// A validated cursor page request over positions of type `P` (a storage key by default).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CursorPage<P = String> {
-    /// The position to continue strictly after, decoded from the cursor.
-    pub after: Option<P>,
-    /// The page size, at least 1 and at most the maximum.
-    pub limit: u32,
-}
-
-impl<P: Serialize + DeserializeOwned> CursorPage<P> {
-    /// Validates `cursor` and `limit` with the default 50 and maximum 100.
-    pub fn new(cursor: Option<&str>, limit: Option<u32>) -> Result<Self, ApiError> {
-        Self::with_bounds(cursor, limit, DEFAULT_LIMIT, MAX_LIMIT)
+    fn parameter(&self, name: &str) -> Option<&str> {
+        self.get(name)
     }
-
-    /// Validates `cursor` and `limit` with another default and maximum: `limit` 0 is 422
-    /// `{"limit": ["min:1"]}`, a larger one is clamped, a cursor that does not decode is 422
-    /// `{"cursor": ["invalid"]}`, an empty cursor is none.
-    pub fn with_bounds(
-        cursor: Option<&str>,
-        limit: Option<u32>,
-        default: u32,
-        max: u32,
-    ) -> Result<Self, ApiError> {
-        let limit = limit.unwrap_or(default);
-        if limit < 1 {
-            return Err(ApiError::invalid("limit", "min:1"));
-        }
-        let after = match cursor {
-            None | Some("") => None,
-            Some(cursor) => Some(decode_cursor(cursor)?),
-        };
-        Ok(Self {
-            after,
-            limit: limit.min(max),
-        })
-    }
-
-    /// Reads `cursor` and `limit` from `query` (a non-integer `limit` is 422 `integer`). Check
-    /// unknown parameters first with [`Request::query`](crate::Request::query).
-    pub fn from_query(query: &Query) -> Result<Self, ApiError> {
-        let limit = query.get_u32("limit")?;
-        Self::new(query.get("cursor"), limit)
-    }
-
-    /// How many items to fetch: one more than the page, to learn whether more exist.
-    pub fn fetch_limit(&self) -> u32 {
-        self.limit.saturating_add(1)
-    }
-
-    /// Trims the extra item fetched and builds `meta`; `position` gives an item's position.
-    pub fn finish<T>(&self, mut rows: Vec<T>, position: impl Fn(&T) -> P) -> (Vec<T>, CursorMeta) {
-        let has_more = rows.len() > self.limit as usize;
-        rows.truncate(self.limit as usize);
-        let next_cursor = match rows.last() {
-            Some(last) => Some(encode_cursor(&position(last))),
-            None => self.after.as_ref().map(encode_cursor),
-        };
-        (
-            rows,
-            CursorMeta {
-                next_cursor,
-                has_more,
-            },
-        )
-    }
-}
-
-impl<P: Serialize + DeserializeOwned> CursorPage<P> {
-    /// Like [`finish`](Self::finish), for a page read by a bounded scan
-    /// ([`storage::find`](crate::storage::find)): when reading stopped after `stopped_after`
-    /// before the page was full, the page holds what was found (perhaps nothing), `has_more`
-    /// is true and the cursor continues after `stopped_after`. Clients page on until
-    /// `has_more` is false.
-    pub fn finish_found<T>(
-        &self,
-        rows: Vec<T>,
-        position: impl Fn(&T) -> P,
-        stopped_after: Option<P>,
-    ) -> (Vec<T>, CursorMeta) {
-        match stopped_after {
-            Some(stop) if rows.len() <= self.limit as usize => (
-                rows,
-                CursorMeta {
-                    next_cursor: Some(encode_cursor(&stop)),
-                    has_more: true,
-                },
-            ),
-            _ => self.finish(rows, position),
-        }
-    }
-}
-
-/// Encodes a position as an opaque cursor: URL-safe base64 without padding of its JSON.
-pub fn encode_cursor<P: Serialize + ?Sized>(position: &P) -> String {
-    let json = serde_json::to_vec(position).expect("cursor positions serialize");
-    URL_SAFE_NO_PAD.encode(json)
 }
 
 /// Decodes a cursor made by [`encode_cursor`] (or by the host); anything else is 422
 /// `{"cursor": ["invalid"]}`.
 pub fn decode_cursor<P: DeserializeOwned>(cursor: &str) -> Result<P, ApiError> {
-    let invalid = || ApiError::invalid("cursor", "invalid");
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
-    serde_json::from_slice(&bytes).map_err(|_| invalid())
+    Ok(tessera_wire::decode_cursor(cursor)?)
 }
 
 #[cfg(test)]
@@ -138,134 +35,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cursors_are_unpadded_urlsafe_base64_of_json() {
-        // JSON `"notes/a"` is 9 bytes: base64 would pad it with `=`.
-        let cursor = encode_cursor("notes/a");
-        assert_eq!(cursor, "Im5vdGVzL2Ei");
-        assert_eq!(decode_cursor::<String>(&cursor).unwrap(), "notes/a");
-        let cursor = encode_cursor("k?>");
-        assert!(!cursor.contains('=') && !cursor.contains('+') && !cursor.contains('/'));
-        assert_eq!(cursor, "Ims_PiI");
-        assert_eq!(decode_cursor::<String>(&cursor).unwrap(), "k?>");
-        assert_eq!(encode_cursor(&7u32), "Nw");
-    }
-
-    #[test]
-    fn bad_cursors_and_limits_are_422s() {
-        let invalid = Err(ApiError::invalid("cursor", "invalid"));
-        assert_eq!(
-            CursorPage::<String>::new(Some("not a cursor!"), None),
-            invalid
-        );
-        // Valid base64 of something that is not a JSON string.
-        assert_eq!(CursorPage::<String>::new(Some("Nw"), None), invalid);
-        // Padded base64 is not the host's encoding.
-        assert_eq!(
-            CursorPage::<String>::new(Some("Im5vdGVzL2Ei=="), None),
-            invalid
-        );
-        assert_eq!(
-            CursorPage::<String>::new(None, Some(0)),
-            Err(ApiError::invalid("limit", "min:1"))
-        );
+    fn pages_read_the_query_and_fail_as_api_errors() {
         assert_eq!(
             CursorPage::<String>::from_query(&Query::parse("limit=x")),
             Err(ApiError::invalid("limit", "integer"))
         );
-    }
-
-    #[test]
-    fn limits_default_and_clamp() {
+        assert_eq!(
+            CursorPage::<String>::from_query(&Query::parse("limit=0")),
+            Err(ApiError::invalid("limit", "min:1"))
+        );
+        assert_eq!(
+            CursorPage::<String>::from_query(&Query::parse("cursor=Nw")),
+            Err(ApiError::invalid("cursor", "invalid"))
+        );
         let page = CursorPage::<String>::from_query(&Query::parse("")).unwrap();
-        assert_eq!((page.after, page.limit), (None, 50));
-        assert_eq!(
-            CursorPage::<String>::new(None, Some(500)).unwrap().limit,
-            100
-        );
-        assert_eq!(
-            CursorPage::<String>::new(Some(""), Some(3)).unwrap().after,
-            None
-        );
+        assert_eq!((page.after, page.limit), (None, DEFAULT_LIMIT));
         let page = CursorPage::<String>::from_query(&Query::parse(&format!(
-            "cursor={}&limit=2",
+            "cursor={}&limit=2&limit=500",
             encode_cursor("kv/b")
         )))
         .unwrap();
-        assert_eq!((page.after.as_deref(), page.limit), (Some("kv/b"), 2));
-        assert_eq!(page.fetch_limit(), 3);
-    }
-
-    #[test]
-    fn pages_walk_without_gaps() {
-        let keys: Vec<String> = ["kv/a", "kv/b", "kv/c", "kv/d", "kv/e"]
-            .iter()
-            .map(|key| key.to_string())
-            .collect();
-        let mut seen = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = CursorPage::<String>::new(cursor.as_deref(), Some(2)).unwrap();
-            let rows: Vec<String> = keys
-                .iter()
-                .filter(|key| page.after.as_ref().is_none_or(|after| *key > after))
-                .take(page.fetch_limit() as usize)
-                .cloned()
-                .collect();
-            let (rows, meta) = page.finish(rows, Clone::clone);
-            seen.extend(rows);
-            cursor = meta.next_cursor;
-            if !meta.has_more {
-                // The last page ends on the last key.
-                assert_eq!(cursor, Some(encode_cursor("kv/e")));
-                break;
-            }
-        }
-        assert_eq!(seen, keys);
-    }
-
-    #[test]
-    fn a_page_stopped_by_the_scan_bound_continues_after_what_was_read() {
-        let page = CursorPage::<String>::new(None, Some(2)).unwrap();
-        // Nothing found before the bound: an empty page that goes on after the last key read.
-        let (rows, meta) =
-            page.finish_found(Vec::<String>::new(), Clone::clone, Some("kv/q".into()));
-        assert!(rows.is_empty());
+        // The last of a repeated parameter wins, and is clamped.
         assert_eq!(
-            meta,
-            CursorMeta {
-                next_cursor: Some(encode_cursor("kv/q")),
-                has_more: true
-            }
+            (page.after.as_deref(), page.limit),
+            (Some("kv/b"), MAX_LIMIT)
         );
-        // A full page (one more than the limit found) ends on its last item as usual.
-        let rows = vec!["kv/a".to_owned(), "kv/b".to_owned(), "kv/c".to_owned()];
-        let (rows, meta) = page.finish_found(rows, Clone::clone, None);
-        assert_eq!(rows, vec!["kv/a", "kv/b"]);
-        assert_eq!(meta.next_cursor, Some(encode_cursor("kv/b")));
-        assert!(meta.has_more);
-        // Not stopped: the end.
-        let (_, meta) = page.finish_found(vec!["kv/a".to_owned()], Clone::clone, None);
-        assert!(!meta.has_more);
     }
 
     #[test]
-    fn empty_pages_keep_the_input_cursor_or_null() {
-        let page = CursorPage::<String>::new(None, None).unwrap();
-        let (_, meta) = page.finish(Vec::<String>::new(), Clone::clone);
+    fn cursors_decode_into_api_errors() {
         assert_eq!(
-            meta,
-            CursorMeta {
-                next_cursor: None,
-                has_more: false
-            }
+            decode_cursor::<String>(&encode_cursor("kv/a")),
+            Ok("kv/a".to_string())
         );
-        let cursor = encode_cursor("kv/z");
-        let page = CursorPage::<String>::new(Some(&cursor), None).unwrap();
-        let (_, meta) = page.finish(Vec::<String>::new(), Clone::clone);
-        assert_eq!(meta.next_cursor, Some(cursor));
         assert_eq!(
-            serde_json::to_value(&meta).unwrap(),
-            serde_json::json!({"next_cursor": encode_cursor("kv/z"), "has_more": false})
+            decode_cursor::<String>("not a cursor!"),
+            Err(ApiError::invalid("cursor", "invalid"))
         );
     }
 }

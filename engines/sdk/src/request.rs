@@ -94,20 +94,12 @@ impl Request {
     /// `Content-Type` other than JSON was sent), 422 naming the field and rule when the shape is
     /// wrong. A missing `Content-Type` is accepted.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
-        if let Some(content_type) = self.header("content-type") {
-            let essence = content_type
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            let is_json = essence == "application/json"
-                || (essence.starts_with("application/") && essence.ends_with("+json"));
-            if !is_json {
-                return Err(ApiError::BadRequest(
-                    "Expected a JSON body with Content-Type: application/json.".into(),
-                ));
-            }
+        if let Some(content_type) = self.header("content-type")
+            && !tessera_wire::is_json_content_type(content_type)
+        {
+            return Err(ApiError::BadRequest(
+                tessera_wire::MESSAGE_EXPECTED_JSON.into(),
+            ));
         }
         crate::json::parse_json(&self.body)
     }
@@ -147,8 +139,8 @@ impl Query {
             .iter()
             .find(|(name, _)| !allowed.contains(&name.as_str()))
         {
-            Some((name, _)) => Err(ApiError::BadRequest(format!(
-                "Unknown query parameter `{name}`."
+            Some((name, _)) => Err(ApiError::BadRequest(tessera_wire::unknown_query_parameter(
+                name,
             ))),
             None => Ok(()),
         }

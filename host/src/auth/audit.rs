@@ -511,7 +511,7 @@ pub async fn list(
         for bind in &binds {
             query = query.bind(*bind);
         }
-        query.bind(page.fetch_limit()).fetch_all(pool).await
+        query.bind(i64::from(page.fetch_limit())).fetch_all(pool).await
     })
     .context("listing the audit trail")?;
     let items = rows
@@ -584,7 +584,7 @@ async fn list_audit(
     // Authorization before the query is read: a non-owner learns nothing from its answers.
     caller.require_owner()?;
     let query: AuditQuery = parse_query(query.as_deref().unwrap_or(""))?;
-    let page = CursorPage::new(
+    let page = CursorPage::with_bounds(
         query.cursor.as_deref(),
         query.limit,
         DEFAULT_PAGE_SIZE,

@@ -87,7 +87,7 @@ pub async fn timeline(
     let rows: Vec<Row> = on_pool!(database, pool => {
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(tenant_id)
-            .bind(page.fetch_limit());
+            .bind(i64::from(page.fetch_limit()));
         if let Some(entity_id) = entity_id {
             query = query.bind(entity_id);
         }
@@ -144,7 +144,7 @@ pub async fn inbox(
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(tenant_id)
             .bind(recipient_id)
-            .bind(page.fetch_limit());
+            .bind(i64::from(page.fetch_limit()));
         if let Some(after) = page.after {
             query = query.bind(after);
         }

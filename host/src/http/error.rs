@@ -1,6 +1,7 @@
 //! The API's error type: every failure a handler returns becomes one of these, with a stable
 //! body (`{message}`, or `{message, errors}` for 422) and the status code of the spec.
 //! Internal errors are logged with their whole chain and answered with an opaque message.
+//! [`ValidationErrors`] and the messages are `tessera-wire`'s, shared with the engine SDK.
 
 use std::collections::BTreeMap;
 
@@ -10,11 +11,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-pub const MESSAGE_UNAUTHENTICATED: &str = "Unauthenticated.";
-pub const MESSAGE_FORBIDDEN: &str = "This action is unauthorized.";
-pub const MESSAGE_TOO_MANY_ATTEMPTS: &str = "Too Many Attempts.";
-pub const MESSAGE_INVALID: &str = "The given data was invalid.";
-pub const MESSAGE_SERVER_ERROR: &str = "Server Error.";
+use tessera_wire::BodyError;
+pub use tessera_wire::ValidationErrors;
+pub use tessera_wire::messages::{
+    MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED, MESSAGE_PAYLOAD_TOO_LARGE,
+    MESSAGE_SERVER_ERROR, MESSAGE_TOO_MANY_ATTEMPTS, MESSAGE_UNAUTHENTICATED,
+};
 
 /// `{message}`: the body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -28,74 +30,6 @@ pub struct ValidationErrorBody {
     pub message: String,
     /// Field name (dotted path for nested items) to the rules it failed, e.g. `["required"]`.
     pub errors: BTreeMap<String, Vec<String>>,
-}
-
-/// Field-level validation failures, keyed by field path, each with the spec's rule names
-/// (`required`, `email`, `min:N`, `max:N`, `unique`, …).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ValidationErrors {
-    fields: BTreeMap<String, Vec<String>>,
-}
-
-impl ValidationErrors {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// One field failing one rule.
-    pub fn single(field: impl Into<String>, rule: impl Into<String>) -> Self {
-        let mut errors = Self::new();
-        errors.add(field, rule);
-        errors
-    }
-
-    pub fn add(&mut self, field: impl Into<String>, rule: impl Into<String>) {
-        self.fields
-            .entry(field.into())
-            .or_default()
-            .push(rule.into());
-    }
-
-    /// `value` as given, recording `required` (and answering `""`) when it is absent or
-    /// blank.
-    pub fn required(&mut self, field: &str, value: Option<String>) -> String {
-        match value.filter(|value| !value.trim().is_empty()) {
-            Some(value) => value,
-            None => {
-                self.add(field, "required");
-                String::new()
-            }
-        }
-    }
-
-    /// An optional UUID in its canonical lower-case hyphenated form, recording `uuid` (and
-    /// answering `None`) when it is malformed.
-    pub fn uuid(&mut self, field: &str, value: Option<String>) -> Option<String> {
-        match uuid::Uuid::try_parse(value?.trim()) {
-            Ok(parsed) => Some(parsed.hyphenated().to_string()),
-            Err(_) => {
-                self.add(field, "uuid");
-                None
-            }
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
-    }
-
-    pub fn fields(&self) -> &BTreeMap<String, Vec<String>> {
-        &self.fields
-    }
-
-    /// `Ok(())` when nothing failed, else the 422.
-    pub fn into_result(self) -> Result<(), ApiError> {
-        if self.is_empty() {
-            Ok(())
-        } else {
-            Err(ApiError::Validation(self))
-        }
-    }
 }
 
 /// Every error the HTTP layer answers with.
@@ -162,11 +96,28 @@ impl ApiError {
             | Self::ServiceUnavailable(message) => message.clone(),
             Self::Unauthenticated => MESSAGE_UNAUTHENTICATED.into(),
             Self::Forbidden => MESSAGE_FORBIDDEN.into(),
-            Self::MethodNotAllowed => "Method not allowed.".into(),
-            Self::PayloadTooLarge => "The request body is too large.".into(),
+            Self::MethodNotAllowed => MESSAGE_METHOD_NOT_ALLOWED.into(),
+            Self::PayloadTooLarge => MESSAGE_PAYLOAD_TOO_LARGE.into(),
             Self::Validation(_) => MESSAGE_INVALID.into(),
             Self::TooManyRequests { .. } => MESSAGE_TOO_MANY_ATTEMPTS.into(),
             Self::Internal(_) => MESSAGE_SERVER_ERROR.into(),
+        }
+    }
+}
+
+/// A 422 with these field errors, so `errors.into_result()?` answers it.
+impl From<ValidationErrors> for ApiError {
+    fn from(errors: ValidationErrors) -> Self {
+        Self::Validation(errors)
+    }
+}
+
+/// A refused JSON body: 400 when it is not JSON, 422 when it has the wrong shape.
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::Malformed(message) => Self::BadRequest(message),
+            BodyError::Invalid(errors) => Self::Validation(errors),
         }
     }
 }
@@ -184,7 +135,7 @@ impl IntoResponse for ApiError {
                 status,
                 Json(ValidationErrorBody {
                     message,
-                    errors: errors.fields,
+                    errors: errors.into_fields(),
                 }),
             )
                 .into_response(),
@@ -210,8 +161,8 @@ pub fn default_message(status: StatusCode) -> &'static str {
         StatusCode::UNAUTHORIZED => MESSAGE_UNAUTHENTICATED,
         StatusCode::FORBIDDEN => MESSAGE_FORBIDDEN,
         StatusCode::NOT_FOUND => "Not found.",
-        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed.",
-        StatusCode::PAYLOAD_TOO_LARGE => "The request body is too large.",
+        StatusCode::METHOD_NOT_ALLOWED => MESSAGE_METHOD_NOT_ALLOWED,
+        StatusCode::PAYLOAD_TOO_LARGE => MESSAGE_PAYLOAD_TOO_LARGE,
         StatusCode::UNPROCESSABLE_ENTITY => MESSAGE_INVALID,
         StatusCode::TOO_MANY_REQUESTS => MESSAGE_TOO_MANY_ATTEMPTS,
         StatusCode::BAD_GATEWAY => "Bad gateway.",

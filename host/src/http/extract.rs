@@ -8,7 +8,8 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
-use serde_path_to_error::{Path, Segment};
+use tessera_wire::messages::{MESSAGE_EXPECTED_JSON, unknown_query_parameter};
+use tessera_wire::{describe_data_error, is_json_content_type};
 
 use super::error::{ApiError, ValidationErrors};
 
@@ -25,9 +26,7 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !has_json_content_type(&request) {
-            return Err(ApiError::BadRequest(
-                "Expected a JSON body with Content-Type: application/json.".into(),
-            ));
+            return Err(ApiError::BadRequest(MESSAGE_EXPECTED_JSON.into()));
         }
         let bytes = Bytes::from_request(request, state)
             .await
@@ -42,38 +41,18 @@ where
     }
 }
 
-/// Parses a JSON document, classifying failures as 400 (not JSON) or 422 (wrong shape).
+/// Parses a JSON document, classifying failures as 400 (not JSON, trailing garbage included)
+/// or 422 (wrong shape): `tessera-wire`'s rules, the same as engines'.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().clone();
-        let inner = error.into_inner();
-        match inner.classify() {
-            serde_json::error::Category::Data => {
-                let (field, rule) = describe_data_error(&path, &inner.to_string());
-                ApiError::Validation(ValidationErrors::single(field, rule))
-            }
-            _ => ApiError::BadRequest(format!("Invalid JSON body: {inner}.")),
-        }
-    })?;
-    Ok(value)
+    Ok(tessera_wire::parse_json(bytes)?)
 }
 
 fn has_json_content_type(request: &Request) -> bool {
-    let Some(content_type) = request.headers().get(header::CONTENT_TYPE) else {
-        return false;
-    };
-    let Ok(content_type) = content_type.to_str() else {
-        return false;
-    };
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|content_type| content_type.to_str().ok())
+        .is_some_and(is_json_content_type)
 }
 
 /// Query parameters deserialized into `T`. Give `T` `#[serde(deny_unknown_fields)]` so an
@@ -112,7 +91,7 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 }
 
 fn unknown_parameter(name: &str) -> ApiError {
-    ApiError::BadRequest(format!("Unknown query parameter `{name}`."))
+    ApiError::BadRequest(unknown_query_parameter(name))
 }
 
 /// For endpoints without query parameters: any parameter is unknown, hence 400.
@@ -131,59 +110,6 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
     }
 }
 
-/// Turns serde's description of a shape error into a field path (`actions.0.config.field`)
-/// and a rule name (`required`, `string`, `integer`, …).
-fn describe_data_error(path: &Path, message: &str) -> (String, String) {
-    let mut segments: Vec<String> = path
-        .iter()
-        .filter_map(|segment| match segment {
-            Segment::Seq { index } => Some(index.to_string()),
-            Segment::Map { key } => Some(key.clone()),
-            Segment::Enum { variant } => Some(variant.clone()),
-            Segment::Unknown => None,
-        })
-        .collect();
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.split('`').next())
-    {
-        segments.push(field.to_owned());
-        return (segments.join("."), "required".into());
-    }
-    let rule = match message.split("expected ").nth(1) {
-        Some(expected) if expected.contains("string") || expected.contains("char") => "string",
-        Some(expected) if expected.contains("bool") => "boolean",
-        Some(expected)
-            if expected.contains("integer")
-                || expected.starts_with('u')
-                || expected.starts_with('i') =>
-        {
-            "integer"
-        }
-        Some(expected)
-            if expected.contains("f64")
-                || expected.contains("f32")
-                || expected.contains("number") =>
-        {
-            "numeric"
-        }
-        Some(expected) if expected.contains("sequence") => "array",
-        Some(expected) if expected.contains("map") || expected.contains("struct") => "object",
-        Some(expected) if expected.contains("variant") || expected.contains("one of") => "in",
-        _ if message.starts_with("invalid digit") || message.contains("number too large") => {
-            "integer"
-        }
-        _ if message.contains("provided string was not") => "boolean",
-        _ => "invalid",
-    };
-    let field = if segments.is_empty() {
-        "body".to_owned()
-    } else {
-        segments.join(".")
-    };
-    (field, rule.into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,13 +119,6 @@ mod tests {
     #[allow(dead_code)]
     struct Body {
         name: String,
-        items: Vec<Item>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[allow(dead_code)]
-    struct Item {
-        count: u32,
     }
 
     fn validation_fields(error: ApiError) -> Vec<(String, Vec<String>)> {
@@ -209,26 +128,18 @@ mod tests {
         }
     }
 
+    /// The rules themselves are `tessera-wire`'s (and tested there); here, their statuses.
     #[test]
-    fn malformed_json_is_a_bad_request() {
-        let error = parse_json::<Body>(b"{\"name\": ").unwrap_err();
-        assert!(matches!(error, ApiError::BadRequest(_)), "{error:?}");
-    }
-
-    #[test]
-    fn missing_and_mistyped_fields_name_their_path() {
-        let missing = parse_json::<Body>(br#"{"items": []}"#).unwrap_err();
+    fn json_bodies_fail_as_400s_and_422s() {
+        match parse_json::<Body>(b"{\"name\": ").unwrap_err() {
+            ApiError::BadRequest(message) => {
+                assert!(message.starts_with("Invalid JSON body: "), "{message}")
+            }
+            other => panic!("expected 400, got {other:?}"),
+        }
         assert_eq!(
-            validation_fields(missing),
+            validation_fields(parse_json::<Body>(b"{}").unwrap_err()),
             vec![("name".into(), vec!["required".into()])]
-        );
-
-        let mistyped =
-            parse_json::<Body>(br#"{"name": "n", "items": [{"count": 1}, {"count": "x"}]}"#)
-                .unwrap_err();
-        assert_eq!(
-            validation_fields(mistyped),
-            vec![("items.1.count".into(), vec!["integer".into()])]
         );
     }
 

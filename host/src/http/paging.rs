@@ -1,17 +1,19 @@
 //! The spec's two list conventions: offset paging (`page`, `per_page` →
 //! `{current_page, last_page, per_page, total}`) and cursor paging (`cursor`, `limit` →
 //! `{next_cursor, has_more}`) with opaque cursors. Sizes above the maximum are clamped.
+//! Cursor paging is `tessera-wire`'s, shared with the engine SDK (engines' cursors and the
+//! host's are made alike); this module adds the host's SQL-side view of a page.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ValidationErrors};
 
+pub use tessera_wire::paging::{CursorMeta, decode_cursor, encode_cursor};
+
 /// The spec's default and maximum for `per_page` and `limit`.
-pub const DEFAULT_PAGE_SIZE: u32 = 50;
-pub const MAX_PAGE_SIZE: u32 = 100;
+pub const DEFAULT_PAGE_SIZE: u32 = tessera_wire::DEFAULT_LIMIT;
+pub const MAX_PAGE_SIZE: u32 = tessera_wire::MAX_LIMIT;
 
 /// A validated offset page request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,67 +75,10 @@ pub struct OffsetMeta {
     pub total: u64,
 }
 
-/// `meta` of a cursor-paged list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct CursorMeta {
-    /// Pass as `cursor` to continue after the last item returned; null only when nothing was
-    /// returned and no cursor was given.
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-}
-
-/// A validated cursor page request, generic over the position type the list sorts by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CursorPage<P> {
-    pub after: Option<P>,
-    pub limit: u32,
-}
-
-impl<P: Serialize + DeserializeOwned> CursorPage<P> {
-    pub fn new(
-        cursor: Option<&str>,
-        limit: Option<u32>,
-        default: u32,
-        max: u32,
-    ) -> Result<Self, ApiError> {
-        let limit = limit.unwrap_or(default);
-        if limit < 1 {
-            return Err(ApiError::Validation(ValidationErrors::single(
-                "limit", "min:1",
-            )));
-        }
-        let after = match cursor {
-            None | Some("") => None,
-            Some(cursor) => Some(decode_cursor(cursor)?),
-        };
-        Ok(Self {
-            after,
-            limit: limit.min(max),
-        })
-    }
-
-    /// How many rows to fetch: one more than the page, to learn whether more exist.
-    pub fn fetch_limit(&self) -> i64 {
-        i64::from(self.limit) + 1
-    }
-
-    /// Trims the extra row and builds `meta`; `position` gives an item's sort position.
-    pub fn finish<T>(&self, mut rows: Vec<T>, position: impl Fn(&T) -> P) -> (Vec<T>, CursorMeta) {
-        let has_more = rows.len() > self.limit as usize;
-        rows.truncate(self.limit as usize);
-        let next_cursor = match rows.last() {
-            Some(last) => Some(encode_cursor(&position(last))),
-            None => self.after.as_ref().map(encode_cursor),
-        };
-        (
-            rows,
-            CursorMeta {
-                next_cursor,
-                has_more,
-            },
-        )
-    }
-}
+/// A validated cursor page request, generic over the position type the list sorts by (the
+/// wire rules engines follow too: `limit` 0 and undecodable cursors are 422s, larger limits are
+/// clamped).
+pub use tessera_wire::CursorPage;
 
 /// One value a list accepts for `sort`.
 #[derive(Debug, Clone, Copy)]
@@ -172,27 +117,6 @@ pub fn sorting<S: Copy>(
     };
     errors.into_result()?;
     Ok((chosen.key, descending))
-}
-
-impl<P: Serialize + DeserializeOwned + Clone> CursorPage<P> {
-    /// [`CursorPage::finish`] for rows that carry their sort position beside the item.
-    pub fn finish_positioned<T>(&self, rows: Vec<(P, T)>) -> (Vec<T>, CursorMeta) {
-        let (rows, meta) = self.finish(rows, |(position, _)| position.clone());
-        (rows.into_iter().map(|(_, item)| item).collect(), meta)
-    }
-}
-
-/// Encodes a position as an opaque, URL-safe cursor.
-pub fn encode_cursor<P: Serialize>(position: &P) -> String {
-    let json = serde_json::to_vec(position).expect("cursor positions serialize");
-    URL_SAFE_NO_PAD.encode(json)
-}
-
-/// Decodes a cursor made by [`encode_cursor`]; anything else is a 422 on `cursor`.
-pub fn decode_cursor<P: DeserializeOwned>(cursor: &str) -> Result<P, ApiError> {
-    let invalid = || ApiError::Validation(ValidationErrors::single("cursor", "invalid"));
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
-    serde_json::from_slice(&bytes).map_err(|_| invalid())
 }
 
 /// The common cursor query of list endpoints.
@@ -243,33 +167,34 @@ mod tests {
         assert_eq!(page.meta(0).last_page, 1);
     }
 
+    /// The paging rules are `tessera-wire`'s (and tested there); here, the host's view.
     #[test]
-    fn cursor_pages_walk_without_gaps_and_refuse_garbage() {
-        let items: Vec<u32> = (1..=5).collect();
-        let mut seen = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = CursorPage::<u32>::new(cursor.as_deref(), Some(2), 50, 100).unwrap();
-            let rows: Vec<u32> = items
-                .iter()
-                .copied()
-                .filter(|item| page.after.is_none_or(|after| *item > after))
-                .take(page.fetch_limit() as usize)
-                .collect();
-            let (rows, meta) = page.finish(rows, |item| *item);
-            seen.extend(rows);
-            cursor = meta.next_cursor;
-            if !meta.has_more {
-                break;
+    fn cursor_pages_fail_as_422s_and_fetch_one_more() {
+        let page = CursorPage::<i64>::with_bounds(None, Some(500), 50, 100).unwrap();
+        assert_eq!(
+            (page.after, page.limit, page.fetch_limit()),
+            (None, 100, 101)
+        );
+        let cursor = encode_cursor(&7i64);
+        let page = CursorPage::<i64>::with_bounds(Some(&cursor), None, 20, 100).unwrap();
+        assert_eq!((page.after, page.limit), (Some(7), 20));
+        let (items, meta) = page.finish_positioned(vec![(8i64, "a"), (9, "b")]);
+        assert_eq!(items, vec!["a", "b"]);
+        assert_eq!(
+            meta,
+            CursorMeta {
+                next_cursor: Some(encode_cursor(&9i64)),
+                has_more: false
+            }
+        );
+        for (cursor, limit, field, rule) in [
+            (Some("not a cursor!"), None, "cursor", "invalid"),
+            (None, Some(0), "limit", "min:1"),
+        ] {
+            match CursorPage::<i64>::with_bounds(cursor, limit, 50, 100) {
+                Err(errors) => assert_eq!(errors, ValidationErrors::single(field, rule)),
+                other => panic!("expected a 422, got {other:?}"),
             }
         }
-        assert_eq!(seen, items);
-        assert!(CursorPage::<u32>::new(Some("not a cursor!"), None, 50, 100).is_err());
-        assert_eq!(
-            CursorPage::<u32>::new(None, Some(500), 50, 100)
-                .unwrap()
-                .limit,
-            100
-        );
     }
 }

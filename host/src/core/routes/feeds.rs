@@ -88,7 +88,7 @@ async fn timeline(
     caller: Caller,
     ApiQuery(query): ApiQuery<TimelineQuery>,
 ) -> ApiResult<Response> {
-    let page = CursorPage::<i64>::new(
+    let page = CursorPage::<i64>::with_bounds(
         query.cursor.as_deref(),
         query.limit,
         DEFAULT_PAGE_SIZE,
@@ -131,7 +131,7 @@ async fn inbox(
     caller: Caller,
     ApiQuery(query): ApiQuery<InboxQuery>,
 ) -> ApiResult<Response> {
-    let page = CursorPage::<i64>::new(
+    let page = CursorPage::<i64>::with_bounds(
         query.cursor.as_deref(),
         query.limit,
         DEFAULT_PAGE_SIZE,

@@ -7,8 +7,8 @@
 
 use anyhow::Context as _;
 
-use crate::storage::engine_kv::{self, KvScope};
-use crate::storage::{Database, Tx, time};
+use crate::engine_kv::{self, KvScope};
+use crate::{Database, Tx, time};
 use crate::{on_pool, on_tx};
 
 /// What [`put`] did.

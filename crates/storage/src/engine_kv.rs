@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 
-use crate::storage::{Database, DatabaseKind, Tx, time};
+use crate::{Database, DatabaseKind, Tx, time};
 use crate::{on_pool, on_tx, on_writer};
 
 /// The scope every engine storage operation runs in.

@@ -11,6 +11,7 @@
 pub mod cache;
 pub mod engine_blobs;
 pub mod engine_kv;
+pub mod files;
 mod sqlite_library;
 pub mod time;
 
@@ -34,8 +35,8 @@ pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of `TESSERA_SQLITE_WAL_MAX_BYTES`: the size SQLite's write-ahead log stays under.
 pub const DEFAULT_SQLITE_WAL_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
 /// Which database a [`Database`] talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +77,8 @@ pub enum TxInner {
 macro_rules! on_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db.pool() {
-            $crate::storage::Pool::Sqlite($pool) => $body,
-            $crate::storage::Pool::Postgres($pool) => $body,
+            $crate::Pool::Sqlite($pool) => $body,
+            $crate::Pool::Postgres($pool) => $body,
         }
     };
 }
@@ -93,8 +94,8 @@ macro_rules! on_writer {
         match $db.sqlite_write_turn().await {
             Some((_turn, $pool)) => $body,
             None => match $db.pool() {
-                $crate::storage::Pool::Sqlite($pool) => $body,
-                $crate::storage::Pool::Postgres($pool) => $body,
+                $crate::Pool::Sqlite($pool) => $body,
+                $crate::Pool::Postgres($pool) => $body,
             },
         }
     };
@@ -107,8 +108,8 @@ macro_rules! on_writer {
 macro_rules! on_tx {
     ($tx:expr, $conn:ident => $body:expr) => {
         match &mut ($tx).inner {
-            $crate::storage::TxInner::Sqlite($conn) => $body,
-            $crate::storage::TxInner::Postgres($conn) => $body,
+            $crate::TxInner::Sqlite($conn) => $body,
+            $crate::TxInner::Postgres($conn) => $body,
         }
     };
 }
@@ -365,16 +366,16 @@ impl Database {
                 if let Some(parent) = database_file.parent()
                     && !parent.as_os_str().is_empty()
                 {
-                    crate::secrets::create_private_dir(parent)?;
+                    crate::files::create_private_dir(parent)?;
                 }
-                crate::secrets::create_private_file(&database_file)?;
+                crate::files::create_private_file(&database_file)?;
                 let mut shm = database_file.as_os_str().to_owned();
                 shm.push("-shm");
                 for companion in [wal.path.clone(), Some(PathBuf::from(shm))]
                     .into_iter()
                     .flatten()
                 {
-                    crate::secrets::make_private(&companion)?;
+                    crate::files::make_private(&companion)?;
                 }
             }
             let pool = SqlitePoolOptions::new()
@@ -419,7 +420,7 @@ impl Database {
     pub async fn migrate(&self, data_dir: &Path) -> anyhow::Result<()> {
         match &self.pool {
             Pool::Sqlite(pool) => {
-                crate::secrets::create_private_dir(data_dir)?;
+                crate::files::create_private_dir(data_dir)?;
                 let lock_path = data_dir.join(".migrations.lock");
                 let lock = tokio::task::spawn_blocking(move || -> anyhow::Result<std::fs::File> {
                     let mut options = std::fs::OpenOptions::new();
