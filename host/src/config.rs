@@ -14,6 +14,7 @@ use crate::auth::password::PasswordPolicy;
 use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
+pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
 #[derive(Debug, Clone, Args)]
@@ -69,67 +70,6 @@ pub struct ServeArgs {
     pub max_body_bytes: usize,
 }
 
-/// A secret value: never printed, never logged.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("Secret(***)")
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct HttpConfig {
-    pub max_body_bytes: usize,
-    /// `TESSERA_HTTP_HEADER_TIMEOUT` (default 10 s): a request head must arrive whole within it,
-    /// counted from the connection's opening or from its first byte on a kept-alive connection.
-    pub header_timeout: Duration,
-    /// `TESSERA_HTTP_BODY_TIMEOUT` (default 60 s): a request body must arrive whole within it,
-    /// counted from its head; beyond it, 408 and the connection is closed.
-    pub body_timeout: Duration,
-    /// `TESSERA_HTTP_IDLE_TIMEOUT` (default 60 s): a connection without a request in flight, or
-    /// moving no bytes, is closed after it.
-    pub idle_timeout: Duration,
-    /// `TESSERA_HTTP_MAX_CONNECTIONS` (default 10,000): connections served at once; further
-    /// ones wait in the listen backlog until one closes.
-    pub max_connections: usize,
-}
-
-impl HttpConfig {
-    /// The body limit given, the connection limits from the environment.
-    pub fn from_env(max_body_bytes: usize) -> anyhow::Result<Self> {
-        let timeout = |name: &str, default: u64| -> anyhow::Result<Duration> {
-            let value = env_var::<humantime::Duration>(name)?
-                .map_or(Duration::from_secs(default), Duration::from);
-            anyhow::ensure!(!value.is_zero(), "{name} must be above zero");
-            Ok(value)
-        };
-        let max_connections = env_var::<usize>("TESSERA_HTTP_MAX_CONNECTIONS")?.unwrap_or(10_000);
-        anyhow::ensure!(
-            max_connections >= 1,
-            "TESSERA_HTTP_MAX_CONNECTIONS must be at least 1"
-        );
-        Ok(Self {
-            max_body_bytes,
-            header_timeout: timeout("TESSERA_HTTP_HEADER_TIMEOUT", 10)?,
-            body_timeout: timeout("TESSERA_HTTP_BODY_TIMEOUT", 60)?,
-            idle_timeout: timeout("TESSERA_HTTP_IDLE_TIMEOUT", 60)?,
-            max_connections,
-        })
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct WebhookConfig {
     /// Delays before attempts 2..5.
@@ -142,14 +82,6 @@ pub struct WebhookConfig {
     /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
     /// creation and update) waits for a name to resolve; a name not resolved by then passes.
     pub check_dns_timeout: Duration,
-}
-
-/// Requests per 60 s.
-#[derive(Debug, Clone, Copy)]
-pub struct RateLimitConfig {
-    pub auth_per_minute: u32,
-    pub read_per_minute: u32,
-    pub write_per_minute: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -470,23 +402,6 @@ impl FromStr for EngineOutboundHosts {
             }
         }
         Ok(Self(engines))
-    }
-}
-
-/// An environment variable parsed as `T`; `None` when unset, a clear error when malformed.
-pub fn env_var<T>(name: &str) -> anyhow::Result<Option<T>>
-where
-    T: FromStr,
-    T::Err: std::fmt::Display,
-{
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|error| anyhow::anyhow!("{name}: cannot parse {text:?}: {error}")),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not valid UTF-8"),
     }
 }
 

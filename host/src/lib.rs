@@ -2,11 +2,11 @@
 //! (`/core`) and, through the engine runtime, every engine component (`/<engine>/…`).
 //! See ARCHITECTURE.md for the map.
 
+pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod core;
-pub mod http;
 pub mod openapi;
 pub mod orchestrator;
 pub mod runtime;
@@ -16,6 +16,8 @@ pub mod state;
 pub mod telemetry;
 pub mod tenancy;
 
+/// The HTTP kit (crates/http), under the path the host's modules use.
+pub use tessera_http as http;
 /// The storage layer (crates/storage), under the path the host's modules use.
 pub use tessera_storage as storage;
 pub use tessera_storage::{on_pool, on_tx, on_writer};

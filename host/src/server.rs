@@ -104,7 +104,7 @@ impl Application {
             );
         }
         let state = build_state(config).await?;
-        let router = crate::http::router(state.clone(), extra);
+        let router = crate::app::router(state.clone(), extra);
         Ok(Self {
             listener,
             router,

@@ -25,6 +25,16 @@ impl AppState {
     }
 }
 
+/// What the signed internal endpoints check against (`http::signature::SignedJson`).
+impl axum::extract::FromRef<AppState> for crate::http::signature::InternalCalls {
+    fn from_ref(state: &AppState) -> Self {
+        Self {
+            service_secret: state.service_secret.clone(),
+            max_body_bytes: state.config.http.max_body_bytes,
+        }
+    }
+}
+
 impl std::ops::Deref for AppState {
     type Target = Services;
 

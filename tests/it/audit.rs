@@ -362,7 +362,7 @@ async fn serve_recording_route(
             },
         ),
     );
-    let router = tessera_host::http::router(app.state().clone(), route);
+    let router = tessera_host::app::router(app.state().clone(), route);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {

@@ -7,12 +7,16 @@
 //! - `new-engine NAME [--engines-dir DIR]`: scaffold a working engine crate `engines/NAME` on
 //!   the guest SDK (in another engine workspace with `--engines-dir`).
 //!
-//! Each installs the `wasm32-wasip2` target first when it is missing.
+//! Each installs the `wasm32-wasip2` target first when it is missing. `cargo test -p xtask` runs
+//! the tidy tests (`src/tidy.rs`): the project rules no compiler checks.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
+
+#[cfg(test)]
+mod tidy;
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 

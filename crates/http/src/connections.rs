@@ -41,7 +41,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 
 use crate::config::HttpConfig;
-use crate::http::error::ErrorBody;
+use crate::error::ErrorBody;
 
 /// The first bytes of every HTTP/2 prior-knowledge connection.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

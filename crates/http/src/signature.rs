@@ -21,17 +21,28 @@ pub struct SignedJson<T>(pub T);
 #[serde(deny_unknown_fields)]
 pub struct EmptyBody {}
 
-impl<T> axum::extract::FromRequest<crate::state::AppState> for SignedJson<T>
+/// What checking an internal call needs from the app's state: the service secret and the
+/// largest body to read. The app provides it with `FromRef`.
+#[derive(Clone)]
+pub struct InternalCalls {
+    pub service_secret: crate::config::Secret,
+    pub max_body_bytes: usize,
+}
+
+impl<S, T> axum::extract::FromRequest<S> for SignedJson<T>
 where
+    S: Send + Sync,
+    InternalCalls: axum::extract::FromRef<S>,
     T: serde::de::DeserializeOwned,
 {
-    type Rejection = crate::http::ApiError;
+    type Rejection = crate::ApiError;
 
     async fn from_request(
         request: axum::extract::Request,
-        state: &crate::state::AppState,
+        state: &S,
     ) -> Result<Self, Self::Rejection> {
-        use crate::http::ApiError;
+        use crate::ApiError;
+        let state = <InternalCalls as axum::extract::FromRef<S>>::from_ref(state);
         let header = request
             .headers()
             .get(SIGNATURE_HEADER)
@@ -49,7 +60,7 @@ where
             .path_and_query()
             .map(|target| target.as_str().to_owned())
             .unwrap_or_else(|| "/".to_owned());
-        let body = axum::body::to_bytes(request.into_body(), state.config.http.max_body_bytes)
+        let body = axum::body::to_bytes(request.into_body(), state.max_body_bytes)
             .await
             .map_err(|_| ApiError::PayloadTooLarge)?;
         let now = chrono::Utc::now().timestamp();
@@ -76,7 +87,7 @@ where
 
 /// The body as `T`: an unknown field is `errors.<field>: ["unknown"]`, anything else as every
 /// JSON body of the API.
-fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, crate::http::ApiError> {
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, crate::ApiError> {
     let deserializer = &mut serde_json::Deserializer::from_slice(body);
     match serde_path_to_error::deserialize::<_, T>(deserializer) {
         Ok(value) => Ok(value),
@@ -86,10 +97,10 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, crate::h
                 .strip_prefix("unknown field `")
                 .and_then(|rest| rest.split('`').next())
             {
-                Some(field) => Err(crate::http::ApiError::Validation(
-                    crate::http::ValidationErrors::single(field, "unknown"),
+                Some(field) => Err(crate::ApiError::Validation(
+                    crate::ValidationErrors::single(field, "unknown"),
                 )),
-                None => crate::http::extract::parse_json(body),
+                None => crate::extract::parse_json(body),
             }
         }
     }
@@ -180,10 +191,9 @@ mod tests {
     #[test]
     fn unknown_fields_are_named_as_unknown() {
         match parse_body::<Body>(br#"{"tenant_id":"t","extra":1}"#) {
-            Err(crate::http::ApiError::Validation(errors)) => assert_eq!(
-                errors,
-                crate::http::ValidationErrors::single("extra", "unknown")
-            ),
+            Err(crate::ApiError::Validation(errors)) => {
+                assert_eq!(errors, crate::ValidationErrors::single("extra", "unknown"))
+            }
             other => panic!("expected a validation error, got {:?}", other.map(|_| ())),
         }
         assert!(parse_body::<EmptyBody>(b"{}").is_ok());

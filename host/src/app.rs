@@ -1,14 +1,5 @@
-//! HTTP: the conventions every route shares (envelopes, errors, extractors, paging,
-//! correlation ids) and the one place where every service's router is merged.
-
-pub mod connections;
-pub mod conventions;
-pub mod envelope;
-pub mod error;
-pub mod extract;
-pub mod paging;
-pub mod rate_limit;
-pub mod signature;
+//! The assembly point of the host: every service's router merged under the shared HTTP
+//! conventions, and the OpenAPI document of all of them at `/api/openapi.json`.
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -17,9 +8,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::http::{connections, conventions, rate_limit};
 use crate::state::AppState;
-
-pub use error::{ApiError, ApiResult, ValidationErrors};
 
 /// Every route of the host, with the conventions applied, plus the OpenAPI document of all of
 /// them at `/api/openapi.json`. `extra` lets embedders (and tests) add routes that get the same

@@ -1,0 +1,93 @@
+//! The configuration pieces of the HTTP kit: the listener's limits ([`HttpConfig`]), the rate
+//! limits ([`RateLimitConfig`]), secrets that never print ([`Secret`]) and the environment
+//! variable reader every config section uses ([`env_var`]). The binary assembles them into its
+//! one `Config`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A secret value: never printed, never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        Self(value)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub max_body_bytes: usize,
+    /// `TESSERA_HTTP_HEADER_TIMEOUT` (default 10 s): a request head must arrive whole within it,
+    /// counted from the connection's opening or from its first byte on a kept-alive connection.
+    pub header_timeout: Duration,
+    /// `TESSERA_HTTP_BODY_TIMEOUT` (default 60 s): a request body must arrive whole within it,
+    /// counted from its head; beyond it, 408 and the connection is closed.
+    pub body_timeout: Duration,
+    /// `TESSERA_HTTP_IDLE_TIMEOUT` (default 60 s): a connection without a request in flight, or
+    /// moving no bytes, is closed after it.
+    pub idle_timeout: Duration,
+    /// `TESSERA_HTTP_MAX_CONNECTIONS` (default 10,000): connections served at once; further
+    /// ones wait in the listen backlog until one closes.
+    pub max_connections: usize,
+}
+
+impl HttpConfig {
+    /// The body limit given, the connection limits from the environment.
+    pub fn from_env(max_body_bytes: usize) -> anyhow::Result<Self> {
+        let timeout = |name: &str, default: u64| -> anyhow::Result<Duration> {
+            let value = env_var::<humantime::Duration>(name)?
+                .map_or(Duration::from_secs(default), Duration::from);
+            anyhow::ensure!(!value.is_zero(), "{name} must be above zero");
+            Ok(value)
+        };
+        let max_connections = env_var::<usize>("TESSERA_HTTP_MAX_CONNECTIONS")?.unwrap_or(10_000);
+        anyhow::ensure!(
+            max_connections >= 1,
+            "TESSERA_HTTP_MAX_CONNECTIONS must be at least 1"
+        );
+        Ok(Self {
+            max_body_bytes,
+            header_timeout: timeout("TESSERA_HTTP_HEADER_TIMEOUT", 10)?,
+            body_timeout: timeout("TESSERA_HTTP_BODY_TIMEOUT", 60)?,
+            idle_timeout: timeout("TESSERA_HTTP_IDLE_TIMEOUT", 60)?,
+            max_connections,
+        })
+    }
+}
+
+/// Requests per 60 s.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitConfig {
+    pub auth_per_minute: u32,
+    pub read_per_minute: u32,
+    pub write_per_minute: u32,
+}
+
+/// An environment variable parsed as `T`; `None` when unset, a clear error when malformed.
+pub fn env_var<T>(name: &str) -> anyhow::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|error| anyhow::anyhow!("{name}: cannot parse {text:?}: {error}")),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not valid UTF-8"),
+    }
+}

@@ -1,0 +1,17 @@
+//! The HTTP kit every service of the host builds on: the API's error type and its bodies,
+//! extractors that refuse bad input in the API's shapes, `{data}` envelopes, offset and cursor
+//! paging, the request conventions (correlation id, logs, JSON error bodies, panics), rate
+//! limits, the listener with its connection limits, and the extractor of signed internal calls.
+//! It knows no service: each service crate exports its own router, and the binary merges them.
+
+pub mod config;
+pub mod connections;
+pub mod conventions;
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod paging;
+pub mod rate_limit;
+pub mod signature;
+
+pub use error::{ApiError, ApiResult, ValidationErrors};
