@@ -122,16 +122,22 @@ async fn main() -> anyhow::Result<()> {
     // 1. The cost of verifying a bearer token: signature and claims, then the session check
     // (warm cache), as the extractor does.
     let claims = state
+        .auth
         .access_tokens
         .verify(&token)
         .await
         .ok_or_else(|| anyhow::anyhow!("the token does not verify"))?;
-    state.sessions.is_active(&claims.sid).await?;
+    state.auth.sessions.is_active(&claims.sid).await?;
     let mut verify = Vec::with_capacity(VERIFY_SAMPLES);
     for _ in 0..VERIFY_SAMPLES {
         let started = Instant::now();
-        let claims = state.access_tokens.verify(&token).await.expect("valid");
-        assert!(state.sessions.is_active(&claims.sid).await?);
+        let claims = state
+            .auth
+            .access_tokens
+            .verify(&token)
+            .await
+            .expect("valid");
+        assert!(state.auth.sessions.is_active(&claims.sid).await?);
         verify.push(started.elapsed());
     }
 

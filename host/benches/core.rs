@@ -268,6 +268,7 @@ async fn create_tenant(state: &AppState, slug: &str) -> anyhow::Result<BenchTena
         })
         .await?;
     let (_, token_set) = state
+        .auth
         .sessions
         .open(&TokenScope {
             user_id: user.user_id.clone(),

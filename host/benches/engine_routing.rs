@@ -121,6 +121,7 @@ async fn main() -> anyhow::Result<()> {
     // 2. Latency through HTTP: native handler vs engine route, same token check, same 204.
     // A real session, as a login opens: the bearer check includes the session lookup.
     let (_, token_set) = state
+        .auth
         .sessions
         .open(&TokenScope {
             user_id: uuid::Uuid::new_v4().to_string(),

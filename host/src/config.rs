@@ -10,10 +10,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::auth::password::PasswordPolicy;
 use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
+pub use tessera_auth::config::AuthConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
@@ -82,35 +82,6 @@ pub struct WebhookConfig {
     /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
     /// creation and update) waits for a name to resolve; a name not resolved by then passes.
     pub check_dns_timeout: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct AuthConfig {
-    pub password_policy: PasswordPolicy,
-    /// Access token lifetime (`expires_in`, `session.token_lifetime`).
-    pub token_lifetime: Duration,
-    /// Refresh token lifetime (`session.refresh_token_lifetime`).
-    pub refresh_token_lifetime: Duration,
-    /// Sessions a user may hold; a new login ends the oldest beyond it.
-    pub max_active_sessions: u32,
-    /// Failed logins (per normalized login) before the lockout.
-    pub lockout_max_attempts: u32,
-    /// How long a lockout lasts.
-    pub lockout_duration: Duration,
-}
-
-impl Default for AuthConfig {
-    /// The spec's sample configuration.
-    fn default() -> Self {
-        Self {
-            password_policy: PasswordPolicy::default(),
-            token_lifetime: Duration::from_secs(3600),
-            refresh_token_lifetime: Duration::from_secs(604_800),
-            max_active_sessions: 10,
-            lockout_max_attempts: 5,
-            lockout_duration: Duration::from_secs(900),
-        }
-    }
 }
 
 /// The whole configuration of a running host.

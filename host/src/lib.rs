@@ -3,7 +3,6 @@
 //! See ARCHITECTURE.md for the map.
 
 pub mod app;
-pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod core;
@@ -16,6 +15,8 @@ pub mod state;
 pub mod telemetry;
 pub mod tenancy;
 
+/// The authentication service (crates/auth), under the path the host's modules use.
+pub use tessera_auth as auth;
 /// The HTTP kit (crates/http), under the path the host's modules use.
 pub use tessera_http as http;
 /// The storage layer (crates/storage), under the path the host's modules use.

@@ -15,6 +15,7 @@ use crate::auth::keys::SigningKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::sessions::Sessions;
 use crate::auth::tokens::AccessTokens;
+use crate::auth::{AuthServices, AuthState};
 use crate::config::Config;
 use crate::core::intention_writer::IntentionWriter;
 use crate::core::projections::signal::EventSignal;
@@ -51,13 +52,12 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let workers = WorkerRegistry::new(config.projections.degraded_lag);
     let event_signal = EventSignal::default();
     let intention_writer = IntentionWriter::start(database.clone(), event_signal.clone());
-    Ok(AppState::new(Services {
-        config: Arc::new(config),
-        database,
-        cache: Cache::new(100_000, Duration::from_secs(60)),
-        workers,
+    let auth = AuthState::new(AuthServices {
+        config: config.auth.clone(),
+        public_url: config.public_url.clone(),
+        database: database.clone(),
         password_hasher: PasswordHasher::new(password_hash_concurrency()),
-        service_secret,
+        service_secret: service_secret.clone(),
         access_tokens,
         sessions,
         dummy_password_hash: Arc::from(
@@ -65,6 +65,14 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
                 .await
                 .context("computing the dummy password hash")?,
         ),
+    });
+    Ok(AppState::new(Services {
+        config: Arc::new(config),
+        database,
+        cache: Cache::new(100_000, Duration::from_secs(60)),
+        workers,
+        auth,
+        service_secret,
         engines,
         orchestrator,
         event_signal,

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::auth::password::PasswordHasher;
-use crate::auth::sessions::Sessions;
-use crate::auth::tokens::AccessTokens;
+use crate::auth::AuthState;
 use crate::config::{Config, Secret};
 use crate::core::intention_writer::IntentionWriter;
 use crate::core::projections::signal::EventSignal;
@@ -22,6 +20,13 @@ pub struct AppState(Arc<Services>);
 impl AppState {
     pub fn new(services: Services) -> Self {
         Self(Arc::new(services))
+    }
+}
+
+/// The authentication service's state, for its routes and the `Caller` extractor.
+impl axum::extract::FromRef<AppState> for AuthState {
+    fn from_ref(state: &AppState) -> Self {
+        state.auth.clone()
     }
 }
 
@@ -49,12 +54,9 @@ pub struct Services {
     pub database: Database,
     pub cache: Cache,
     pub workers: WorkerRegistry,
-    pub password_hasher: PasswordHasher,
     pub service_secret: Secret,
-    pub access_tokens: AccessTokens,
-    pub sessions: Sessions,
-    /// Checked when a login names no account, so unknown logins cost the same time.
-    pub dummy_password_hash: Arc<str>,
+    /// The authentication service: tokens, sessions, the password hasher (`state.auth.…`).
+    pub auth: AuthState,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
     /// Wakes the projection workers after appends to the event log.

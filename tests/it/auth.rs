@@ -304,6 +304,7 @@ database_test!(
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
         let expired = app
             .state()
+            .auth
             .access_tokens
             .issue(&tessera_host::auth::tokens::AccessClaims {
                 sub: decoded["sub"].as_str().unwrap().into(),
@@ -708,7 +709,13 @@ database_test!(
         let app = spawn(backend, |_| {}).await;
         tenant_with_user(&app, "acme", "ada@example.com");
         let before = access(&logged_in(&app, "ada@example.com").await);
-        app.state().access_tokens.keys().rotate().await.unwrap();
+        app.state()
+            .auth
+            .access_tokens
+            .keys()
+            .rotate()
+            .await
+            .unwrap();
         let after = access(&logged_in(&app, "ada@example.com").await);
         let kid = |token: &str| -> Value {
             let header = token.split('.').next().unwrap();

@@ -57,7 +57,7 @@ struct HashingGate {
 
 impl HashingGate {
     async fn close(app: &TestApp) -> Self {
-        let hasher = app.state().password_hasher.clone();
+        let hasher = app.state().auth.password_hasher.clone();
         let (started, mut running) = tokio::sync::mpsc::unbounded_channel();
         let (mut release, mut jobs) = (Vec::new(), Vec::new());
         for _ in 0..hasher.threads() {

@@ -430,6 +430,7 @@ impl TestApp {
         };
         let (_, token_set) = self
             .state
+            .auth
             .sessions
             .open(&scope)
             .await

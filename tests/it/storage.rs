@@ -180,7 +180,7 @@ database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
     let found = tessera_host::tenancy::TenancyService::new(
         app.state().database.clone(),
         Default::default(),
-        app.state().password_hasher.clone(),
+        app.state().auth.password_hasher.clone(),
         app.state().orchestrator.clone(),
     )
     .tenant_by_slug("live")

@@ -84,8 +84,13 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
     }
 }
 
+/// The workspace of the `CARGO_MANIFEST_DIR` cargo gives the process at run time (`cargo run`,
+/// `cargo test`); the compile-time one only outside cargo, since a binary built in another
+/// clone sharing the target dir carries that clone's path.
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()

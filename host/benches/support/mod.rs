@@ -220,6 +220,7 @@ pub async fn provisioned_tenant(
             })
             .await?;
         let (_, token_set) = state
+            .auth
             .sessions
             .open(&TokenScope {
                 user_id: user.user_id.clone(),

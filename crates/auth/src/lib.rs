@@ -1,14 +1,18 @@
-//! The authentication service (`/auth`): health today; login, tokens, sessions and MFA build
-//! on the password module here.
+//! The authentication service (`/auth`): login, tokens and sessions, MFA, the audit log, the
+//! lockout, and the one authorization extractor every service uses ([`caller::Caller`]). Its
+//! router is generic over the app's state, which gives it [`AuthState`] by `FromRef`.
 
 pub mod audit;
 pub mod caller;
+pub mod config;
+pub mod identity;
 pub mod keys;
 mod lockout;
 mod mfa;
 pub mod password;
 mod routes;
 pub mod sessions;
+pub mod state;
 mod store;
 pub mod tokens;
 pub mod totp;
@@ -18,8 +22,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::http::extract::NoQuery;
-use crate::state::AppState;
+pub use crate::state::{AuthServices, AuthState};
+use tessera_http::extract::NoQuery;
 
 /// `{status, version}` of a service's plain health endpoint.
 #[derive(Debug, Serialize, ToSchema)]
@@ -37,7 +41,11 @@ impl ServiceHealth {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    AuthState: axum::extract::FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(health))
         .merge(audit::router())

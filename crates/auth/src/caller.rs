@@ -6,12 +6,12 @@
 //! Guests are scoped here too, deny by default: in core a guest token reaches only the routes
 //! of [`GUEST_CORE_ROUTES`] (its own inbox) and every other core route is a 403.
 
-use axum::extract::{FromRequestParts, MatchedPath};
+use axum::extract::{FromRef, FromRequestParts, MatchedPath};
 use axum::http::header;
 use axum::http::request::Parts;
 
-use crate::http::ApiError;
-use crate::state::AppState;
+use crate::state::AuthState;
+use tessera_http::ApiError;
 
 /// Who is calling, as established from a verified access token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,13 +24,15 @@ pub struct Caller {
     pub session_id: String,
 }
 
-impl FromRequestParts<AppState> for Caller {
+impl<S> FromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    AuthState: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = AuthState::from_ref(state);
         let token = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -101,13 +103,14 @@ fn lower_role(token_role: String, current_role: String) -> String {
 #[derive(Debug, Clone)]
 pub struct OptionalCaller(pub Option<Caller>);
 
-impl FromRequestParts<AppState> for OptionalCaller {
+impl<S> FromRequestParts<S> for OptionalCaller
+where
+    S: Send + Sync,
+    AuthState: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         if !parts.headers.contains_key(header::AUTHORIZATION) {
             return Ok(Self(None));
         }

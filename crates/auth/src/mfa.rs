@@ -21,17 +21,17 @@ use super::lockout;
 use super::routes::{TokenSetWithServices, open_session};
 use super::sessions::hash_token;
 use super::totp::{self, TotpSecret};
-use crate::http::envelope::Data;
-use crate::http::extract::ApiJson;
-use crate::http::{ApiError, ApiResult, ValidationErrors};
-use crate::state::AppState;
-use crate::storage::{Database, time};
-use crate::{on_pool, on_tx};
+use crate::state::AuthState;
+use tessera_http::envelope::Data;
+use tessera_http::extract::ApiJson;
+use tessera_http::{ApiError, ApiResult, ValidationErrors};
+use tessera_storage::{Database, time};
+use tessera_storage::{on_pool, on_tx};
 
 /// How long an `mfa_token` may be used.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
 
-fn sealing_key(state: &AppState) -> [u8; 32] {
+fn sealing_key(state: &AuthState) -> [u8; 32] {
     totp::derive_key(state.service_secret.expose())
 }
 
@@ -61,7 +61,7 @@ pub struct MfaChallengeBody {
 
 /// The 202 of a login whose password was right: an `mfa_token` for the verify step.
 pub async fn challenge(
-    state: &AppState,
+    state: &AuthState,
     user_id: &str,
     login: &str,
     origin: &RequestOrigin,
@@ -104,7 +104,11 @@ pub async fn challenge(
         .into_response())
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    AuthState: axum::extract::FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(setup))
         .routes(routes!(confirm))
@@ -151,7 +155,7 @@ pub struct VerifyRequest {
         (status = 409, description = "MFA is already enabled"),
     )
 )]
-async fn setup(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Data<TotpSetup>>> {
+async fn setup(State(state): State<AuthState>, caller: Caller) -> ApiResult<Json<Data<TotpSetup>>> {
     if enabled(&state.database, &caller.user_id).await? {
         return Err(ApiError::Conflict(
             "Multi-factor authentication is already enabled.".into(),
@@ -183,7 +187,7 @@ async fn setup(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<
 
 /// The user's sealed secret and last step; `pending` selects an unconfirmed one.
 async fn secret_of(
-    state: &AppState,
+    state: &AuthState,
     user_id: &str,
     pending: bool,
 ) -> ApiResult<Option<(TotpSecret, Option<i64>)>> {
@@ -209,7 +213,7 @@ async fn secret_of(
 /// Accepts `code` for the user's secret at most once: the matched step is stored only if it is
 /// newer than the last one, in one conditional update.
 async fn accept_code(
-    state: &AppState,
+    state: &AuthState,
     user_id: &str,
     secret: &TotpSecret,
     last_step: Option<i64>,
@@ -248,7 +252,7 @@ fn invalid_code() -> ApiError {
     )
 )]
 async fn confirm(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     caller: Caller,
     ApiJson(body): ApiJson<CodeRequest>,
@@ -318,7 +322,7 @@ async fn confirm(
     )
 )]
 async fn verify(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     ApiJson(body): ApiJson<VerifyRequest>,
 ) -> ApiResult<Response> {
@@ -340,7 +344,7 @@ async fn verify(
     .await)
     .context("reading an MFA challenge")?;
     let (user_id, login) = challenge.ok_or(ApiError::Unauthenticated)?;
-    let auth = &state.config.auth;
+    let auth = &state.config;
     // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
     lockout::reserve(
         &state.database,
@@ -418,7 +422,7 @@ async fn verify(
     )
 )]
 async fn disable(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     caller: Caller,
     ApiJson(body): ApiJson<CodeRequest>,

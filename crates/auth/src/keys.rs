@@ -23,9 +23,9 @@ use jsonwebtoken::{DecodingKey, EncodingKey};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::config::Secret;
-use crate::on_pool;
-use crate::storage::{Database, time};
+use tessera_http::config::Secret;
+use tessera_storage::on_pool;
+use tessera_storage::{Database, time};
 
 /// A signing key stops signing after this long and a new one takes over.
 pub const ROTATION_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -234,7 +234,7 @@ impl SigningKeys {
             let seed = plaintext_seed(&plaintext)
                 .with_context(|| format!("reading the plaintext signing key {kid}"))?;
             let sealed = self.sealing.seal(&kid, &seed);
-            crate::on_writer!(self.database, pool => sqlx::query(
+            tessera_storage::on_writer!(self.database, pool => sqlx::query(
                 "UPDATE signing_keys SET private_seed = $1 WHERE kid = $2 AND private_seed = $3",
             )
             .bind(&sealed)
@@ -255,7 +255,7 @@ impl SigningKeys {
         let kid = uuid::Uuid::new_v4().simple().to_string();
         let now = time::now();
         let mut tx = self.database.begin().await?;
-        crate::on_tx!(&mut tx, conn => sqlx::query(
+        tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
             "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL",
         )
         .bind(&now)
@@ -263,7 +263,7 @@ impl SigningKeys {
         .await
         .map(drop))
         .context("retiring the signing key")?;
-        crate::on_tx!(&mut tx, conn => sqlx::query(
+        tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
             "INSERT INTO signing_keys (kid, algorithm, private_seed, created_at) VALUES ($1, 'EdDSA', $2, $3)",
         )
         .bind(&kid)

@@ -20,8 +20,8 @@ use utoipa::ToSchema;
 use super::audit::{self, AuditEntry, AuditEvent};
 use super::tokens::{AccessClaims, AccessTokens};
 use crate::config::AuthConfig;
-use crate::storage::{Database, Tx, time};
-use crate::{on_pool, on_tx};
+use tessera_storage::{Database, Tx, time};
+use tessera_storage::{on_pool, on_tx};
 
 /// How long a host trusts its last look at a session.
 pub const ACTIVE_CACHE_TTL: Duration = Duration::from_secs(5);

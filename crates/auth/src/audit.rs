@@ -59,16 +59,16 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::auth::caller::Caller;
-use crate::http::conventions::{CorrelationId, is_well_formed_correlation_id};
-use crate::http::envelope::{self, DataWithMeta};
-use crate::http::extract::parse_query;
-use crate::http::paging::{CursorMeta, CursorPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
-use crate::http::{ApiError, ApiResult, ValidationErrors};
-use crate::state::AppState;
-use crate::storage::{Database, Tx, time};
-use crate::tenancy::{is_valid_email, normalize_email};
-use crate::{on_pool, on_tx};
+use crate::caller::Caller;
+use crate::identity::{is_valid_email, normalize_email};
+use crate::state::AuthState;
+use tessera_http::conventions::{CorrelationId, is_well_formed_correlation_id};
+use tessera_http::envelope::{self, DataWithMeta};
+use tessera_http::extract::parse_query;
+use tessera_http::paging::{CursorMeta, CursorPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use tessera_http::{ApiError, ApiResult, ValidationErrors};
+use tessera_storage::{Database, Tx, time};
+use tessera_storage::{on_pool, on_tx};
 
 /// What happened. Stored and served as a stable dotted name ([`AuditEvent::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -536,7 +536,11 @@ pub async fn list(
     Ok(page.finish(items, |item| (item.created_at.clone(), item.id.clone())))
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    AuthState: axum::extract::FromRef<S>,
+{
     OpenApiRouter::new().routes(routes!(list_audit))
 }
 
@@ -577,7 +581,7 @@ pub struct AuditQuery {
     )
 )]
 async fn list_audit(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     caller: Caller,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {

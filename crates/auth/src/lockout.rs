@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use chrono::Utc;
 
-use crate::on_tx;
-use crate::storage::{Database, DatabaseKind, time};
+use tessera_storage::on_tx;
+use tessera_storage::{Database, DatabaseKind, time};
 
 /// Whether a login may be tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,12 +25,12 @@ pub enum Lock {
 
 impl Lock {
     /// The 429 (with `Retry-After`) of a locked login.
-    pub fn into_result(self) -> Result<(), crate::http::ApiError> {
+    pub fn into_result(self) -> Result<(), tessera_http::ApiError> {
         match self {
             Lock::Open => Ok(()),
             Lock::Locked {
                 retry_after_seconds,
-            } => Err(crate::http::ApiError::TooManyRequests {
+            } => Err(tessera_http::ApiError::TooManyRequests {
                 retry_after_seconds,
             }),
         }
@@ -123,7 +123,7 @@ pub async fn reserve(
 /// the wrong guesses before it stay counted, and a lock that only this guess completed is
 /// lifted. (A right password [`clear`]s the whole count instead.)
 pub async fn release(database: &Database, login: &str, max_attempts: u32) -> anyhow::Result<()> {
-    crate::on_pool!(database, pool => sqlx::query(
+    tessera_storage::on_pool!(database, pool => sqlx::query(
         "UPDATE login_attempts
          SET failures = failures - 1,
              locked_until = CASE WHEN failures - 1 < $2 THEN NULL ELSE locked_until END,
@@ -141,7 +141,7 @@ pub async fn release(database: &Database, login: &str, max_attempts: u32) -> any
 
 /// A successful login clears the count.
 pub async fn clear(database: &Database, login: &str) -> anyhow::Result<()> {
-    crate::on_pool!(database, pool => sqlx::query("DELETE FROM login_attempts WHERE login = $1")
+    tessera_storage::on_pool!(database, pool => sqlx::query("DELETE FROM login_attempts WHERE login = $1")
         .bind(login)
         .execute(pool)
         .await

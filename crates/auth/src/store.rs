@@ -3,8 +3,8 @@
 
 use anyhow::Context as _;
 
-use crate::on_pool;
-use crate::storage::Database;
+use tessera_storage::Database;
+use tessera_storage::on_pool;
 
 /// An account as login sees it.
 pub struct Account {
@@ -51,7 +51,7 @@ pub async fn update_password_hash(
     )
     .bind(user_id)
     .bind(password_hash)
-    .bind(crate::storage::time::now())
+    .bind(tessera_storage::time::now())
     .execute(pool)
     .await
     .map(drop))

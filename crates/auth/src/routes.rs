@@ -18,11 +18,11 @@ use super::lockout;
 use super::password::{PasswordPolicy, Verified};
 use super::sessions::{RefreshError, TokenScope, TokenSet};
 use super::store;
-use crate::http::envelope::Data;
-use crate::http::extract::{ApiJson, NoQuery};
-use crate::http::{ApiError, ApiResult, ValidationErrors};
-use crate::state::AppState;
-use crate::tenancy::{is_valid_email, normalize_email};
+use crate::identity::{is_valid_email, normalize_email};
+use crate::state::AuthState;
+use tessera_http::envelope::Data;
+use tessera_http::extract::{ApiJson, NoQuery};
+use tessera_http::{ApiError, ApiResult, ValidationErrors};
 
 /// The services of `meta.services`, each at `<public-url>/<name>`.
 pub const SERVICES: [&str; 9] = [
@@ -50,10 +50,10 @@ pub struct TokenSetWithServices {
     pub meta: ServicesMeta,
 }
 
-pub(super) fn with_services(state: &AppState, token_set: TokenSet) -> Response {
+pub(super) fn with_services(state: &AuthState, token_set: TokenSet) -> Response {
     let services = SERVICES
         .iter()
-        .map(|name| (*name, format!("{}/{name}", state.config.public_url)))
+        .map(|name| (*name, format!("{}/{name}", state.public_url)))
         .collect();
     Json(TokenSetWithServices {
         data: token_set,
@@ -114,7 +114,11 @@ pub struct AuthConfiguration {
     pub lockout: LockoutSettings,
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    AuthState: axum::extract::FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(login))
         .routes(routes!(refresh))
@@ -140,7 +144,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     )
 )]
 async fn login(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     ApiJson(body): ApiJson<LoginRequest>,
 ) -> ApiResult<Response> {
@@ -152,7 +156,7 @@ async fn login(
     }
     errors.into_result()?;
     let login = normalize_email(&login);
-    let auth = &state.config.auth;
+    let auth = &state.config;
 
     let attempt = AuditEntry::new(AuditEvent::LoginFailed)
         .login(&login)
@@ -221,7 +225,7 @@ async fn login(
 /// The end of a successful login (password, or password and second factor): a session in the
 /// user's first tenant and its default workspace, answered with the token set and services.
 pub(super) async fn open_session(
-    state: &AppState,
+    state: &AuthState,
     user_id: &str,
     login: &str,
     origin: &RequestOrigin,
@@ -264,7 +268,7 @@ pub(super) async fn open_session(
     )
 )]
 async fn refresh(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     ApiJson(body): ApiJson<RefreshRequest>,
 ) -> ApiResult<Json<Data<TokenSet>>> {
@@ -299,7 +303,7 @@ async fn refresh(
     responses((status = 204, description = "Logged out"), (status = 401, description = "Unauthenticated"))
 )]
 async fn logout(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     caller: Caller,
 ) -> ApiResult<StatusCode> {
@@ -321,7 +325,7 @@ async fn logout(
     responses((status = 204, description = "Logged out everywhere"), (status = 401, description = "Unauthenticated"))
 )]
 async fn logout_all(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     caller: Caller,
 ) -> ApiResult<StatusCode> {
@@ -345,7 +349,7 @@ async fn logout_all(
     responses((status = 200, description = "The caller", body = Data<Me>), (status = 401, description = "Unauthenticated"))
 )]
 async fn me(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     caller: Caller,
     _: NoQuery,
 ) -> ApiResult<Json<Data<Me>>> {
@@ -381,7 +385,7 @@ async fn me(
     )
 )]
 async fn switch_context(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     origin: RequestOrigin,
     caller: Caller,
     ApiJson(body): ApiJson<SwitchContextRequest>,
@@ -436,8 +440,8 @@ async fn switch_context(
     tag = "auth",
     responses((status = 200, description = "Auth configuration", body = Data<AuthConfiguration>))
 )]
-async fn config(State(state): State<AppState>, _: NoQuery) -> Json<Data<AuthConfiguration>> {
-    let auth = &state.config.auth;
+async fn config(State(state): State<AuthState>, _: NoQuery) -> Json<Data<AuthConfiguration>> {
+    let auth = &state.config;
     Json(Data {
         data: AuthConfiguration {
             mfa_methods: vec!["totp"],
@@ -462,6 +466,6 @@ async fn config(State(state): State<AppState>, _: NoQuery) -> Json<Data<AuthConf
     tag = "auth",
     responses((status = 200, description = "JSON Web Key Set", body = Jwks))
 )]
-async fn jwks(State(state): State<AppState>, _: NoQuery) -> Json<Jwks> {
+async fn jwks(State(state): State<AuthState>, _: NoQuery) -> Json<Jwks> {
     Json(state.access_tokens.keys().jwks())
 }

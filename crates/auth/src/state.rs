@@ -1,0 +1,48 @@
+//! What the authentication service needs from the app, built once at start: its settings, the
+//! database, the password hasher, the service secret (sealing of TOTP secrets and signing
+//! seeds), tokens and sessions. The app gives it to the auth routes and to the [`Caller`]
+//! extractor of every service by `FromRef`.
+//!
+//! [`Caller`]: crate::caller::Caller
+
+use std::sync::Arc;
+
+use tessera_http::config::Secret;
+use tessera_storage::Database;
+
+use crate::config::AuthConfig;
+use crate::password::PasswordHasher;
+use crate::sessions::Sessions;
+use crate::tokens::AccessTokens;
+
+/// The authentication service's state: one `Arc`, cheap to clone per request.
+#[derive(Clone)]
+pub struct AuthState(Arc<AuthServices>);
+
+impl AuthState {
+    pub fn new(services: AuthServices) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AuthState {
+    type Target = AuthServices;
+
+    fn deref(&self) -> &AuthServices {
+        &self.0
+    }
+}
+
+/// The services behind [`AuthState`].
+pub struct AuthServices {
+    pub config: AuthConfig,
+    /// The host's public base URL (the service map of token answers names it).
+    pub public_url: String,
+    pub database: Database,
+    pub password_hasher: PasswordHasher,
+    pub service_secret: Secret,
+    pub access_tokens: AccessTokens,
+    pub sessions: Sessions,
+    /// Checked when a login names no account, so unknown logins cost the same time.
+    pub dummy_password_hash: Arc<str>,
+}
