@@ -672,7 +672,7 @@ async fn seed(state: AppState, tenant: BenchTenant, total: usize, seed: u64) -> 
         let batch = SEED_BATCH.min(total - written);
         let contacts: Vec<_> = (0..batch).map(|_| contact(&mut rng)).collect();
         write_contacts(&state.database, &tenant, contacts).await?;
-        state.event_signal.appended();
+        state.core.event_signal.appended();
         written += batch;
     }
     Ok(())
@@ -1116,7 +1116,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     );
     let ceiling_with_workers = on_fresh_host(backend, admin_url, true, async |server: &Server| {
         let tenant = std::sync::Arc::new(create_tenant(&server.state, "ceiling").await?);
-        let signal = Some(server.state.event_signal.clone());
+        let signal = Some(server.state.core.event_signal.clone());
         raw_writes(server.database(), &tenant, signal, 1, MAX_BATCH).await
     })
     .await?;

@@ -1,6 +1,12 @@
 //! The assembly point of the host: every service's router merged under the shared HTTP
-//! conventions, and the OpenAPI document of all of them at `/api/openapi.json`.
+//! conventions, the OpenAPI document of all of them at `/api/openapi.json`, and the traits a
+//! service owns for what it needs from a sibling, implemented here (the core's [`EventSink`]
+//! by the engines' event bus).
 
+use std::future::Future;
+use std::pin::Pin;
+
+use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
@@ -8,8 +14,12 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::core::events::StoredEvent;
+use crate::core::projections::bus_relay::EventSink;
 use crate::http::{connections, conventions, rate_limit};
+use crate::runtime::bus::BusEvent;
 use crate::state::AppState;
+use crate::storage::Tx;
 
 /// Every route of the host, with the conventions applied, plus the OpenAPI document of all of
 /// them at `/api/openapi.json`. `extra` lets embedders (and tests) add routes that get the same
@@ -57,4 +67,50 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             connections::body_deadline,
         ))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
+}
+
+/// The core's bus relay publishing on the engines' event bus.
+pub struct EngineBus(pub crate::runtime::bus::EventBus);
+
+impl EventSink for EngineBus {
+    fn subscribed(&self, event_type: &str) -> bool {
+        !self.0.subscriptions().subscribers(event_type).is_empty()
+    }
+
+    fn publish_in<'a>(
+        &'a self,
+        tx: &'a mut Tx,
+        event: &'a StoredEvent,
+    ) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>> {
+        Box::pin(async move {
+            self.0.publish_in(tx, &bus_event(event)?, None).await?;
+            Ok(())
+        })
+    }
+
+    fn committed(&self) {
+        self.0.wake();
+    }
+}
+
+/// A log event as the bus carries it: its data plus `entity_id` as the payload, its own id as
+/// the correlation id when it has none.
+fn bus_event(event: &StoredEvent) -> anyhow::Result<BusEvent> {
+    let mut payload: serde_json::Value = serde_json::from_str(&event.data)
+        .with_context(|| format!("reading the data of event {}", event.id))?;
+    if let (Some(fields), Some(entity_id)) = (payload.as_object_mut(), &event.entity_id) {
+        fields.insert("entity_id".to_owned(), entity_id.clone().into());
+    }
+    Ok(BusEvent {
+        id: event.id.clone(),
+        event_type: event.event_type.clone(),
+        tenant_id: event.tenant_id.clone(),
+        occurred_at: event.occurred_at.clone(),
+        actor_id: event.actor_id.clone(),
+        correlation_id: event
+            .correlation_id
+            .clone()
+            .unwrap_or_else(|| event.id.clone()),
+        payload,
+    })
 }

@@ -5,7 +5,6 @@
 pub mod app;
 pub mod cli;
 pub mod config;
-pub mod core;
 pub mod openapi;
 pub mod orchestrator;
 pub mod runtime;
@@ -17,6 +16,8 @@ pub mod tenancy;
 
 /// The authentication service (crates/auth), under the path the host's modules use.
 pub use tessera_auth as auth;
+/// The core service (crates/core), under the path the host's modules use.
+pub use tessera_core as core;
 /// The HTTP kit (crates/http), under the path the host's modules use.
 pub use tessera_http as http;
 /// The storage layer (crates/storage), under the path the host's modules use.

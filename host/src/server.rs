@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::core::intention_writer::IntentionWriter;
 use crate::core::projections::signal::EventSignal;
 use crate::core::workers::WorkerRegistry;
+use crate::core::{CoreServices, CoreState};
 use crate::orchestrator::Orchestrator;
 use crate::runtime::RegistryRole;
 use crate::secrets;
@@ -66,17 +67,28 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
                 .context("computing the dummy password hash")?,
         ),
     });
+    let cache = Cache::new(100_000, Duration::from_secs(60));
+    let core = CoreState::new(CoreServices {
+        database: database.clone(),
+        cache: cache.clone(),
+        projections: config.projections.clone(),
+        workflows: config.workflows,
+        event_signal,
+        intention_writer,
+        workers,
+        event_sink: Arc::new(crate::app::EngineBus(
+            engines.runtime().services().bus.clone(),
+        )),
+    });
     Ok(AppState::new(Services {
         config: Arc::new(config),
         database,
-        cache: Cache::new(100_000, Duration::from_secs(60)),
-        workers,
+        cache,
         auth,
+        core,
         service_secret,
         engines,
         orchestrator,
-        event_signal,
-        intention_writer,
     }))
 }
 
@@ -161,7 +173,7 @@ impl Application {
             state.config.work.clone(),
             shutdown.clone(),
         ));
-        crate::core::projections::spawn_workers(&state, &background, &shutdown);
+        crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         // `stop` ends the listener (its own token) and, as before, tells the workers to stop.
         let stop_serving = CancellationToken::new();

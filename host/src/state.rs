@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use crate::auth::AuthState;
 use crate::config::{Config, Secret};
-use crate::core::intention_writer::IntentionWriter;
-use crate::core::projections::signal::EventSignal;
-use crate::core::workers::WorkerRegistry;
+use crate::core::CoreState;
 use crate::orchestrator::Orchestrator;
 use crate::runtime::EngineRegistry;
 use crate::storage::Database;
@@ -27,6 +25,13 @@ impl AppState {
 impl axum::extract::FromRef<AppState> for AuthState {
     fn from_ref(state: &AppState) -> Self {
         state.auth.clone()
+    }
+}
+
+/// The core service's state, for its routes.
+impl axum::extract::FromRef<AppState> for CoreState {
+    fn from_ref(state: &AppState) -> Self {
+        state.core.clone()
     }
 }
 
@@ -53,14 +58,12 @@ pub struct Services {
     pub config: Arc<Config>,
     pub database: Database,
     pub cache: Cache,
-    pub workers: WorkerRegistry,
     pub service_secret: Secret,
     /// The authentication service: tokens, sessions, the password hasher (`state.auth.…`).
     pub auth: AuthState,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
-    /// Wakes the projection workers after appends to the event log.
-    pub event_signal: EventSignal,
-    /// Group-commits intentions.
-    pub intention_writer: IntentionWriter,
+    /// The core service: the event-log signal, the intention writer, the workers' registry
+    /// (`state.core.…`).
+    pub core: CoreState,
 }

@@ -101,7 +101,7 @@ async fn lagging_workers_are_degraded_until_they_catch_up() {
     .await;
     assert_eq!(body["status"], "degraded");
     held.rollback().await.unwrap();
-    app.state().event_signal.appended();
+    app.state().core.event_signal.appended();
     eventually(10, "the workers to recover", || async {
         let body = json_with_status(app.extended_health().await, 200).await;
         (body["status"] == "ok").then_some(())

@@ -647,7 +647,7 @@ async fn overlapping_postgres_transactions_never_leave_an_event_unprojected() {
 
     // The early position commits last: it must still be projected, exactly once.
     held.commit().await.unwrap();
-    app.state().event_signal.appended();
+    app.state().core.event_signal.appended();
     projected(&app).await;
     assert_eq!(
         scalar(&app, "SELECT COUNT(*) FROM timeline_items").await,

@@ -1,0 +1,103 @@
+//! Core health: the plain liveness endpoint and the extended report of the database, the cache
+//! and the background workers.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::state::CoreState;
+use tessera_auth::ServiceHealth;
+use tessera_http::extract::NoQuery;
+
+/// `ok`, `degraded` or `down`; ordered so the worst of several is their maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    Ok,
+    Degraded,
+    Down,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExtendedHealth {
+    /// The worst of all checks.
+    pub status: HealthStatus,
+    pub checks: HealthChecks,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthChecks {
+    pub database: HealthStatus,
+    pub cache: HealthStatus,
+    pub workers: WorkerChecks,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkerChecks {
+    pub projector: HealthStatus,
+    pub search: HealthStatus,
+    pub workflow: HealthStatus,
+}
+
+/// Liveness of the core service.
+#[utoipa::path(
+    get,
+    path = "/core/api/health",
+    operation_id = "core_health",
+    tag = "health",
+    responses((status = 200, description = "The service is up", body = ServiceHealth))
+)]
+pub async fn health(_: NoQuery) -> Json<ServiceHealth> {
+    Json(ServiceHealth::ok())
+}
+
+/// Real checks: a query on the database, a write and read of the cache, and each worker's
+/// heartbeat. The database is critical (`down` when unreachable); the cache is not
+/// (`degraded`).
+#[utoipa::path(
+    get,
+    path = "/core/api/health/extended",
+    operation_id = "core_health_extended",
+    tag = "health",
+    responses((status = 200, description = "Status of every subsystem", body = ExtendedHealth))
+)]
+pub async fn extended_health(State(state): State<CoreState>, _: NoQuery) -> Json<ExtendedHealth> {
+    let database = match state.database.ping().await {
+        Ok(()) => HealthStatus::Ok,
+        Err(error) => {
+            tracing::warn!(error = format!("{error:#}"), "database health check failed");
+            HealthStatus::Down
+        }
+    };
+    let cache = match state.cache.check().await {
+        Ok(()) => HealthStatus::Ok,
+        Err(error) => {
+            tracing::warn!(error = format!("{error:#}"), "cache health check failed");
+            HealthStatus::Degraded
+        }
+    };
+    let workers = WorkerChecks {
+        projector: state.workers.status("projector"),
+        search: state.workers.status("search"),
+        workflow: state.workers.status("workflow"),
+    };
+    let status = [
+        database,
+        cache,
+        workers.projector,
+        workers.search,
+        workers.workflow,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(HealthStatus::Ok);
+    Json(ExtendedHealth {
+        status,
+        checks: HealthChecks {
+            database,
+            cache,
+            workers,
+        },
+    })
+}

@@ -1,0 +1,691 @@
+//! Intentions: the write path. An intention is validated, prepared, then processed
+//! synchronously in a transaction that writes the entity and appends its domain events to the
+//! log (the outbox); projections pick the events up from there. Invalid intentions change
+//! nothing. Concurrent intentions share transactions (group commit, `intention_writer.rs`):
+//! each is decided in order against the effects of those before it.
+
+use std::collections::HashMap;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::entities::{self, Entity};
+use crate::events::{self, AppendGroup, DomainEvent, EventContext, NewEvent};
+use crate::families::{self, FamilyCache};
+use crate::intention_writer::IntentionWriter;
+use tessera_http::{ApiError, ValidationErrors};
+use tessera_storage::{Database, Tx, time};
+
+/// Fields one intention may carry.
+pub const MAX_FIELDS: usize = 100;
+/// Longest field code.
+pub const MAX_FIELD_CODE: usize = 64;
+/// Largest value of one field, as JSON text.
+pub const MAX_VALUE_BYTES: usize = 10_000;
+
+/// A validated intention.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intention {
+    Create {
+        family: String,
+        fields: Map<String, Value>,
+        status: Option<String>,
+    },
+    Update {
+        entity_id: String,
+        fields: Map<String, Value>,
+    },
+    Delete {
+        entity_id: String,
+    },
+    StatusChange {
+        entity_id: String,
+        status: String,
+    },
+}
+
+impl Intention {
+    /// Validates a request's `type` and `payload`; errors are keyed `type`, `payload` and
+    /// `payload.<name>` (`payload.fields.<code>` for one field).
+    pub fn parse(kind: Option<&str>, payload: Option<&Value>) -> Result<Self, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let kind = match kind {
+            None | Some("") => {
+                errors.add("type", "required");
+                None
+            }
+            Some(
+                kind @ ("entity.create"
+                | "entity.update"
+                | "entity.delete"
+                | "entity.status_change"),
+            ) => Some(kind),
+            Some(_) => {
+                errors.add("type", "in");
+                None
+            }
+        };
+        let payload = match payload {
+            None | Some(Value::Null) => {
+                errors.add("payload", "required");
+                None
+            }
+            Some(Value::Object(payload)) => Some(payload),
+            Some(_) => {
+                errors.add("payload", "object");
+                None
+            }
+        };
+        let (Some(kind), Some(payload)) = (kind, payload) else {
+            return Err(errors);
+        };
+        let intention = match kind {
+            "entity.create" => {
+                let family = required_string(&mut errors, payload, "family");
+                let fields = fields(&mut errors, payload, false);
+                let status = optional_string(&mut errors, payload, "status");
+                Self::Create {
+                    family,
+                    fields,
+                    status,
+                }
+            }
+            "entity.update" => Self::Update {
+                entity_id: entity_id(&mut errors, payload),
+                fields: fields(&mut errors, payload, true),
+            },
+            "entity.delete" => Self::Delete {
+                entity_id: entity_id(&mut errors, payload),
+            },
+            _ => Self::StatusChange {
+                entity_id: entity_id(&mut errors, payload),
+                status: required_string(&mut errors, payload, "status"),
+            },
+        };
+        if errors.is_empty() {
+            Ok(intention)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn optional_string(
+    errors: &mut ValidationErrors,
+    payload: &Map<String, Value>,
+    name: &str,
+) -> Option<String> {
+    match payload.get(name) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text.trim().is_empty() => {
+            errors.add(format!("payload.{name}"), "required");
+            None
+        }
+        Some(Value::String(text)) => Some(text.trim().to_owned()),
+        Some(_) => {
+            errors.add(format!("payload.{name}"), "string");
+            None
+        }
+    }
+}
+
+fn required_string(
+    errors: &mut ValidationErrors,
+    payload: &Map<String, Value>,
+    name: &str,
+) -> String {
+    if payload.get(name).is_none_or(Value::is_null) {
+        errors.add(format!("payload.{name}"), "required");
+        return String::new();
+    }
+    optional_string(errors, payload, name).unwrap_or_default()
+}
+
+fn entity_id(errors: &mut ValidationErrors, payload: &Map<String, Value>) -> String {
+    let id = required_string(errors, payload, "entity_id");
+    if !id.is_empty() && uuid::Uuid::parse_str(&id).is_err() {
+        errors.add("payload.entity_id", "uuid");
+    }
+    id
+}
+
+/// A field code: a letter, then letters, digits or `_`; at most 64 characters.
+pub fn is_field_code(code: &str) -> bool {
+    (1..=MAX_FIELD_CODE).contains(&code.len())
+        && code.as_bytes()[0].is_ascii_alphabetic()
+        && code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn fields(
+    errors: &mut ValidationErrors,
+    payload: &Map<String, Value>,
+    at_least_one: bool,
+) -> Map<String, Value> {
+    let fields = match payload.get("fields") {
+        None | Some(Value::Null) => {
+            errors.add("payload.fields", "required");
+            return Map::new();
+        }
+        Some(Value::Object(fields)) => fields,
+        Some(_) => {
+            errors.add("payload.fields", "object");
+            return Map::new();
+        }
+    };
+    if at_least_one && fields.is_empty() {
+        errors.add("payload.fields", "required");
+    }
+    if fields.len() > MAX_FIELDS {
+        errors.add("payload.fields", format!("max:{MAX_FIELDS}"));
+    }
+    for (code, value) in fields {
+        if !is_field_code(code) {
+            errors.add(format!("payload.fields.{code}"), "regex");
+        } else if value.to_string().len() > MAX_VALUE_BYTES {
+            errors.add(
+                format!("payload.fields.{code}"),
+                format!("max:{MAX_VALUE_BYTES}"),
+            );
+        }
+    }
+    fields.clone()
+}
+
+/// An intention's `data` in the response.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ProcessedIntention {
+    pub id: String,
+    /// `entity.create`, `entity.update`, `entity.delete` or `entity.status_change`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Always `processed`: a rejected intention is answered with an error and stores nothing.
+    pub status: String,
+    pub entity_id: String,
+    /// The domain events, in order.
+    pub events: Vec<DomainEvent>,
+}
+
+/// Who submits an intention, and in which request.
+#[derive(Debug, Clone)]
+pub struct Submitter {
+    pub tenant_id: String,
+    pub user_id: String,
+    /// Whether entities created by others may be changed (tenant owners); others change only
+    /// their own (spec: no modifying someone else's resource without admin rights).
+    pub may_modify_others: bool,
+    pub correlation_id: Option<String>,
+    /// Workflow hops that led to this intention; 0 for a person.
+    pub depth: i64,
+}
+
+/// An intention checked against everything that does not change under it (the family of a
+/// new entity: families are never edited), ready for the writer.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Create(Entity),
+    Update {
+        entity_id: String,
+        fields: Map<String, Value>,
+    },
+    Delete {
+        entity_id: String,
+    },
+    StatusChange {
+        entity_id: String,
+        status: String,
+    },
+}
+
+impl Prepared {
+    /// The existing entity the intention changes, if any.
+    fn existing_entity(&self) -> Option<&str> {
+        match self {
+            Self::Create(_) => None,
+            Self::Update { entity_id, .. }
+            | Self::Delete { entity_id }
+            | Self::StatusChange { entity_id, .. } => Some(entity_id),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Create(_) => "entity.create",
+            Self::Update { .. } => "entity.update",
+            Self::Delete { .. } => "entity.delete",
+            Self::StatusChange { .. } => "entity.status_change",
+        }
+    }
+}
+
+/// Prepares an intention: 422 for an unknown family or a status outside its pipeline.
+pub async fn prepare(
+    database: &Database,
+    families: &FamilyCache,
+    submitter: &Submitter,
+    intention: Intention,
+) -> Result<Prepared, ApiError> {
+    let family = match &intention {
+        Intention::Create { family, .. } => {
+            families
+                .find(database, &submitter.tenant_id, family)
+                .await?
+        }
+        _ => None,
+    };
+    prepare_with_family(intention, family)
+}
+
+/// [`prepare`] with the family of an `entity.create` already looked up (`None`: the tenant
+/// has no such family).
+pub fn prepare_with_family(
+    intention: Intention,
+    family: Option<families::Family>,
+) -> Result<Prepared, ApiError> {
+    Ok(match intention {
+        Intention::Create {
+            family: _,
+            fields,
+            status,
+        } => {
+            let family = family.ok_or_else(|| invalid("payload.family", "exists"))?;
+            let status = match status {
+                None => family.statuses.first().cloned().unwrap_or_default(),
+                Some(status) if family.statuses.contains(&status) => status,
+                Some(_) => return Err(invalid("payload.status", "in")),
+            };
+            let now = time::now();
+            Prepared::Create(Entity {
+                id: uuid::Uuid::now_v7().to_string(),
+                family_code: family.code,
+                fields,
+                status,
+                created_at: now.clone(),
+                updated_at: now,
+            })
+        }
+        Intention::Update { entity_id, fields } => Prepared::Update { entity_id, fields },
+        Intention::Delete { entity_id } => Prepared::Delete { entity_id },
+        Intention::StatusChange { entity_id, status } => {
+            Prepared::StatusChange { entity_id, status }
+        }
+    })
+}
+
+/// Validated, prepared and processed: the whole write path of one intention, through the
+/// group-committing writer.
+pub async fn process(
+    database: &Database,
+    writer: &IntentionWriter,
+    submitter: Submitter,
+    intention: Intention,
+) -> Result<ProcessedIntention, ApiError> {
+    let prepared = prepare(database, writer.families(), &submitter, intention).await?;
+    writer.submit(submitter, prepared).await
+}
+
+/// The state of one entity across a batch.
+struct EntityState {
+    /// `None` once deleted.
+    entity: Option<Entity>,
+    created_by: String,
+    /// Whether a row exists in the database (before this batch).
+    stored: bool,
+    changed: bool,
+}
+
+/// One intention's outcome inside a batch, before its events are numbered.
+struct Decided {
+    intention_id: String,
+    kind: &'static str,
+    entity_id: String,
+    context: EventContext,
+    events: Vec<DomainEvent>,
+    entries: Vec<NewEvent>,
+    occurred_at: String,
+    /// [`events::EntityState`] JSON.
+    entity_state: String,
+}
+
+/// Applies a batch of prepared intentions in `tx`, in order: each sees the effects of those
+/// before it. An intention refused here (404, 403, 422) writes nothing and leaves the others
+/// alone; the entity rows, then every event (one sequence reservation per tenant), are written
+/// with multi-row statements. The caller commits.
+pub async fn apply_batch(
+    tx: &mut Tx,
+    jobs: &[(Submitter, Prepared)],
+) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+    apply_chained_batch(tx, jobs, &[]).await
+}
+
+/// [`apply_batch`] where `continues_previous[i]` makes intention `i` depend on intention
+/// `i − 1` (a workflow run's next action): it is skipped, with [`ApiError::Conflict`], when
+/// that one was refused or skipped.
+pub async fn apply_chained_batch(
+    tx: &mut Tx,
+    jobs: &[(Submitter, Prepared)],
+    continues_previous: &[bool],
+) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+    let keys: Vec<(String, String)> = jobs
+        .iter()
+        .filter_map(|(submitter, prepared)| {
+            prepared
+                .existing_entity()
+                .map(|id| (submitter.tenant_id.clone(), id.to_owned()))
+        })
+        .collect();
+    let mut states: HashMap<(String, String), EntityState> = entities::lock_many(tx, &keys)
+        .await?
+        .into_iter()
+        .map(|(key, owned)| {
+            let state = EntityState {
+                entity: Some(owned.entity),
+                created_by: owned.created_by,
+                stored: true,
+                changed: false,
+            };
+            (key, state)
+        })
+        .collect();
+    let mut pipelines: HashMap<(String, String), Vec<String>> = HashMap::new();
+    let mut decisions: Vec<Result<Decided, ApiError>> = Vec::with_capacity(jobs.len());
+    for (index, (submitter, prepared)) in jobs.iter().enumerate() {
+        let chained = continues_previous.get(index).copied().unwrap_or(false);
+        if chained && !matches!(decisions.last(), Some(Ok(_))) {
+            decisions.push(Err(ApiError::Conflict(
+                "skipped: the previous intention of its chain was refused".to_owned(),
+            )));
+            continue;
+        }
+        let decided = decide(tx, &mut states, &mut pipelines, submitter, prepared).await?;
+        decisions.push(decided);
+    }
+
+    let mut upserts = Vec::new();
+    for ((tenant_id, entity_id), state) in &states {
+        match &state.entity {
+            Some(entity) if state.changed => upserts.push(entities::TenantEntity {
+                tenant_id,
+                entity,
+                created_by: &state.created_by,
+            }),
+            None if state.stored => entities::delete(tx, tenant_id, entity_id).await?,
+            _ => {}
+        }
+    }
+    entities::upsert_many(tx, &upserts).await?;
+
+    let groups: Vec<AppendGroup<'_>> = decisions
+        .iter()
+        .filter_map(|decided| decided.as_ref().ok())
+        .map(|decided| AppendGroup {
+            context: &decided.context,
+            events: &decided.entries,
+            occurred_at: &decided.occurred_at,
+            entity_state: Some(&decided.entity_state),
+        })
+        .collect();
+    events::append_groups(tx, &groups).await?;
+    Ok(decisions
+        .into_iter()
+        .map(|decided| {
+            decided.map(|decided| ProcessedIntention {
+                id: decided.intention_id,
+                kind: decided.kind.to_owned(),
+                status: "processed".to_owned(),
+                entity_id: decided.entity_id,
+                events: decided.events,
+            })
+        })
+        .collect())
+}
+
+/// Decides one intention against the batch's entity states (changing them when it passes).
+async fn decide(
+    tx: &mut Tx,
+    states: &mut HashMap<(String, String), EntityState>,
+    pipelines: &mut HashMap<(String, String), Vec<String>>,
+    submitter: &Submitter,
+    prepared: &Prepared,
+) -> anyhow::Result<Result<Decided, ApiError>> {
+    let intention_id = uuid::Uuid::now_v7().to_string();
+    let now = time::now();
+    let tenant_id = &submitter.tenant_id;
+    let (entity_id, domain_events, entity_state) = match prepared {
+        Prepared::Create(entity) => {
+            let mut entity = entity.clone();
+            entity.updated_at.clone_from(&now);
+            entity.created_at.clone_from(&now);
+            let mut domain_events = Vec::with_capacity(1 + entity.fields.len());
+            domain_events.push(DomainEvent::Created {
+                entity_id: entity.id.clone(),
+                family: entity.family_code.clone(),
+                timestamp: now.clone(),
+            });
+            domain_events.extend(entity.fields.iter().map(|(field, value)| {
+                DomainEvent::FieldSet {
+                    entity_id: entity.id.clone(),
+                    field: field.clone(),
+                    value: value.clone(),
+                    timestamp: now.clone(),
+                }
+            }));
+            let entity_id = entity.id.clone();
+            let entity_state = state_of(&entity, &submitter.user_id, &entity.fields);
+            states.insert(
+                (tenant_id.clone(), entity_id.clone()),
+                EntityState {
+                    entity: Some(entity),
+                    created_by: submitter.user_id.clone(),
+                    stored: false,
+                    changed: true,
+                },
+            );
+            (entity_id, domain_events, entity_state)
+        }
+        Prepared::Update { entity_id, fields } => {
+            let state = match changeable(states, submitter, entity_id) {
+                Ok(state) => state,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let entity = state.entity.as_mut().expect("changeable entities exist");
+            let domain_events = fields
+                .iter()
+                .map(
+                    |(field, value)| match entity.fields.insert(field.clone(), value.clone()) {
+                        Some(old_value) => DomainEvent::FieldUpdated {
+                            entity_id: entity_id.clone(),
+                            field: field.clone(),
+                            old_value,
+                            new_value: value.clone(),
+                            timestamp: now.clone(),
+                        },
+                        None => DomainEvent::FieldSet {
+                            entity_id: entity_id.clone(),
+                            field: field.clone(),
+                            value: value.clone(),
+                            timestamp: now.clone(),
+                        },
+                    },
+                )
+                .collect();
+            entity.updated_at.clone_from(&now);
+            state.changed = true;
+            let entity_state = state_of(entity, &state.created_by, fields);
+            (entity_id.clone(), domain_events, entity_state)
+        }
+        Prepared::Delete { entity_id } => {
+            let state = match changeable(states, submitter, entity_id) {
+                Ok(state) => state,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let entity = state.entity.take().expect("changeable entities exist");
+            state.changed = true;
+            let entity_state = state_of(&entity, &state.created_by, &Map::new());
+            let domain_events = vec![DomainEvent::Deleted {
+                entity_id: entity_id.clone(),
+                family: entity.family_code,
+                timestamp: now.clone(),
+            }];
+            (entity_id.clone(), domain_events, entity_state)
+        }
+        Prepared::StatusChange { entity_id, status } => {
+            let family_code = match changeable(states, submitter, entity_id) {
+                Ok(state) => state
+                    .entity
+                    .as_ref()
+                    .expect("changeable entities exist")
+                    .family_code
+                    .clone(),
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let pipeline_key = (tenant_id.clone(), family_code.clone());
+            if !pipelines.contains_key(&pipeline_key) {
+                let family = families::find_in(tx, tenant_id, &family_code)
+                    .await?
+                    .with_context(|| format!("entity {entity_id} has no family"))?;
+                pipelines.insert(pipeline_key.clone(), family.statuses);
+            }
+            if !pipelines[&pipeline_key].contains(status) {
+                return Ok(Err(invalid("payload.status", "in")));
+            }
+            let state = states
+                .get_mut(&(tenant_id.clone(), entity_id.clone()))
+                .expect("checked above");
+            let entity = state.entity.as_mut().expect("changeable entities exist");
+            let old_status = std::mem::replace(&mut entity.status, status.clone());
+            entity.updated_at.clone_from(&now);
+            state.changed = true;
+            let entity_state = state_of(entity, &state.created_by, &Map::new());
+            let domain_events = vec![DomainEvent::StatusChanged {
+                entity_id: entity_id.clone(),
+                old_status,
+                new_status: status.clone(),
+                timestamp: now.clone(),
+            }];
+            (entity_id.clone(), domain_events, entity_state)
+        }
+    };
+    let entries = domain_events
+        .iter()
+        .map(DomainEvent::to_new_event)
+        .collect();
+    Ok(Ok(Decided {
+        context: EventContext {
+            tenant_id: tenant_id.clone(),
+            actor_id: Some(submitter.user_id.clone()),
+            correlation_id: submitter.correlation_id.clone(),
+            intention_id: Some(intention_id.clone()),
+            depth: submitter.depth,
+        },
+        intention_id,
+        kind: prepared.kind(),
+        entity_id,
+        events: domain_events,
+        entries,
+        occurred_at: now,
+        entity_state,
+    }))
+}
+
+/// The [`events::EntityState`] JSON of `entity`, whose fields `changed` the intention set.
+fn state_of(entity: &Entity, created_by: &str, changed: &Map<String, Value>) -> String {
+    #[derive(serde::Serialize)]
+    struct Borrowed<'a> {
+        family: &'a str,
+        status: &'a str,
+        fields: &'a Map<String, Value>,
+        created_by: &'a str,
+        changed: Vec<&'a str>,
+    }
+    serde_json::to_string(&Borrowed {
+        family: &entity.family_code,
+        status: &entity.status,
+        fields: &entity.fields,
+        created_by,
+        changed: changed.keys().map(String::as_str).collect(),
+    })
+    .expect("entity states serialize")
+}
+
+/// The entity an intention changes: 404 when it is not in the submitter's tenant (or was
+/// deleted earlier in the batch), 403 when it is someone else's and the submitter may not
+/// change others' entities.
+fn changeable<'s>(
+    states: &'s mut HashMap<(String, String), EntityState>,
+    submitter: &Submitter,
+    entity_id: &str,
+) -> Result<&'s mut EntityState, ApiError> {
+    let state = states
+        .get_mut(&(submitter.tenant_id.clone(), entity_id.to_owned()))
+        .filter(|state| state.entity.is_some())
+        .ok_or_else(|| ApiError::not_found("Entity"))?;
+    if !submitter.may_modify_others && state.created_by != submitter.user_id {
+        return Err(ApiError::Forbidden);
+    }
+    Ok(state)
+}
+
+fn invalid(field: &str, rule: &str) -> ApiError {
+    ApiError::Validation(ValidationErrors::single(field, rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn errors_of(kind: Option<&str>, payload: Value) -> Vec<String> {
+        Intention::parse(kind, Some(&payload))
+            .unwrap_err()
+            .fields()
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn payloads_are_validated_per_type_with_keyed_errors() {
+        assert_eq!(errors_of(None, json!({})), ["type"]);
+        assert_eq!(errors_of(Some("entity.merge"), json!({})), ["type"]);
+        assert_eq!(
+            errors_of(Some("entity.create"), json!({"fields": []})),
+            ["payload.family", "payload.fields"]
+        );
+        assert_eq!(
+            errors_of(
+                Some("entity.create"),
+                json!({"family": "task", "fields": {"9lives": 1, "ok": 2}})
+            ),
+            ["payload.fields.9lives"]
+        );
+        assert_eq!(
+            errors_of(
+                Some("entity.update"),
+                json!({"entity_id": "nope", "fields": {}})
+            ),
+            ["payload.entity_id", "payload.fields"]
+        );
+        assert_eq!(
+            errors_of(
+                Some("entity.status_change"),
+                json!({"entity_id": uuid::Uuid::now_v7()})
+            ),
+            ["payload.status"]
+        );
+        assert!(Intention::parse(Some("entity.delete"), None).is_err());
+        assert_eq!(
+            Intention::parse(
+                Some("entity.create"),
+                Some(&json!({"family": "task", "fields": {}, "status": "done"}))
+            )
+            .unwrap(),
+            Intention::Create {
+                family: "task".into(),
+                fields: Map::new(),
+                status: Some("done".into())
+            }
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! The metrics of `GET /core/api/metrics`, from the per-tenant counters the workers keep in
+//! `projection_stats` and the workflow runs.
+
+use anyhow::Context as _;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use tessera_storage::Database;
+use tessera_storage::on_pool;
+
+/// `data` of the metrics endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Metrics {
+    /// Events applied by the projector worker (timeline and inbox).
+    pub events_processed: i64,
+    /// Workflow runs that completed.
+    pub workflows_executed: i64,
+    /// Workflow runs that failed.
+    pub workflows_failed: i64,
+    /// Average delay from an event's append to the projector applying it, in milliseconds.
+    pub worker_latency_avg_ms: f64,
+}
+
+/// The metrics of one tenant, or of the whole platform with `None`.
+pub async fn metrics(database: &Database, tenant_id: Option<&str>) -> anyhow::Result<Metrics> {
+    let (events_processed, latency_ms_total): (i64, f64) =
+        on_pool!(database, pool => sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(events_processed), 0) AS BIGINT),
+                CAST(COALESCE(SUM(latency_ms_total), 0) AS DOUBLE PRECISION)
+         FROM projection_stats
+         WHERE projection = 'projector' AND (CAST($1 AS TEXT) IS NULL OR tenant_id = $1)",
+    )
+    .bind(tenant_id)
+    .fetch_one(pool)
+    .await)
+        .context("reading projection statistics")?;
+    let worker_latency_avg_ms = if events_processed > 0 {
+        (latency_ms_total / events_processed as f64 * 100.0).round() / 100.0
+    } else {
+        0.0
+    };
+    let (workflows_executed, workflows_failed) =
+        crate::workflows::store::run_counts(database, tenant_id).await?;
+    Ok(Metrics {
+        events_processed,
+        workflows_executed: i64::try_from(workflows_executed).unwrap_or(i64::MAX),
+        workflows_failed: i64::try_from(workflows_failed).unwrap_or(i64::MAX),
+        worker_latency_avg_ms,
+    })
+}

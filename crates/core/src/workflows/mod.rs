@@ -1,0 +1,46 @@
+//! Workflows: event-driven automations of a tenant. Definitions and their validation
+//! (`definition.rs`), condition evaluation (`conditions.rs`), value templates
+//! (`templates.rs`), storage of workflows and runs (`store.rs`), the HTTP endpoints
+//! (`routes.rs`) and the runner the `workflow` worker drives (`runner.rs`).
+
+pub mod conditions;
+pub mod definition;
+mod routes;
+pub mod runner;
+pub mod store;
+pub mod templates;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::CoreState;
+
+/// What an operator bounds about workflows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkflowLimits {
+    /// Active workflows a tenant may have at once (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`):
+    /// activating one more is 409.
+    pub max_active_per_tenant: u32,
+    /// Intentions workflow actions may execute, at every depth, in the chain started by one
+    /// person's intention (`TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`): a run that would exceed it
+    /// fails there, and nothing more of the chain runs.
+    pub chain_write_budget: u32,
+}
+
+impl Default for WorkflowLimits {
+    fn default() -> Self {
+        Self {
+            max_active_per_tenant: 100,
+            chain_write_budget: 100,
+        }
+    }
+}
+
+/// `/core/api/v1/workflows…`.
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    CoreState: axum::extract::FromRef<S>,
+    tessera_auth::AuthState: axum::extract::FromRef<S>,
+{
+    routes::router()
+}
