@@ -171,8 +171,12 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
     };
     // The same engines as the servers, loaded to run their lifecycle exports; the engine list
     // stays the servers' business.
-    let engines =
-        crate::runtime::start_engines(&config, &database, RegistryRole::Borrowing).await?;
+    let engines = crate::runtime::start_engines(
+        config.runtime_setup(&crate::secrets::service_secret(&config)?),
+        &database,
+        RegistryRole::Borrowing,
+    )
+    .await?;
     let tenancy = TenancyService::new(
         database.clone(),
         config.auth.password_policy.clone(),

@@ -15,6 +15,7 @@ use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var};
+pub use tessera_runtime::config::{DriveConfig, EngineScanConfig, SmtpConfig, WebhookConfig};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
 #[derive(Debug, Clone, Args)]
@@ -70,20 +71,6 @@ pub struct ServeArgs {
     pub max_body_bytes: usize,
 }
 
-#[derive(Debug, Clone)]
-pub struct WebhookConfig {
-    /// Delays before attempts 2..5.
-    pub retry_schedule: Vec<Duration>,
-    pub allow_private_targets: bool,
-    pub extra_ca: Option<PathBuf>,
-    /// `TESSERA_WEBHOOK_DNS_SERVERS` (default: none, the system resolver): name servers
-    /// (`ip` or `ip:port`, comma-separated) that engines' outbound names resolve through.
-    pub dns_servers: Vec<std::net::SocketAddr>,
-    /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
-    /// creation and update) waits for a name to resolve; a name not resolved by then passes.
-    pub check_dns_timeout: Duration,
-}
-
 /// The whole configuration of a running host.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -116,46 +103,25 @@ pub struct Config {
     pub workflows: crate::core::workflows::WorkflowLimits,
 }
 
-/// How much of a tenant's engine storage one engine call may read through `storage.scan`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EngineScanConfig {
-    /// `TESSERA_ENGINE_SCAN_PAGE`: most entries one scan returns, whatever it asks (default 1000).
-    pub page: u32,
-    /// `TESSERA_ENGINE_SCAN_BUDGET`: most entries all the scans of one engine call return
-    /// together (default 10,000); a scan past it fails with `scan budget exhausted`.
-    pub budget: u64,
-}
-
-impl Default for EngineScanConfig {
-    fn default() -> Self {
-        Self {
-            page: 1000,
-            budget: 10_000,
+impl Config {
+    /// What the engine runtime reads of this configuration, with the service secret.
+    pub fn runtime_setup<'a>(
+        &'a self,
+        service_secret: &'a Secret,
+    ) -> crate::runtime::RuntimeSetup<'a> {
+        crate::runtime::RuntimeSetup {
+            runtime: &self.runtime,
+            webhook: &self.webhook,
+            drive: &self.drive,
+            smtp: &self.smtp,
+            engine_scans: self.engine_scans,
+            engine_outbound_hosts: &self.engine_outbound_hosts,
+            work: &self.work,
+            plugins_dir: &self.plugins_dir,
+            service_secret,
         }
     }
-}
 
-/// What the drive engine reads through `settings` (`drive.*`).
-#[derive(Debug, Clone)]
-pub struct DriveConfig {
-    /// `TESSERA_DRIVE_MAX_UPLOAD_BYTES` (default 8 MiB; never above the engine body limit).
-    pub max_upload_bytes: u64,
-    /// `TESSERA_DRIVE_TENANT_QUOTA_BYTES` (default 1 GiB).
-    pub tenant_quota_bytes: u64,
-}
-
-/// The SMTP relay behind the `mail-transport` import.
-#[derive(Debug, Clone)]
-pub struct SmtpConfig {
-    /// `TESSERA_SMTP_URL`, e.g. `smtps://user:password@relay.example.com` or
-    /// `smtp://relay.internal:25?tls=required` (it may hold credentials: a [`Secret`]).
-    /// `None`: no relay; external mail stays queued.
-    pub url: Option<Secret>,
-    /// `TESSERA_SMTP_ENGINES`: the engine codes allowed to send (default `mail`).
-    pub engines: Vec<String>,
-}
-
-impl Config {
     /// Reads the flags of `serve` and the environment-only variables.
     pub fn from_serve_args(args: ServeArgs) -> anyhow::Result<Self> {
         let public_url = args

@@ -7,7 +7,6 @@ pub mod cli;
 pub mod config;
 pub mod openapi;
 pub mod orchestrator;
-pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod state;
@@ -20,6 +19,8 @@ pub use tessera_auth as auth;
 pub use tessera_core as core;
 /// The HTTP kit (crates/http), under the path the host's modules use.
 pub use tessera_http as http;
+/// The engine runtime (crates/runtime), under the path the host's modules use.
+pub use tessera_runtime as runtime;
 /// The storage layer (crates/storage), under the path the host's modules use.
 pub use tessera_storage as storage;
 pub use tessera_storage::{on_pool, on_tx, on_writer};

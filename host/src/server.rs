@@ -48,7 +48,17 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     .context("loading the token signing keys")?;
     let access_tokens = AccessTokens::new(signing_keys);
     let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
-    let engines = crate::runtime::start_engines(&config, &database, RegistryRole::Serving).await?;
+    let engines = crate::runtime::start_engines(
+        config.runtime_setup(&service_secret),
+        &database,
+        RegistryRole::Serving,
+    )
+    .await?;
+    let runtime = crate::runtime::state::RuntimeState {
+        engines: engines.clone(),
+        public_url: Arc::from(config.public_url.as_str()),
+        max_request_bytes: config.runtime.max_request_bytes,
+    };
     let orchestrator = Orchestrator::new(database.clone(), engines.clone());
     let workers = WorkerRegistry::new(config.projections.degraded_lag);
     let event_signal = EventSignal::default();
@@ -86,6 +96,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         cache,
         auth,
         core,
+        runtime,
         service_secret,
         engines,
         orchestrator,

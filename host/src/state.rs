@@ -8,6 +8,7 @@ use crate::config::{Config, Secret};
 use crate::core::CoreState;
 use crate::orchestrator::Orchestrator;
 use crate::runtime::EngineRegistry;
+use crate::runtime::state::RuntimeState;
 use crate::storage::Database;
 use crate::storage::cache::Cache;
 
@@ -32,6 +33,13 @@ impl axum::extract::FromRef<AppState> for AuthState {
 impl axum::extract::FromRef<AppState> for CoreState {
     fn from_ref(state: &AppState) -> Self {
         state.core.clone()
+    }
+}
+
+/// The runtime routes' state.
+impl axum::extract::FromRef<AppState> for RuntimeState {
+    fn from_ref(state: &AppState) -> Self {
+        state.runtime.clone()
     }
 }
 
@@ -63,6 +71,8 @@ pub struct Services {
     pub auth: AuthState,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
+    /// What the runtime's routes need (engine registry, public URL, engine body limit).
+    pub runtime: RuntimeState,
     /// The core service: the event-log signal, the intention writer, the workers' registry
     /// (`state.core.…`).
     pub core: CoreState,

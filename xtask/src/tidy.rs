@@ -79,6 +79,11 @@ const LAYERS: &[CrateLayer] = &[
         builds_for_wasm: false,
     },
     CrateLayer {
+        name: "tessera-runtime",
+        layer: 3,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
         name: "tessera-host",
         layer: 4,
         builds_for_wasm: false,
@@ -105,9 +110,9 @@ const SQL_OUTSIDE_STORE_MODULES: &[&str] = &[
     "crates/core/src/projections/worker.rs",
     "crates/core/src/search/postgres.rs",
     "crates/core/src/search/sqlite.rs",
-    "host/src/runtime/batch_writer.rs",
-    "host/src/runtime/registry.rs",
-    "host/src/runtime/work.rs",
+    "crates/runtime/src/batch_writer.rs",
+    "crates/runtime/src/registry.rs",
+    "crates/runtime/src/work.rs",
 ];
 
 /// Rule 1: every Rust file opens with a `//!` line saying what it is for.

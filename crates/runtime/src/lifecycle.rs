@@ -13,9 +13,9 @@ use utoipa::ToSchema;
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::engine::EngineRuntime;
 use super::registry::LoadedEngine;
-use crate::http::signature::SignedJson;
-use crate::http::{ApiError, ApiResult, ValidationErrors, envelope};
-use crate::state::AppState;
+use crate::state::RuntimeState;
+use tessera_http::signature::SignedJson;
+use tessera_http::{ApiError, ApiResult, ValidationErrors, envelope};
 
 /// A tenant as engines see it at provisioning.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +202,7 @@ impl UserProvisionRequest {
         let tenant_id = require_uuid(&mut errors, "tenant_id", self.tenant_id);
         let user_id = require_uuid(&mut errors, "user_id", self.user_id);
         let email = require(&mut errors, "email", self.email);
-        if !email.is_empty() && !crate::tenancy::is_valid_email(&email) {
+        if !email.is_empty() && !tessera_auth::identity::is_valid_email(&email) {
             errors.add("email", "email");
         }
         let first_name = require(&mut errors, "first_name", self.first_name);
@@ -243,7 +243,12 @@ impl UserDeprovisionRequest {
 }
 
 /// `/<code>/api/internal/<code>/…` (the code twice, as CONTRACT §5 writes it).
-pub fn internal_router() -> axum::Router<AppState> {
+pub fn internal_router<S>() -> axum::Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    RuntimeState: axum::extract::FromRef<S>,
+    tessera_http::signature::InternalCalls: axum::extract::FromRef<S>,
+{
     axum::Router::new()
         .route(
             "/{code}/api/internal/{inner}/provision/tenant",
@@ -265,7 +270,7 @@ pub fn internal_router() -> axum::Router<AppState> {
 
 /// Checks the code, finds the engine, validates the body and runs the operation.
 async fn endpoint<B>(
-    state: &AppState,
+    state: &RuntimeState,
     (code, inner): (String, String),
     body: B,
     operation: impl FnOnce(B) -> ApiResult<Lifecycle>,
@@ -292,7 +297,7 @@ async fn endpoint<B>(
 }
 
 async fn provision_tenant(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
     Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<TenantProvisionRequest>,
 ) -> ApiResult<Response> {
@@ -303,7 +308,7 @@ async fn provision_tenant(
 }
 
 async fn deprovision_tenant(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
     Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<TenantDeprovisionRequest>,
 ) -> ApiResult<Response> {
@@ -316,7 +321,7 @@ async fn deprovision_tenant(
 }
 
 async fn provision_user(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
     Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<UserProvisionRequest>,
 ) -> ApiResult<Response> {
@@ -327,7 +332,7 @@ async fn provision_user(
 }
 
 async fn deprovision_user(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
     Path(codes): Path<(String, String)>,
     SignedJson(body): SignedJson<UserDeprovisionRequest>,
 ) -> ApiResult<Response> {

@@ -4,7 +4,7 @@
 
 use super::bindings::v0_1::tessera::engine as world;
 use super::store::{StoreState, check_batch, check_key};
-use crate::storage::engine_blobs::{self, PutOutcome};
+use tessera_storage::engine_blobs::{self, PutOutcome};
 
 /// Largest blob an engine may store, in bytes (engine request bodies are capped lower by
 /// default: `TESSERA_ENGINE_MAX_BODY_BYTES`).

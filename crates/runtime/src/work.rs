@@ -19,8 +19,8 @@ use super::admission::{CallKind, Permit};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
-use crate::storage::{Database, Pool, Tx, time};
-use crate::{on_tx, on_writer};
+use tessera_storage::{Database, Pool, Tx, time};
+use tessera_storage::{on_tx, on_writer};
 
 /// Runs of one item before it is kept as `failed`.
 pub const MAX_ATTEMPTS: u32 = 5;

@@ -14,8 +14,8 @@ use super::bindings::v0_1::EnginePre;
 use super::engine::{CallError, EngineRuntime};
 use super::outbound::AllowedHosts;
 use super::store::{CallScope, StoreState};
-use crate::on_pool;
-use crate::storage::{Database, time};
+use tessera_storage::on_pool;
+use tessera_storage::{Database, time};
 
 /// Path prefixes the host serves itself; no engine may take them as its code.
 pub const RESERVED_CODES: [&str; 3] = ["auth", "core", "api"];

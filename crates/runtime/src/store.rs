@@ -16,8 +16,8 @@ use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::vault::Vault;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
-use crate::storage::Database;
-use crate::storage::engine_kv::{self, KvScope};
+use tessera_storage::Database;
+use tessera_storage::engine_kv::{self, KvScope};
 
 /// Longest key an engine may store, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -81,7 +81,7 @@ pub struct EngineSettings {
 }
 
 impl EngineSettings {
-    pub fn new(config: &crate::config::Config) -> Self {
+    pub fn new(config: crate::config::RuntimeSetup<'_>) -> Self {
         let engine_body_limit = u64::try_from(config.runtime.max_request_bytes).unwrap_or(u64::MAX);
         Self {
             webhook_retry_schedule_ms: config
@@ -113,9 +113,12 @@ impl EngineSettings {
 
 impl HostServices {
     /// The services of a host (server or admin CLI) configured by `config`.
-    pub fn new(config: &crate::config::Config, database: Database) -> anyhow::Result<Self> {
+    pub fn new(
+        config: crate::config::RuntimeSetup<'_>,
+        database: Database,
+    ) -> anyhow::Result<Self> {
         let queue = WorkQueue::new(database.clone());
-        let service_secret = crate::secrets::service_secret(config)?;
+        let service_secret = config.service_secret;
         Ok(Self {
             batch_reader: BatchReader::start(database.clone()),
             batch_writer: BatchWriter::start(database.clone(), queue.clone()),
@@ -125,7 +128,7 @@ impl HostServices {
             queue,
             vault: Vault::new(service_secret.expose()),
             settings: Arc::new(EngineSettings::new(config)),
-            mail_transport: Arc::new(MailTransport::new(&config.smtp)?),
+            mail_transport: Arc::new(MailTransport::new(config.smtp)?),
         })
     }
 }
@@ -575,7 +578,7 @@ impl world::events::Host for StoreState {
             id: uuid::Uuid::new_v4().to_string(),
             event_type,
             tenant_id,
-            occurred_at: crate::storage::time::now(),
+            occurred_at: tessera_storage::time::now(),
             actor_id: self.scope.actor_id.clone(),
             correlation_id: self
                 .scope

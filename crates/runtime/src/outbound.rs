@@ -24,7 +24,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 
-use crate::config::Config;
+use crate::config::RuntimeSetup;
 
 /// Timeout of a request that does not set one (`timeout-ms` 0).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -609,7 +609,7 @@ impl OutboundClient {
     /// The client of a host configured by `config`: system and webpki roots plus
     /// `TESSERA_WEBHOOK_EXTRA_CA`, private targets per `TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS`,
     /// the operator's allow-lists of `TESSERA_ENGINE_OUTBOUND_HOSTS`.
-    pub fn new(config: &Config) -> anyhow::Result<Self> {
+    pub fn new(config: RuntimeSetup<'_>) -> anyhow::Result<Self> {
         let allow_private = config.webhook.allow_private_targets;
         let lookup = Arc::new(Lookup::new(&config.webhook.dns_servers)?);
         let mut builder = reqwest::Client::builder()

@@ -22,8 +22,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::work::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
-use crate::storage::engine_kv::{self, KvKey, KvScope, KvWrite};
-use crate::storage::{Database, Pool, Tx, time};
+use tessera_storage::engine_kv::{self, KvKey, KvScope, KvWrite};
+use tessera_storage::{Database, Pool, Tx, time};
 
 /// The most items (batches and completions) one transaction takes.
 const MAX_GROUP: usize = 256;

@@ -11,8 +11,8 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::storage::Database;
-use crate::storage::engine_kv::{self, KvKey};
+use tessera_storage::Database;
+use tessera_storage::engine_kv::{self, KvKey};
 
 /// The most calls' reads one group takes.
 const MAX_GROUP: usize = 64;

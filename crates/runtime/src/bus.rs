@@ -137,7 +137,7 @@ impl EventBus {
     /// [`publish`](Self::publish) inside `tx`; call [`wake`](Self::wake) once it committed.
     pub async fn publish_in(
         &self,
-        tx: &mut crate::storage::Tx,
+        tx: &mut tessera_storage::Tx,
         event: &BusEvent,
         publisher: Option<&str>,
     ) -> anyhow::Result<usize> {

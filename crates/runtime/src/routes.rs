@@ -15,12 +15,14 @@ use super::bindings::v0_1::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::registry::EngineRecord;
 use super::store::CallScope;
-use crate::auth::caller::Caller;
-use crate::http::conventions::CorrelationId;
-use crate::http::envelope::Data;
-use crate::http::extract::NoQuery;
-use crate::http::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::state::RuntimeState;
+use axum::extract::FromRef;
+use tessera_auth::AuthState;
+use tessera_auth::caller::Caller;
+use tessera_http::conventions::CorrelationId;
+use tessera_http::envelope::Data;
+use tessera_http::extract::NoQuery;
+use tessera_http::{ApiError, ApiResult};
 
 /// What a request refused for lack of engine capacity is told to wait before retrying.
 const BUSY_RETRY_AFTER_SECONDS: u32 = 1;
@@ -32,12 +34,21 @@ const WITHHELD_REQUEST_HEADERS: [HeaderName; 3] = [
     header::PROXY_AUTHORIZATION,
 ];
 
-pub fn core_router() -> OpenApiRouter<AppState> {
+pub fn core_router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    RuntimeState: FromRef<S>,
+{
     OpenApiRouter::new().routes(routes!(list_engines))
 }
 
 /// The catch-all route of every engine (documented in `openapi.rs`).
-pub fn engine_router() -> axum::Router<AppState> {
+pub fn engine_router<S>() -> axum::Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    RuntimeState: FromRef<S>,
+    AuthState: FromRef<S>,
+{
     axum::Router::new().route("/{code}/api/v1/{*path}", any(handle_engine_request))
 }
 
@@ -50,15 +61,16 @@ pub fn engine_router() -> axum::Router<AppState> {
     responses((status = 200, description = "The engine registry", body = Data<Vec<EngineRecord>>))
 )]
 async fn list_engines(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
     _: NoQuery,
 ) -> ApiResult<Json<Data<Vec<EngineRecord>>>> {
-    let records = state.engines.records(&state.config.public_url).await?;
+    let records = state.engines.records(&state.public_url).await?;
     Ok(Json(Data { data: records }))
 }
 
 async fn handle_engine_request(
-    State(state): State<AppState>,
+    State(state): State<RuntimeState>,
+    State(auth): State<AuthState>,
     Path((code, path)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -67,13 +79,13 @@ async fn handle_engine_request(
         .get(&code)
         .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))?;
     let (mut parts, body) = request.into_parts();
-    let caller = Caller::from_request_parts(&mut parts, &state).await?;
+    let caller = Caller::from_request_parts(&mut parts, &auth).await?;
     let correlation_id = parts
         .extensions
         .get::<CorrelationId>()
         .map(|id| id.0.clone())
         .unwrap_or_default();
-    let body = axum::body::to_bytes(body, state.config.runtime.max_request_bytes)
+    let body = axum::body::to_bytes(body, state.max_request_bytes)
         .await
         .map_err(|_| ApiError::PayloadTooLarge)?;
 

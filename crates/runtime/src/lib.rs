@@ -8,6 +8,7 @@ pub mod batch_writer;
 pub mod bindings;
 pub mod blobs;
 pub mod bus;
+pub mod config;
 pub mod engine;
 pub mod registry;
 pub mod store;
@@ -16,6 +17,7 @@ pub mod lifecycle;
 pub mod mail_transport;
 pub mod outbound;
 pub mod routes;
+pub mod state;
 pub mod vault;
 pub mod watcher;
 pub mod work;
@@ -25,13 +27,13 @@ use std::sync::Arc;
 pub use engine::{CallError, EngineRuntime, RuntimeConfig};
 pub use registry::{EngineDescriptor, EngineRegistry, LoadedEngine, RegistryRole};
 
-use crate::config::Config;
-use crate::storage::Database;
+pub use crate::config::RuntimeSetup;
+use tessera_storage::Database;
 
 /// Starts the runtime and loads every engine of the plugins dir. A serving host first marks
 /// every recorded engine inactive, so the engine list shows what it actually serves.
 pub async fn start_engines(
-    config: &Config,
+    config: RuntimeSetup<'_>,
     database: &Database,
     role: RegistryRole,
 ) -> anyhow::Result<Arc<EngineRegistry>> {
@@ -47,6 +49,6 @@ pub async fn start_engines(
     if role == RegistryRole::Serving {
         engines.mark_all_inactive().await?;
     }
-    engines.load_directory(&config.plugins_dir).await?;
+    engines.load_directory(config.plugins_dir).await?;
     Ok(engines)
 }

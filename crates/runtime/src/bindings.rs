@@ -5,7 +5,7 @@
 /// the version a component was built against.
 pub mod v0_1 {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "tessera:engine/engine@0.1.0",
         imports: { default: async | trappable },
         exports: { default: async },

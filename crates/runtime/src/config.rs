@@ -1,0 +1,80 @@
+//! The engine runtime's settings from the host's configuration: engines' outbound HTTP
+//! ([`WebhookConfig`]), the drive's limits, the SMTP relay, the scan bounds, and
+//! [`RuntimeSetup`], the view of all of them (and the service secret) the runtime starts from.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tessera_http::config::Secret;
+
+use crate::RuntimeConfig;
+use crate::work::WorkerConfig;
+
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Delays before attempts 2..5.
+    pub retry_schedule: Vec<Duration>,
+    pub allow_private_targets: bool,
+    pub extra_ca: Option<PathBuf>,
+    /// `TESSERA_WEBHOOK_DNS_SERVERS` (default: none, the system resolver): name servers
+    /// (`ip` or `ip:port`, comma-separated) that engines' outbound names resolve through.
+    pub dns_servers: Vec<std::net::SocketAddr>,
+    /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
+    /// creation and update) waits for a name to resolve; a name not resolved by then passes.
+    pub check_dns_timeout: Duration,
+}
+
+/// How much of a tenant's engine storage one engine call may read through `storage.scan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineScanConfig {
+    /// `TESSERA_ENGINE_SCAN_PAGE`: most entries one scan returns, whatever it asks (default 1000).
+    pub page: u32,
+    /// `TESSERA_ENGINE_SCAN_BUDGET`: most entries all the scans of one engine call return
+    /// together (default 10,000); a scan past it fails with `scan budget exhausted`.
+    pub budget: u64,
+}
+
+impl Default for EngineScanConfig {
+    fn default() -> Self {
+        Self {
+            page: 1000,
+            budget: 10_000,
+        }
+    }
+}
+
+/// What the drive engine reads through `settings` (`drive.*`).
+#[derive(Debug, Clone)]
+pub struct DriveConfig {
+    /// `TESSERA_DRIVE_MAX_UPLOAD_BYTES` (default 8 MiB; never above the engine body limit).
+    pub max_upload_bytes: u64,
+    /// `TESSERA_DRIVE_TENANT_QUOTA_BYTES` (default 1 GiB).
+    pub tenant_quota_bytes: u64,
+}
+
+/// The SMTP relay behind the `mail-transport` import.
+#[derive(Debug, Clone)]
+pub struct SmtpConfig {
+    /// `TESSERA_SMTP_URL`, e.g. `smtps://user:password@relay.example.com` or
+    /// `smtp://relay.internal:25?tls=required` (it may hold credentials: a [`Secret`]).
+    /// `None`: no relay; external mail stays queued.
+    pub url: Option<Secret>,
+    /// `TESSERA_SMTP_ENGINES`: the engine codes allowed to send (default `mail`).
+    pub engines: Vec<String>,
+}
+
+/// What the runtime reads of the host's configuration when it starts.
+#[derive(Clone, Copy)]
+pub struct RuntimeSetup<'a> {
+    pub runtime: &'a RuntimeConfig,
+    pub webhook: &'a WebhookConfig,
+    pub drive: &'a DriveConfig,
+    pub smtp: &'a SmtpConfig,
+    pub engine_scans: EngineScanConfig,
+    /// `TESSERA_ENGINE_OUTBOUND_HOSTS`: engine code → the hosts it may call.
+    pub engine_outbound_hosts: &'a std::collections::BTreeMap<String, Vec<String>>,
+    pub work: &'a WorkerConfig,
+    pub plugins_dir: &'a Path,
+    /// Seals engines' secrets (`vault`).
+    pub service_secret: &'a Secret,
+}
