@@ -6,12 +6,10 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod openapi;
-pub mod orchestrator;
 pub mod secrets;
 pub mod server;
 pub mod state;
 pub mod telemetry;
-pub mod tenancy;
 
 /// The authentication service (crates/auth), under the path the host's modules use.
 pub use tessera_auth as auth;
@@ -19,8 +17,12 @@ pub use tessera_auth as auth;
 pub use tessera_core as core;
 /// The HTTP kit (crates/http), under the path the host's modules use.
 pub use tessera_http as http;
+/// The orchestrator (crates/orchestrator), under the path the host's modules use.
+pub use tessera_orchestrator as orchestrator;
 /// The engine runtime (crates/runtime), under the path the host's modules use.
 pub use tessera_runtime as runtime;
 /// The storage layer (crates/storage), under the path the host's modules use.
 pub use tessera_storage as storage;
 pub use tessera_storage::{on_pool, on_tx, on_writer};
+/// Tenancy (crates/tenancy), under the path the host's modules use.
+pub use tessera_tenancy as tenancy;

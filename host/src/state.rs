@@ -36,6 +36,13 @@ impl axum::extract::FromRef<AppState> for CoreState {
     }
 }
 
+/// The orchestrator, for the orchestration routes.
+impl axum::extract::FromRef<AppState> for crate::orchestrator::Orchestrator {
+    fn from_ref(state: &AppState) -> Self {
+        state.orchestrator.clone()
+    }
+}
+
 /// The runtime routes' state.
 impl axum::extract::FromRef<AppState> for RuntimeState {
     fn from_ref(state: &AppState) -> Self {

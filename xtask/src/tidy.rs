@@ -84,8 +84,18 @@ const LAYERS: &[CrateLayer] = &[
         builds_for_wasm: false,
     },
     CrateLayer {
-        name: "tessera-host",
+        name: "tessera-orchestrator",
         layer: 4,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
+        name: "tessera-tenancy",
+        layer: 5,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
+        name: "tessera-host",
+        layer: 6,
         builds_for_wasm: false,
     },
 ];

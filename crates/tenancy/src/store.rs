@@ -4,8 +4,8 @@
 use anyhow::Context as _;
 
 use super::Role;
-use crate::storage::{Database, Tx, is_unique_violation};
-use crate::{on_pool, on_tx};
+use tessera_storage::{Database, Tx, is_unique_violation};
+use tessera_storage::{on_pool, on_tx};
 
 /// A unique constraint refused the insert.
 #[derive(Debug)]

@@ -11,14 +11,15 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{EngineOutcome, ProvisioningStatus};
-use crate::http::envelope::{self, Data};
-use crate::http::extract::NoQuery;
-use crate::http::signature::{EmptyBody, SignedJson};
-use crate::http::{ApiError, ApiResult};
-use crate::runtime::lifecycle::{
+use crate::Orchestrator;
+use axum::extract::FromRef;
+use tessera_http::envelope::{self, Data};
+use tessera_http::extract::NoQuery;
+use tessera_http::signature::{EmptyBody, SignedJson};
+use tessera_http::{ApiError, ApiResult};
+use tessera_runtime::lifecycle::{
     TenantDeprovisionRequest, TenantProvisionRequest, UserDeprovisionRequest, UserProvisionRequest,
 };
-use crate::state::AppState;
 
 /// One engine's outcome as the orchestration endpoints report it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -112,7 +113,12 @@ pub struct UserDeprovisioningBody {
     pub status: ProvisioningStatus,
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Orchestrator: FromRef<S>,
+    tessera_http::signature::InternalCalls: FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(provision_tenant))
         .routes(routes!(provision_user))
@@ -137,11 +143,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     )
 )]
 async fn provision_tenant(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     SignedJson(body): SignedJson<TenantProvisionRequest>,
 ) -> ApiResult<Response> {
     let tenant = body.validate()?;
-    let provisioning = state.orchestrator.provision_tenant(&tenant).await?;
+    let provisioning = orchestrator.provision_tenant(&tenant).await?;
     Ok(envelope::accepted(TenantProvisioningBody {
         tenant_id: provisioning.tenant_id,
         status: provisioning.status,
@@ -163,11 +169,11 @@ async fn provision_tenant(
     )
 )]
 async fn provision_user(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     SignedJson(body): SignedJson<UserProvisionRequest>,
 ) -> ApiResult<Response> {
     let user = body.validate()?;
-    let provisioning = state.orchestrator.provision_user(&user).await?;
+    let provisioning = orchestrator.provision_user(&user).await?;
     Ok(envelope::accepted(UserProvisioningBody {
         user_id: provisioning.user_id,
         status: provisioning.status,
@@ -189,14 +195,11 @@ async fn provision_user(
     )
 )]
 async fn deprovision_user(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     SignedJson(body): SignedJson<UserDeprovisionRequest>,
 ) -> ApiResult<Response> {
     let (tenant_id, user_id) = body.validate()?;
-    let status = state
-        .orchestrator
-        .deprovision_user(&tenant_id, &user_id)
-        .await?;
+    let status = orchestrator.deprovision_user(&tenant_id, &user_id).await?;
     Ok(envelope::accepted(UserDeprovisioningBody {
         user_id,
         status,
@@ -217,11 +220,11 @@ async fn deprovision_user(
     )
 )]
 async fn deprovision_tenant(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     SignedJson(body): SignedJson<TenantDeprovisionRequest>,
 ) -> ApiResult<Response> {
     let tenant_id = body.validate()?;
-    let status = state.orchestrator.deprovision_tenant(&tenant_id).await?;
+    let status = orchestrator.deprovision_tenant(&tenant_id).await?;
     Ok(envelope::accepted(TenantDeprovisioningBody {
         tenant_id,
         status,
@@ -244,13 +247,12 @@ async fn deprovision_tenant(
     )
 )]
 async fn tenant_status(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     Path(tenant_id): Path<String>,
     _: NoQuery,
     _signed: SignedJson<EmptyBody>,
 ) -> ApiResult<Response> {
-    let provisioning = state
-        .orchestrator
+    let provisioning = orchestrator
         .tenant_status(&tenant_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Tenant provisioning"))?;
@@ -278,12 +280,11 @@ async fn tenant_status(
     )
 )]
 async fn retry_tenant(
-    State(state): State<AppState>,
+    State(orchestrator): State<Orchestrator>,
     Path(tenant_id): Path<String>,
     _signed: SignedJson<EmptyBody>,
 ) -> ApiResult<Response> {
-    let report = state
-        .orchestrator
+    let report = orchestrator
         .retry_tenant(&tenant_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Tenant provisioning"))?;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use anyhow::Context as _;
 
 use super::{EngineOutcome, ProvisioningStatus};
-use crate::runtime::lifecycle::{TenantProfile, UserProfile};
-use crate::storage::{Database, Tx, time};
-use crate::{on_pool, on_tx};
+use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
+use tessera_storage::{Database, Tx, time};
+use tessera_storage::{on_pool, on_tx};
 
 /// A tenant's persisted provisioning.
 pub struct TenantRecord {

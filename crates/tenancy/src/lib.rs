@@ -4,18 +4,18 @@
 
 mod store;
 
-pub use crate::auth::identity::{is_valid_email, normalize_email};
 use std::collections::BTreeMap;
+pub use tessera_auth::identity::{is_valid_email, normalize_email};
 
 use serde::Serialize;
 
-use crate::auth::password::{PasswordHasher, PasswordPolicy};
-use crate::core::families;
-use crate::http::ValidationErrors;
-use crate::orchestrator::routes::{EngineOutcomeBody, Timestamps, outcome_bodies};
-use crate::orchestrator::{Orchestrator, ProvisioningStatus, record_pending_tenant};
-use crate::runtime::lifecycle::{TenantProfile, UserProfile};
-use crate::storage::{Database, time};
+use tessera_auth::password::{PasswordHasher, PasswordPolicy};
+use tessera_core::families;
+use tessera_http::ValidationErrors;
+use tessera_orchestrator::routes::{EngineOutcomeBody, Timestamps, outcome_bodies};
+use tessera_orchestrator::{Orchestrator, ProvisioningStatus, record_pending_tenant};
+use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
+use tessera_storage::{Database, time};
 
 pub use store::{Tenant, User};
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::runtime::lifecycle::{self, Lifecycle, TenantProfile, UserProfile};
-use crate::runtime::{EngineRegistry, LoadedEngine};
-use crate::storage::{Database, Tx, time};
+use tessera_runtime::lifecycle::{self, Lifecycle, TenantProfile, UserProfile};
+use tessera_runtime::{EngineRegistry, LoadedEngine};
+use tessera_storage::{Database, Tx, time};
 
 /// The overall status of a provisioning (the spec's Provisioning status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
