@@ -71,9 +71,9 @@ pub enum TenancyCommand {
         #[arg(long)]
         password: String,
         #[arg(long, value_enum, default_value = "editor")]
-        role: Role,
+        role: RoleArg,
         #[arg(long = "type", value_enum, default_value = "user")]
-        user_type: UserType,
+        user_type: UserTypeArg,
         #[arg(long, default_value = "")]
         first_name: String,
         #[arg(long, default_value = "")]
@@ -86,7 +86,7 @@ pub enum TenancyCommand {
         #[arg(long)]
         email: String,
         #[arg(long, value_enum, default_value = "editor")]
-        role: Role,
+        role: RoleArg,
     },
     /// Add a workspace to a tenant.
     CreateWorkspace {
@@ -212,8 +212,8 @@ async fn run_admin_command(
                 tenant_slug: tenant,
                 email,
                 password,
-                role,
-                user_type,
+                role: role.into(),
+                user_type: user_type.into(),
                 first_name,
                 last_name,
             };
@@ -223,9 +223,45 @@ async fn run_admin_command(
             tenant,
             email,
             role,
-        } => json(tenancy.add_member(&tenant, &email, role).await?),
+        } => json(tenancy.add_member(&tenant, &email, role.into()).await?),
         TenancyCommand::CreateWorkspace { tenant, name } => {
             json(tenancy.create_workspace(&tenant, &name).await?)
+        }
+    }
+}
+
+/// `--role` of the admin commands (the tenancy crate's [`Role`], as the command line names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoleArg {
+    Owner,
+    Editor,
+    Viewer,
+}
+
+impl From<RoleArg> for Role {
+    fn from(role: RoleArg) -> Self {
+        match role {
+            RoleArg::Owner => Role::Owner,
+            RoleArg::Editor => Role::Editor,
+            RoleArg::Viewer => Role::Viewer,
+        }
+    }
+}
+
+/// `--type` of `admin create-user` (the tenancy crate's [`UserType`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UserTypeArg {
+    User,
+    Guest,
+    Agent,
+}
+
+impl From<UserTypeArg> for UserType {
+    fn from(user_type: UserTypeArg) -> Self {
+        match user_type {
+            UserTypeArg::User => UserType::User,
+            UserTypeArg::Guest => UserType::Guest,
+            UserTypeArg::Agent => UserType::Agent,
         }
     }
 }

@@ -20,7 +20,7 @@ use tessera_storage::{Database, time};
 pub use store::{Tenant, User};
 
 /// A member's role in a tenant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Owner,
@@ -39,7 +39,7 @@ impl Role {
 }
 
 /// A user's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UserType {
     User,
