@@ -16,12 +16,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tessera_host::config::{Config, parse_retry_schedule};
+use tessera_host::config::parse_retry_schedule;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, CertificateFile, TestApp, eventually, json_with_status, serve_https,
-    spawn_app_with, without_rate_limits,
+    Backend, CertificateFile, TestApp, eventually, json_with_status, limit_engine_scans,
+    serve_https, spawn_app_with_engines,
 };
 
 /// Entries one engine scan returns at most in these tests.
@@ -139,26 +139,14 @@ async fn chunked_chat_host(
     schedule: &'static str,
     concurrency: usize,
 ) -> TestApp {
-    let database = crate::helpers::TestDatabase::new(backend).await;
-    crate::components::install_engines(&database.data_dir.join("plugins"), &["chat"]);
     let extra_ca = receiver.certificate.0.clone();
-    let configure = move |config: &mut Config| {
-        without_rate_limits(config);
+    spawn_app_with_engines(backend, &["chat"], move |config| {
         config.webhook.retry_schedule = parse_retry_schedule(schedule).unwrap();
         config.webhook.allow_private_targets = true;
         config.webhook.extra_ca = Some(extra_ca);
-        config.engine_scans.page = SCAN_PAGE;
-        config.engine_scans.budget = SCAN_BUDGET;
+        limit_engine_scans(config, SCAN_PAGE, SCAN_BUDGET);
         config.work.concurrency = concurrency;
-    };
-    spawn_app_with(
-        backend,
-        AppOptions {
-            database: Some(database),
-            configure: Some(Box::new(configure)),
-            ..AppOptions::default()
-        },
-    )
+    })
     .await
 }
 

@@ -249,6 +249,32 @@ impl AppOptions {
     }
 }
 
+/// A host with the first-party engines `engines` (built from `engines/`) in its plugins dir,
+/// no rate limits, and `configure` changing the configuration after that.
+pub async fn spawn_app_with_engines(
+    backend: Backend,
+    engines: &[&str],
+    configure: impl FnOnce(&mut Config) + Send + 'static,
+) -> TestApp {
+    let database = TestDatabase::new(backend).await;
+    crate::components::install_engines(&database.data_dir.join("plugins"), engines);
+    spawn_app_with(
+        backend,
+        AppOptions {
+            database: Some(database),
+            ..AppOptions::unlimited_and(configure)
+        },
+    )
+    .await
+}
+
+/// Bounds engine storage scans: at most `page` entries per scan and `budget` per engine call
+/// (`TESSERA_ENGINE_SCAN_PAGE`, `TESSERA_ENGINE_SCAN_BUDGET`).
+pub fn limit_engine_scans(config: &mut Config, page: u32, budget: u64) {
+    config.engine_scans.page = page;
+    config.engine_scans.budget = budget;
+}
+
 /// Turns the read and write rate limits off.
 pub fn without_rate_limits(config: &mut Config) {
     config.rate_limits.read_per_minute = 0;

@@ -16,8 +16,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, eventually,
-    json_with_status, observe_events, observed_events, spawn_app, spawn_app_with,
-    without_rate_limits,
+    json_with_status, limit_engine_scans, observe_events, observed_events, spawn_app,
+    spawn_app_with, spawn_app_with_engines, without_rate_limits,
 };
 
 const MAIL: &str = "/mail/api/v1";
@@ -1565,21 +1565,9 @@ async fn every_mail_route_is_documented_with_bearer_security() {
 
 /// [`mail_host`] whose engine calls scan at most `page` entries at once and `budget` in all.
 async fn mail_host_scanning(backend: Backend, page: u32, budget: u64) -> TestApp {
-    let database = TestDatabase::new(backend).await;
-    crate::components::install_engines(&database.data_dir.join("plugins"), &["mail"]);
-    let configure = move |config: &mut Config| {
-        without_rate_limits(config);
-        config.engine_scans.page = page;
-        config.engine_scans.budget = budget;
-    };
-    spawn_app_with(
-        backend,
-        AppOptions {
-            database: Some(database),
-            configure: Some(Box::new(configure)),
-            ..AppOptions::default()
-        },
-    )
+    spawn_app_with_engines(backend, &["mail"], move |config| {
+        limit_engine_scans(config, page, budget);
+    })
     .await
 }
 

@@ -6,12 +6,10 @@
 //! they create (the pending removal stops).
 
 use serde_json::{Value, json};
-use tessera_host::config::Config;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
-    without_rate_limits,
+    Backend, TestApp, eventually, json_with_status, limit_engine_scans, spawn_app_with_engines,
 };
 
 const ORCHESTRATION: &str = "/core/api/internal/orchestration";
@@ -22,25 +20,14 @@ const REMOVAL_SECONDS: u64 = 60;
 // The host, a tenant and its users
 // ---------------------------------------------------------------------------------------------
 
-/// A host with the notes, drive and voip engines, no rate limits, and engine scans bounded to
+/// A host with the notes, drive, voip and mail engines, no rate limits, and engine scans bounded to
 /// `page` entries each and `budget` entries per engine call.
 async fn removal_host(backend: Backend, page: u32, budget: u64) -> TestApp {
-    let database = TestDatabase::new(backend).await;
-    crate::components::install_engines(
-        &database.data_dir.join("plugins"),
-        &["notes", "drive", "voip", "mail"],
-    );
-    let configure = move |config: &mut Config| {
-        without_rate_limits(config);
-        config.engine_scans.page = page;
-        config.engine_scans.budget = budget;
-    };
-    spawn_app_with(
+    spawn_app_with_engines(
         backend,
-        AppOptions {
-            database: Some(database),
-            configure: Some(Box::new(configure)),
-            ..AppOptions::default()
+        &["notes", "drive", "voip", "mail"],
+        move |config| {
+            limit_engine_scans(config, page, budget);
         },
     )
     .await
