@@ -74,6 +74,12 @@ pub fn run(job: &Job) -> Result<(), String> {
         message_id: internet_message_id(&message),
     };
     let outcome = mail_transport::send(mail).map_err(|error| error.message().to_owned());
+    if let Err(reason) = &outcome {
+        log::warn(format!(
+            "attempt {} of message {} failed: {reason}",
+            request.attempt, message.message_id
+        ));
+    }
     // The owner may move or delete the copy while the relay answers and while the outcome is
     // recorded: record it on the copy as it is now.
     for _ in 0..store::CHANGE_ROUNDS {
@@ -114,10 +120,6 @@ fn record_outcome(
                 delivery.last_error = None;
             }
             Err(reason) => {
-                log::warn(format!(
-                    "attempt {} of message {} failed: {reason}",
-                    request.attempt, message.message_id
-                ));
                 delivery.last_error = Some(reason.clone());
                 match RETRY_DELAYS_MS.get(request.attempt as usize - 1) {
                     Some(delay) => {

@@ -451,7 +451,7 @@ pub fn tallies(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
 pub fn recount(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
     for _ in 0..CHANGE_ROUNDS {
         let changes = storage::get(&changes_key(user_id))?;
-        let mut tallies = Vec::with_capacity(Folder::ALL.len());
+        let mut counts = Vec::with_capacity(Folder::ALL.len());
         let mut transaction = Transaction::new();
         transaction
             .expect(counted_key(user_id), None)
@@ -462,34 +462,20 @@ pub fn recount(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
             transaction
                 .set_json(total_key(user_id, folder), &total)?
                 .set_json(unread_key(user_id, folder), &unread)?;
-            tallies.push((total, unread));
+            counts.push((total, unread));
         }
         if let Committed::Yes { .. } = transaction.commit()? {
-            return Ok(tallies);
+            return Ok(counts);
         }
         if storage::exists(&counted_key(user_id))? {
-            return tallies_counted(user_id);
+            // Counted by another call meanwhile: read its counters.
+            return tallies(user_id);
         }
     }
     Err(HostError::new(
         "mail.recount",
         "the mailbox kept changing while it was counted",
     ))
-}
-
-/// [`tallies`] of a mailbox known to have complete counters.
-fn tallies_counted(user_id: &str) -> Result<Vec<(u64, u64)>, HostError> {
-    Folder::ALL
-        .into_iter()
-        .map(|folder| {
-            let total = storage::counter(&total_key(user_id, folder))?;
-            let unread = storage::counter(&unread_key(user_id, folder))?;
-            Ok((
-                u64::try_from(total).unwrap_or(0),
-                u64::try_from(unread).unwrap_or(0),
-            ))
-        })
-        .collect()
 }
 
 /// `(total, unread)` of a folder, read from its index.

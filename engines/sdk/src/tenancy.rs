@@ -395,14 +395,18 @@ pub struct RemovedChunk {
 ///     Ok(RemovedChunk { finished: false, after: None, last_writes })
 /// }
 ///
-/// // In `Engine::deprovision_user`:
-/// tenancy::remove_user_in_chunks("user-id", |chunk, _| remove_items(chunk))?;
-/// // In `Engine::run_job`:
-/// # let job: Job = todo!();
-/// if let Some(removal) = RemovalJob::of(&job) {
-///     tenancy::continue_removal(&removal, |chunk, _| remove_items(chunk))?;
+/// /// `Engine::deprovision_user`.
+/// fn deprovision_user(user_id: &str) -> Result<(), HostError> {
+///     tenancy::remove_user_in_chunks(user_id, |chunk, _| remove_items(chunk))
 /// }
-/// # Ok::<(), HostError>(())
+///
+/// /// `Engine::run_job`.
+/// fn run_job(job: &Job) -> Result<(), HostError> {
+///     match RemovalJob::of(job) {
+///         Some(removal) => tenancy::continue_removal(&removal, |chunk, _| remove_items(chunk)),
+///         None => Ok(()),
+///     }
+/// }
 /// ```
 pub fn remove_user_in_chunks<F, E>(user_id: &str, remove_chunk: F) -> Result<(), E>
 where
