@@ -120,9 +120,6 @@ const SQL_OUTSIDE_STORE_MODULES: &[&str] = &[
     "crates/core/src/projections/worker.rs",
     "crates/core/src/search/postgres.rs",
     "crates/core/src/search/sqlite.rs",
-    "crates/runtime/src/batch_writer.rs",
-    "crates/runtime/src/registry.rs",
-    "crates/runtime/src/work.rs",
 ];
 
 /// Rule 1: every Rust file opens with a `//!` line saying what it is for.

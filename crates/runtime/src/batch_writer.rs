@@ -19,11 +19,12 @@
 use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
+use super::store::write_group as store;
 use super::work::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
 use tessera_storage::engine_kv::{self, KvKey, KvScope, KvWrite};
-use tessera_storage::{Database, Pool, Tx, time};
+use tessera_storage::{Database, Pool, Tx};
 
 /// The most items (batches and completions) one transaction takes.
 const MAX_GROUP: usize = 256;
@@ -254,11 +255,6 @@ async fn write_group(
     Ok(ids)
 }
 
-/// One field of every item, as an array parameter.
-fn column<'a, T, U>(items: &'a [T], field: impl Fn(&'a T) -> U) -> Vec<U> {
-    items.iter().map(field).collect()
-}
-
 /// [`write_group`] on PostgreSQL: every row as arrays to one function call.
 async fn write_group_postgres(
     pool: &sqlx::PgPool,
@@ -272,29 +268,7 @@ async fn write_group_postgres(
         .iter()
         .map(|_| uuid::Uuid::new_v4().to_string())
         .collect();
-    sqlx::query(
-        "SELECT sets FROM engine_storage_write_group(
-             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-    )
-    .bind(column(&sets, |write| write.engine_code))
-    .bind(column(&sets, |write| write.tenant_id))
-    .bind(column(&sets, |write| write.key))
-    .bind(column(&sets, |write| write.value.unwrap_or_default()))
-    .bind(column(&deletes, |write| write.engine_code))
-    .bind(column(&deletes, |write| write.tenant_id))
-    .bind(column(&deletes, |write| write.key))
-    .bind(&job_ids)
-    .bind(column(&jobs, |job| job.engine_code.as_str()))
-    .bind(column(&jobs, |job| job.tenant_id.as_str()))
-    .bind(column(&jobs, |job| job.kind.as_str()))
-    .bind(column(&jobs, |job| job.payload.as_slice()))
-    .bind(column(&jobs, |job| time::format(job.due_at)))
-    .bind(column(completions, |(id, _)| id.as_str()))
-    .bind(column(completions, |(_, attempt)| i64::from(*attempt)))
-    .bind(time::now())
-    .execute(pool)
-    .await
-    .context("writing a group of storage batches")?;
+    store::write_group_postgres(pool, &sets, &deletes, &job_ids, &jobs, completions).await?;
     let mut ids = job_ids.into_iter();
     Ok(batches
         .iter()

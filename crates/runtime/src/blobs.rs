@@ -3,7 +3,7 @@
 //! for quotas (`storage::engine_blobs`).
 
 use super::bindings::v0_1::tessera::engine as world;
-use super::store::{StoreState, check_batch, check_key};
+use super::imports::{StoreState, check_batch, check_key};
 use tessera_storage::engine_blobs::{self, PutOutcome};
 
 /// Largest blob an engine may store, in bytes (engine request bodies are capped lower by

@@ -19,7 +19,7 @@ use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
 use super::bindings::v0_1::{
     Engine as EngineWorld, EnginePre, exports::tessera::engine::guest::Guest,
 };
-use super::store::{CallScope, HostServices, StoreState};
+use super::imports::{CallScope, HostServices, StoreState};
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);

@@ -10,14 +10,15 @@ pub mod blobs;
 pub mod bus;
 pub mod config;
 pub mod engine;
+pub mod imports;
 pub mod registry;
-pub mod store;
 
 pub mod lifecycle;
 pub mod mail_transport;
 pub mod outbound;
 pub mod routes;
 pub mod state;
+mod store;
 pub mod vault;
 pub mod watcher;
 pub mod work;
@@ -39,7 +40,7 @@ pub async fn start_engines(
 ) -> anyhow::Result<Arc<EngineRegistry>> {
     let runtime = EngineRuntime::new(
         config.runtime.clone(),
-        store::HostServices::new(config, database.clone())?,
+        imports::HostServices::new(config, database.clone())?,
     )?;
     let engines = Arc::new(EngineRegistry::new(
         Arc::new(runtime),

@@ -10,7 +10,7 @@ use lettre::message::{Mailbox, Message};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use super::bindings::v0_1::tessera::engine as world;
-use super::store::StoreState;
+use super::imports::StoreState;
 use crate::config::SmtpConfig;
 
 /// How long one SMTP exchange may take.

@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use super::bindings::v0_1::EnginePre;
 use super::engine::{CallError, EngineRuntime};
+use super::imports::{CallScope, StoreState};
 use super::outbound::AllowedHosts;
-use super::store::{CallScope, StoreState};
-use tessera_storage::on_pool;
-use tessera_storage::{Database, time};
+use super::store::engines as store;
+use tessera_storage::Database;
 
 /// Path prefixes the host serves itself; no engine may take them as its code.
 pub const RESERVED_CODES: [&str; 3] = ["auth", "core", "api"];
@@ -270,13 +270,7 @@ impl EngineRegistry {
             .remove(code);
         self.runtime.services().bus.subscriptions().remove(code);
         if removed.is_some() && self.role == RegistryRole::Serving {
-            on_pool!(self.database, pool => sqlx::query("UPDATE engines SET is_active = FALSE, updated_at = $2 WHERE code = $1")
-                .bind(code)
-                .bind(time::now())
-                .execute(pool)
-                .await
-                .map(drop))
-            .context("marking an engine inactive")?;
+            store::mark_inactive(&self.database, code).await?;
             tracing::info!(engine = %code, "engine unloaded");
         }
         Ok(())
@@ -291,47 +285,18 @@ impl EngineRegistry {
         if self.role == RegistryRole::Borrowing {
             return Ok(());
         }
-        on_pool!(self.database, pool => sqlx::query(
-            "INSERT INTO engines (code, name, version, requires_tenant_provision, requires_user_provision, is_active, component_sha256, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (code) DO UPDATE SET name = excluded.name, version = excluded.version,
-                 requires_tenant_provision = excluded.requires_tenant_provision,
-                 requires_user_provision = excluded.requires_user_provision,
-                 is_active = excluded.is_active, component_sha256 = excluded.component_sha256,
-                 updated_at = excluded.updated_at",
-        )
-        .bind(&descriptor.code)
-        .bind(&descriptor.name)
-        .bind(&descriptor.version)
-        .bind(descriptor.requires_tenant_provision)
-        .bind(descriptor.requires_user_provision)
-        .bind(is_active)
-        .bind(sha256)
-        .bind(time::now())
-        .execute(pool)
-        .await
-        .map(drop))
-        .context("recording an engine")
+        store::upsert(&self.database, descriptor, sha256, is_active).await
     }
 
     /// Marks every recorded engine inactive: called at start, before loading the plugins dir,
     /// so the list reflects what this host actually serves.
     pub async fn mark_all_inactive(&self) -> anyhow::Result<()> {
-        on_pool!(self.database, pool => sqlx::query("UPDATE engines SET is_active = FALSE")
-            .execute(pool)
-            .await
-            .map(drop))
-        .context("resetting the engine registry")
+        store::mark_all_inactive(&self.database).await
     }
 
     /// Every engine ever recorded, loaded ones active, with their public URL.
     pub async fn records(&self, public_url: &str) -> anyhow::Result<Vec<EngineRecord>> {
-        let mut records: Vec<EngineRecord> = on_pool!(self.database, pool => sqlx::query_as::<_, EngineRecord>(
-            "SELECT code, name, is_active, requires_tenant_provision, requires_user_provision FROM engines ORDER BY code",
-        )
-        .fetch_all(pool)
-        .await)
-        .context("listing engines")?;
+        let mut records = store::list(&self.database).await?;
         for record in &mut records {
             record.url = format!("{public_url}/{}", record.code);
         }

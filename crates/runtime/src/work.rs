@@ -19,13 +19,11 @@ use super::admission::{CallKind, Permit};
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::bus::BusEvent;
 use super::registry::EngineRegistry;
-use tessera_storage::{Database, Pool, Tx, time};
-use tessera_storage::{on_tx, on_writer};
+use super::store::work as store;
+use tessera_storage::{Database, Tx, time};
 
 /// Runs of one item before it is kept as `failed`.
 pub const MAX_ATTEMPTS: u32 = 5;
-/// Items inserted by one statement (nine parameters each).
-const INSERT_CHUNK: usize = 100;
 
 /// How long a claimed item waits for an engine slot (its tenant's share, or the pool, is
 /// taken) before it is handed back, so items of other tenants behind it get the worker's slot.
@@ -84,34 +82,6 @@ pub struct ClaimedWork {
     pub attempt: u32,
 }
 
-/// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
-type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
-
-/// SQLite's claim of up to `$3` items of `engine_codes` engines (`$4`…) due by `$1`, leased
-/// until `$2`. Pending items and items whose lease ran out are read separately, each from its
-/// partial index in order and cut at the limit (one OR-ed query would sort every due item).
-fn sqlite_claim_statement(engine_codes: usize) -> String {
-    let codes = (0..engine_codes)
-        .map(|index| format!("${}", index + 4))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "WITH
-           pending AS (SELECT id, due_at FROM engine_work
-                       WHERE status = 'pending' AND due_at <= $1 AND engine_code IN ({codes})
-                       ORDER BY due_at LIMIT $3),
-           expired AS (SELECT id, due_at FROM engine_work
-                       WHERE status = 'running' AND locked_until <= $1 AND engine_code IN ({codes})
-                       ORDER BY locked_until LIMIT $3),
-           chosen AS (SELECT id FROM (SELECT id, due_at FROM pending
-                                      UNION ALL SELECT id, due_at FROM expired)
-                      ORDER BY due_at LIMIT $3)
-         UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
-         WHERE id IN (SELECT id FROM chosen)
-         RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
-    )
-}
-
 /// The delay before run `attempt + 1` after run `attempt` failed: 1 s, 4 s, 16 s, 64 s.
 pub fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(4u64.saturating_pow(attempt.saturating_sub(1)).min(3600))
@@ -147,36 +117,23 @@ impl WorkQueue {
     /// Stores the items in the caller's transaction; returns their ids. Call [`Self::wake`]
     /// once it committed.
     pub async fn insert_in(tx: &mut Tx, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
-        let now = time::now();
         let ids: Vec<String> = items
             .iter()
             .map(|_| uuid::Uuid::new_v4().to_string())
             .collect();
-        let rows: Vec<(&String, &NewWork, String)> = ids
+        let rows: Vec<store::WorkRow<'_>> = ids
             .iter()
             .zip(items)
-            .map(|(id, item)| (id, item, time::format(item.due_at)))
-            .collect();
-        for chunk in rows.chunks(INSERT_CHUNK) {
-            on_tx!(tx, conn => {
-                let mut insert = sqlx::QueryBuilder::new(
-                    "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at) ",
-                );
-                insert.push_values(chunk, |mut row, (id, item, due_at)| {
-                    row.push_bind(*id)
-                        .push_bind(&item.engine_code)
-                        .push_bind(&item.tenant_id)
-                        .push_bind(item.kind.as_str())
-                        .push_bind(&item.payload)
-                        .push_bind(due_at)
-                        .push_bind(0_i64)
-                        .push_bind("pending")
-                        .push_bind(&now);
-                });
-                insert.build().execute(&mut **conn).await.map(drop)
+            .map(|(id, item)| store::WorkRow {
+                id,
+                engine_code: &item.engine_code,
+                tenant_id: &item.tenant_id,
+                kind: item.kind.as_str(),
+                payload: &item.payload,
+                due_at: time::format(item.due_at),
             })
-            .context("enqueuing engine work")?;
-        }
+            .collect();
+        store::insert(tx, &rows).await?;
         Ok(ids)
     }
 
@@ -192,18 +149,7 @@ impl WorkQueue {
         tenant_id: &str,
         job_id: &str,
     ) -> anyhow::Result<bool> {
-        let deleted = on_writer!(self.database, pool => sqlx::query(
-            "DELETE FROM engine_work WHERE id = $1 AND engine_code = $2 AND tenant_id = $3
-             AND kind = 'job' AND status = 'pending'",
-        )
-        .bind(job_id)
-        .bind(engine_code)
-        .bind(tenant_id)
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected()))
-        .context("cancelling a job")?;
-        Ok(deleted > 0)
+        store::delete_pending_job(&self.database, engine_code, tenant_id, job_id).await
     }
 
     /// Claims up to `limit` due items of the given engines (pending and due, or running with
@@ -227,34 +173,8 @@ impl WorkQueue {
         let now = time::now();
         let lease_until = time::format(Utc::now() + lease);
         let limit = i64::from(limit);
-        let mut rows: Vec<ClaimedRow> = match self.database.pool() {
-            Pool::Postgres(pool) => {
-                sqlx::query_as(
-                    "SELECT id, engine_code, tenant_id, kind, payload, attempt, due_at
-                 FROM engine_work_claim($1, $2, $3, $4)",
-                )
-                .bind(&now)
-                .bind(&lease_until)
-                .bind(engine_codes)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-            }
-            Pool::Sqlite(_) => {
-                let claim = sqlite_claim_statement(engine_codes.len());
-                on_writer!(self.database, pool => {
-                    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(claim.clone()))
-                        .bind(&now)
-                        .bind(&lease_until)
-                        .bind(limit);
-                    for code in engine_codes {
-                        query = query.bind(code);
-                    }
-                    query.fetch_all(pool).await
-                })
-            }
-        }
-        .context("claiming due engine work")?;
+        let mut rows =
+            store::claim(&self.database, engine_codes, &now, &lease_until, limit).await?;
         // The returned rows carry no order: put them back in due order.
         rows.sort_by(|left, right| left.6.cmp(&right.6));
         rows.into_iter()
@@ -276,16 +196,7 @@ impl WorkQueue {
     /// run. An item claimed again since (`attempt` moved on) is left alone.
     pub async fn release(&self, unstarted: &[ClaimedWork]) -> anyhow::Result<()> {
         for work in unstarted {
-            on_writer!(self.database, pool => sqlx::query(
-                "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1
-                 WHERE id = $1 AND attempt = $2 AND status = 'running'",
-            )
-            .bind(&work.id)
-            .bind(i64::from(work.attempt))
-            .execute(pool)
-            .await
-            .map(drop))
-            .context("handing back claimed engine work")?;
+            store::hand_back(&self.database, &work.id, work.attempt, None).await?;
         }
         Ok(())
     }
@@ -295,18 +206,9 @@ impl WorkQueue {
     /// item claimed again since (`attempt` moved on) is left alone.
     pub async fn postpone(&self, work: &ClaimedWork, delay: Duration) -> anyhow::Result<()> {
         let due_at = time::format(Utc::now() + delay);
-        on_writer!(self.database, pool => sqlx::query(
-            "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1,
-             due_at = $3
-             WHERE id = $1 AND attempt = $2 AND status = 'running'",
-        )
-        .bind(&work.id)
-        .bind(i64::from(work.attempt))
-        .bind(&due_at)
-        .execute(pool)
-        .await
-        .map(drop))
-        .context("postponing engine work that found no engine slot")
+        store::hand_back(&self.database, &work.id, work.attempt, Some(&due_at))
+            .await
+            .context("postponing engine work that found no engine slot")
     }
 
     /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted in one
@@ -324,22 +226,7 @@ impl WorkQueue {
     /// claimed again since (this host's lease ran out: a newer attempt) stays.
     pub async fn complete_in(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
         for chunk in done.chunks(COMPLETION_CHUNK) {
-            on_tx!(tx, conn => {
-                let mut delete = sqlx::QueryBuilder::new(
-                    "DELETE FROM engine_work WHERE (id, attempt) IN (VALUES ",
-                );
-                let mut rows = delete.separated(", ");
-                for (id, attempt) in chunk {
-                    rows.push("(");
-                    rows.push_bind_unseparated(id);
-                    rows.push_unseparated(", ");
-                    rows.push_bind_unseparated(i64::from(*attempt));
-                    rows.push_unseparated(")");
-                }
-                delete.push(")");
-                delete.build().execute(&mut **conn).await.map(drop)
-            })
-            .context("completing engine work")?;
+            store::delete_completed(tx, chunk).await?;
         }
         Ok(())
     }
@@ -351,19 +238,15 @@ impl WorkQueue {
         } else {
             ("pending", time::format(Utc::now() + backoff(work.attempt)))
         };
-        on_writer!(self.database, pool => sqlx::query(
-            "UPDATE engine_work SET status = $3, due_at = $4, locked_until = NULL, last_error = $5
-             WHERE id = $1 AND attempt = $2",
+        store::record_failure(
+            &self.database,
+            &work.id,
+            work.attempt,
+            status,
+            &due_at,
+            error,
         )
-        .bind(&work.id)
-        .bind(i64::from(work.attempt))
-        .bind(status)
-        .bind(due_at)
-        .bind(error)
-        .execute(pool)
         .await
-        .map(drop))
-        .context("recording failed engine work")
     }
 
     /// Resolves when an item was enqueued on this host.

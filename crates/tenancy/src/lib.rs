@@ -12,8 +12,9 @@ use serde::Serialize;
 use tessera_auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_core::families;
 use tessera_http::ValidationErrors;
-use tessera_orchestrator::routes::{EngineOutcomeBody, Timestamps, outcome_bodies};
-use tessera_orchestrator::{Orchestrator, ProvisioningStatus, record_pending_tenant};
+use tessera_orchestrator::{
+    EngineOutcome, Orchestrator, ProvisioningStatus, record_pending_tenant,
+};
 use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
 use tessera_storage::{Database, time};
 
@@ -88,11 +89,36 @@ fn describe(errors: &ValidationErrors) -> String {
 }
 
 /// The provisioning report of a new tenant: every engine that requires tenant provisioning,
-/// with its outcome (`{status, error?}`), as the orchestration endpoint reports it.
+/// with its outcome (`{status, error?}`, the shape the orchestration endpoint answers).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProvisioningReport {
     pub status: ProvisioningStatus,
-    pub engines: BTreeMap<String, EngineOutcomeBody>,
+    pub engines: BTreeMap<String, EngineProvisioning>,
+}
+
+/// One engine's part in a new tenant's provisioning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineProvisioning {
+    /// `provisioned` or `failed`.
+    pub status: &'static str,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<&EngineOutcome> for EngineProvisioning {
+    fn from(outcome: &EngineOutcome) -> Self {
+        match outcome {
+            EngineOutcome::Provisioned { .. } => Self {
+                status: "provisioned",
+                error: None,
+            },
+            EngineOutcome::Failed { error, .. } => Self {
+                status: "failed",
+                error: Some(error.clone()),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -215,7 +241,11 @@ impl TenancyService {
             workspace_id,
             provisioning: ProvisioningReport {
                 status: provisioning.status,
-                engines: outcome_bodies(&provisioning.engines, Timestamps::Hidden),
+                engines: provisioning
+                    .engines
+                    .iter()
+                    .map(|(code, outcome)| (code.clone(), outcome.into()))
+                    .collect(),
             },
         })
     }

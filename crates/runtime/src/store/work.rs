@@ -1,0 +1,203 @@
+//! The SQL of the `engine_work` table (jobs and event deliveries, see `crate::work`): insert,
+//! claim with a lease, hand back, complete and fail. The queue's rules live in `crate::work`;
+//! these functions run its statements and nothing else.
+
+use anyhow::Context as _;
+
+use tessera_storage::{Database, Pool, Tx, time};
+use tessera_storage::{on_tx, on_writer};
+
+/// Items inserted by one statement (nine parameters each).
+const INSERT_CHUNK: usize = 100;
+
+/// A row to insert: its id, engine code, tenant id, kind, payload and due time (RFC 3339).
+pub struct WorkRow<'a> {
+    pub id: &'a str,
+    pub engine_code: &'a str,
+    pub tenant_id: &'a str,
+    pub kind: &'static str,
+    pub payload: &'a [u8],
+    pub due_at: String,
+}
+
+/// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
+pub type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
+
+/// Inserts `rows` as pending items in the caller's transaction, [`INSERT_CHUNK`] per statement.
+pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {
+    let now = time::now();
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        on_tx!(tx, conn => {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at) ",
+            );
+            insert.push_values(chunk, |mut row, item| {
+                row.push_bind(item.id)
+                    .push_bind(item.engine_code)
+                    .push_bind(item.tenant_id)
+                    .push_bind(item.kind)
+                    .push_bind(item.payload)
+                    .push_bind(&item.due_at)
+                    .push_bind(0_i64)
+                    .push_bind("pending")
+                    .push_bind(&now);
+            });
+            insert.build().execute(&mut **conn).await.map(drop)
+        })
+        .context("enqueuing engine work")?;
+    }
+    Ok(())
+}
+
+/// Deletes a pending job of this engine and tenant; true when there was one.
+pub async fn delete_pending_job(
+    database: &Database,
+    engine_code: &str,
+    tenant_id: &str,
+    job_id: &str,
+) -> anyhow::Result<bool> {
+    let deleted = on_writer!(database, pool => sqlx::query(
+        "DELETE FROM engine_work WHERE id = $1 AND engine_code = $2 AND tenant_id = $3
+         AND kind = 'job' AND status = 'pending'",
+    )
+    .bind(job_id)
+    .bind(engine_code)
+    .bind(tenant_id)
+    .execute(pool)
+    .await
+    .map(|result| result.rows_affected()))
+    .context("cancelling a job")?;
+    Ok(deleted > 0)
+}
+
+/// SQLite's claim of up to `$3` items of `engine_codes` engines (`$4`…) due by `$1`, leased
+/// until `$2`. Pending items and items whose lease ran out are read separately, each from its
+/// partial index in order and cut at the limit (one OR-ed query would sort every due item).
+fn sqlite_claim_statement(engine_codes: usize) -> String {
+    let codes = (0..engine_codes)
+        .map(|index| format!("${}", index + 4))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "WITH
+           pending AS (SELECT id, due_at FROM engine_work
+                       WHERE status = 'pending' AND due_at <= $1 AND engine_code IN ({codes})
+                       ORDER BY due_at LIMIT $3),
+           expired AS (SELECT id, due_at FROM engine_work
+                       WHERE status = 'running' AND locked_until <= $1 AND engine_code IN ({codes})
+                       ORDER BY locked_until LIMIT $3),
+           chosen AS (SELECT id FROM (SELECT id, due_at FROM pending
+                                      UNION ALL SELECT id, due_at FROM expired)
+                      ORDER BY due_at LIMIT $3)
+         UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
+         WHERE id IN (SELECT id FROM chosen)
+         RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
+    )
+}
+
+/// Claims up to `limit` items of `engine_codes` due by `now`, leased until `lease_until`,
+/// counting the run (see `WorkQueue::claim` for the statement on each database). The rows come
+/// back in no particular order.
+pub async fn claim(
+    database: &Database,
+    engine_codes: &[String],
+    now: &str,
+    lease_until: &str,
+    limit: i64,
+) -> anyhow::Result<Vec<ClaimedRow>> {
+    match database.pool() {
+        Pool::Postgres(pool) => {
+            sqlx::query_as(
+                "SELECT id, engine_code, tenant_id, kind, payload, attempt, due_at
+                 FROM engine_work_claim($1, $2, $3, $4)",
+            )
+            .bind(now)
+            .bind(lease_until)
+            .bind(engine_codes)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        }
+        Pool::Sqlite(_) => {
+            let claim = sqlite_claim_statement(engine_codes.len());
+            on_writer!(database, pool => {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(claim.clone()))
+                    .bind(now)
+                    .bind(lease_until)
+                    .bind(limit);
+                for code in engine_codes {
+                    query = query.bind(code);
+                }
+                query.fetch_all(pool).await
+            })
+        }
+    }
+    .context("claiming due engine work")
+}
+
+/// Makes the claimed item `id` (at run `attempt`) pending again, due at `due_at` when given,
+/// its claim not counted; an item claimed again since is left alone.
+pub async fn hand_back(
+    database: &Database,
+    id: &str,
+    attempt: u32,
+    due_at: Option<&str>,
+) -> anyhow::Result<()> {
+    on_writer!(database, pool => sqlx::query(
+        "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1,
+         due_at = COALESCE($3, due_at)
+         WHERE id = $1 AND attempt = $2 AND status = 'running'",
+    )
+    .bind(id)
+    .bind(i64::from(attempt))
+    .bind(due_at)
+    .execute(pool)
+    .await
+    .map(drop))
+    .context("handing back claimed engine work")
+}
+
+/// Deletes the items of `done` (`(id, attempt)`, at most a few hundred) in the caller's
+/// transaction; an item claimed again since (a newer attempt) stays.
+pub async fn delete_completed(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
+    on_tx!(tx, conn => {
+        let mut delete = sqlx::QueryBuilder::new(
+            "DELETE FROM engine_work WHERE (id, attempt) IN (VALUES ",
+        );
+        let mut rows = delete.separated(", ");
+        for (id, attempt) in done {
+            rows.push("(");
+            rows.push_bind_unseparated(id);
+            rows.push_unseparated(", ");
+            rows.push_bind_unseparated(i64::from(*attempt));
+            rows.push_unseparated(")");
+        }
+        delete.push(")");
+        delete.build().execute(&mut **conn).await.map(drop)
+    })
+    .context("completing engine work")
+}
+
+/// Records a failed run of `id` at `attempt`: its new status, when it is due, and the error.
+pub async fn record_failure(
+    database: &Database,
+    id: &str,
+    attempt: u32,
+    status: &str,
+    due_at: &str,
+    error: &str,
+) -> anyhow::Result<()> {
+    on_writer!(database, pool => sqlx::query(
+        "UPDATE engine_work SET status = $3, due_at = $4, locked_until = NULL, last_error = $5
+         WHERE id = $1 AND attempt = $2",
+    )
+    .bind(id)
+    .bind(i64::from(attempt))
+    .bind(status)
+    .bind(due_at)
+    .bind(error)
+    .execute(pool)
+    .await
+    .map(drop))
+    .context("recording failed engine work")
+}
