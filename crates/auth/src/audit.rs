@@ -62,13 +62,13 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
 use crate::state::AuthState;
+use crate::store::audit::{self as store, AuditRow, NewAuditRow};
 use tessera_http::conventions::{CorrelationId, is_well_formed_correlation_id};
 use tessera_http::envelope::{self, DataWithMeta};
 use tessera_http::extract::parse_query;
 use tessera_http::paging::{CursorMeta, CursorPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 use tessera_storage::{Database, Tx, time};
-use tessera_storage::{on_pool, on_tx};
 
 /// What happened. Stored and served as a stable dotted name ([`AuditEvent::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -334,102 +334,56 @@ fn drop_secrets(value: &mut Value, dropped: &mut Vec<String>) {
 }
 
 /// The row an entry becomes: normalized, secrets dropped.
-struct StoredEntry {
-    id: String,
-    tenant_id: Option<String>,
-    user_id: Option<String>,
-    event: &'static str,
-    login: Option<String>,
-    client_ip: Option<String>,
-    correlation_id: Option<String>,
-    details: String,
-    created_at: String,
-}
-
-impl StoredEntry {
-    fn from_entry(entry: &AuditEntry) -> anyhow::Result<Self> {
-        let mut details = match &entry.details {
-            Value::Null => Value::Object(Map::new()),
-            Value::Object(_) => entry.details.clone(),
-            other => serde_json::json!({ "value": other }),
-        };
-        let mut dropped = Vec::new();
-        drop_secrets(&mut details, &mut dropped);
-        if !dropped.is_empty() {
-            tracing::warn!(
-                event = entry.event.as_str(),
-                keys = ?dropped,
-                "audit details named secrets; they were not stored"
-            );
-        }
-        let non_empty = |value: &Option<String>| {
-            value
-                .as_deref()
-                .map(str::trim)
-                .filter(|value| !value.is_empty())
-                .map(str::to_owned)
-        };
-        Ok(Self {
-            id: uuid::Uuid::new_v4().to_string(),
-            tenant_id: non_empty(&entry.tenant_id),
-            user_id: non_empty(&entry.user_id),
-            event: entry.event.as_str(),
-            login: entry
-                .login
-                .as_deref()
-                .map(normalize_email)
-                .filter(|login| is_valid_email(login)),
-            client_ip: entry.client_ip.map(|ip| ip.to_canonical().to_string()),
-            correlation_id: entry
-                .correlation_id
-                .clone()
-                .filter(|id| is_well_formed_correlation_id(id)),
-            details: serde_json::to_string(&details).context("serializing audit details")?,
-            created_at: time::now(),
-        })
+fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
+    let mut details = match &entry.details {
+        Value::Null => Value::Object(Map::new()),
+        Value::Object(_) => entry.details.clone(),
+        other => serde_json::json!({ "value": other }),
+    };
+    let mut dropped = Vec::new();
+    drop_secrets(&mut details, &mut dropped);
+    if !dropped.is_empty() {
+        tracing::warn!(
+            event = entry.event.as_str(),
+            keys = ?dropped,
+            "audit details named secrets; they were not stored"
+        );
     }
+    let non_empty = |value: &Option<String>| {
+        value
+            .as_deref()
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+            .map(str::to_owned)
+    };
+    Ok(NewAuditRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        tenant_id: non_empty(&entry.tenant_id),
+        user_id: non_empty(&entry.user_id),
+        event: entry.event.as_str(),
+        login: entry
+            .login
+            .as_deref()
+            .map(normalize_email)
+            .filter(|login| is_valid_email(login)),
+        client_ip: entry.client_ip.map(|ip| ip.to_canonical().to_string()),
+        correlation_id: entry
+            .correlation_id
+            .clone()
+            .filter(|id| is_well_formed_correlation_id(id)),
+        details: serde_json::to_string(&details).context("serializing audit details")?,
+        created_at: time::now(),
+    })
 }
-
-const INSERT: &str = "INSERT INTO auth_audit
-    (id, tenant_id, user_id, event, login, client_ip, correlation_id, details, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// Records one event in its own statement (committed at once, whatever the caller does next).
 pub async fn record(database: &Database, entry: &AuditEntry) -> anyhow::Result<()> {
-    let row = StoredEntry::from_entry(entry)?;
-    on_pool!(database, pool => sqlx::query(INSERT)
-        .bind(&row.id)
-        .bind(row.tenant_id.as_deref())
-        .bind(row.user_id.as_deref())
-        .bind(row.event)
-        .bind(row.login.as_deref())
-        .bind(row.client_ip.as_deref())
-        .bind(row.correlation_id.as_deref())
-        .bind(&row.details)
-        .bind(&row.created_at)
-        .execute(pool)
-        .await
-        .map(drop))
-    .with_context(|| format!("recording the audit event {}", entry.event))
+    store::insert(database, &stored_row(entry)?).await
 }
 
 /// Records one event inside the caller's transaction: it is kept only if that commits.
 pub async fn record_in(tx: &mut Tx, entry: &AuditEntry) -> anyhow::Result<()> {
-    let row = StoredEntry::from_entry(entry)?;
-    on_tx!(tx, conn => sqlx::query(INSERT)
-        .bind(&row.id)
-        .bind(row.tenant_id.as_deref())
-        .bind(row.user_id.as_deref())
-        .bind(row.event)
-        .bind(row.login.as_deref())
-        .bind(row.client_ip.as_deref())
-        .bind(row.correlation_id.as_deref())
-        .bind(&row.details)
-        .bind(&row.created_at)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-    .with_context(|| format!("recording the audit event {}", entry.event))
+    store::insert_in(tx, &stored_row(entry)?).await
 }
 
 /// One entry as served.
@@ -460,17 +414,6 @@ pub struct AuditFilter {
     pub user_id: Option<String>,
 }
 
-type AuditRow = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-);
-
 /// One page of `tenant_id`'s trail, newest first (ties by id, descending), after
 /// `page.after`, matching `filter`.
 pub async fn list(
@@ -479,59 +422,33 @@ pub async fn list(
     filter: &AuditFilter,
     page: &CursorPage<AuditPosition>,
 ) -> anyhow::Result<(Vec<AuditItem>, CursorMeta)> {
-    let mut sql = String::from(
-        "SELECT id, event, user_id, login, client_ip, correlation_id, details, created_at
-         FROM auth_audit WHERE tenant_id = $1",
-    );
-    let mut binds: Vec<&str> = vec![tenant_id];
-    if let Some(event) = filter.event {
-        binds.push(event.as_str());
-        sql.push_str(&format!(" AND event = ${}", binds.len()));
-    }
-    if let Some(user_id) = &filter.user_id {
-        binds.push(user_id);
-        sql.push_str(&format!(" AND user_id = ${}", binds.len()));
-    }
-    if let Some((created_at, id)) = &page.after {
-        binds.extend([created_at.as_str(), created_at.as_str(), id.as_str()]);
-        let n = binds.len();
-        sql.push_str(&format!(
-            " AND (created_at < ${} OR (created_at = ${} AND id < ${}))",
-            n - 2,
-            n - 1,
-            n
-        ));
-    }
-    sql.push_str(&format!(
-        " ORDER BY created_at DESC, id DESC LIMIT ${}",
-        binds.len() + 1
-    ));
-    let rows: Vec<AuditRow> = on_pool!(database, pool => {
-        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()));
-        for bind in &binds {
-            query = query.bind(*bind);
-        }
-        query.bind(i64::from(page.fetch_limit())).fetch_all(pool).await
-    })
-    .context("listing the audit trail")?;
+    let rows = store::list(
+        database,
+        tenant_id,
+        filter.event.map(AuditEvent::as_str),
+        filter.user_id.as_deref(),
+        page.after
+            .as_ref()
+            .map(|(created_at, id)| (created_at.as_str(), id.as_str())),
+        page.fetch_limit(),
+    )
+    .await?;
     let items = rows
         .into_iter()
-        .map(
-            |(id, event, user_id, login, client_ip, correlation_id, details, created_at)| {
-                let details = serde_json::from_str(&details)
-                    .with_context(|| format!("reading the details of audit entry {id}"))?;
-                Ok(AuditItem {
-                    id,
-                    event,
-                    user_id,
-                    login,
-                    client_ip,
-                    correlation_id,
-                    details,
-                    created_at,
-                })
-            },
-        )
+        .map(|row: AuditRow| {
+            let details = serde_json::from_str(&row.details)
+                .with_context(|| format!("reading the details of audit entry {}", row.id))?;
+            Ok(AuditItem {
+                id: row.id,
+                event: row.event,
+                user_id: row.user_id,
+                login: row.login,
+                client_ip: row.client_ip,
+                correlation_id: row.correlation_id,
+                details,
+                created_at: row.created_at,
+            })
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(page.finish(items, |item| (item.created_at.clone(), item.id.clone())))
 }
@@ -635,7 +552,7 @@ mod tests {
                 "mfa_token": "t",
                 "nested": [{"recovery_code": "c", "method": "totp"}],
             }));
-        let stored = StoredEntry::from_entry(&entry).unwrap();
+        let stored = stored_row(&entry).unwrap();
         assert_eq!(stored.login.as_deref(), Some("ada@example.com"));
         assert_eq!(
             serde_json::from_str::<Value>(&stored.details).unwrap(),
@@ -643,15 +560,9 @@ mod tests {
         );
 
         let typed_a_password = AuditEntry::new(AuditEvent::LoginFailed).login("hunter2 secret");
-        assert_eq!(
-            StoredEntry::from_entry(&typed_a_password).unwrap().login,
-            None
-        );
+        assert_eq!(stored_row(&typed_a_password).unwrap().login, None);
         let null_details = AuditEntry::new(AuditEvent::LoggedOut).details(Value::Null);
-        assert_eq!(
-            StoredEntry::from_entry(&null_details).unwrap().details,
-            "{}"
-        );
+        assert_eq!(stored_row(&null_details).unwrap().details, "{}");
     }
 
     #[test]
@@ -661,10 +572,7 @@ mod tests {
             ..AuditEntry::new(AuditEvent::LoginSucceeded)
         };
         assert_eq!(
-            StoredEntry::from_entry(&entry)
-                .unwrap()
-                .client_ip
-                .as_deref(),
+            stored_row(&entry).unwrap().client_ip.as_deref(),
             Some("192.0.2.7")
         );
     }

@@ -23,8 +23,8 @@ use jsonwebtoken::{DecodingKey, EncodingKey};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::store::keys::{self as store, KeyRow};
 use tessera_http::config::Secret;
-use tessera_storage::on_pool;
 use tessera_storage::{Database, time};
 
 /// A signing key stops signing after this long and a new one takes over.
@@ -73,8 +73,6 @@ pub struct SigningKeys {
     /// Seals and opens the stored seeds.
     sealing: Arc<SealingKey>,
 }
-
-type KeyRow = (String, String, String, Option<String>);
 
 /// Prefix of a sealed seed: `v1:` + base64url (no padding) of a 24-byte nonce, the encrypted
 /// 32-byte seed and the 16-byte tag. A plaintext seed (standard base64) never contains `:`.
@@ -171,9 +169,14 @@ fn plaintext_seed(stored: &str) -> anyhow::Result<[u8; SEED_BYTES]> {
 
 fn build_key(
     sealing: &SealingKey,
-    (kid, stored, created_at, retired_at): KeyRow,
+    KeyRow {
+        kid,
+        private_seed,
+        created_at,
+        retired_at,
+    }: KeyRow,
 ) -> anyhow::Result<Key> {
-    let seed = sealing.open(&kid, &stored)?;
+    let seed = sealing.open(&kid, &private_seed)?;
     let signing = SigningKey::from_bytes(&seed);
     let der = signing
         .to_pkcs8_der()
@@ -224,26 +227,12 @@ impl SigningKeys {
     /// Idempotent, and safe with several hosts starting at once: a row is only replaced while it
     /// still holds the plaintext this host read.
     async fn seal_plaintext_seeds(&self) -> anyhow::Result<()> {
-        let rows: Vec<(String, String)> = on_pool!(self.database, pool => sqlx::query_as(
-            "SELECT kid, private_seed FROM signing_keys WHERE private_seed NOT LIKE 'v1:%'",
-        )
-        .fetch_all(pool)
-        .await)
-        .context("reading plaintext signing keys")?;
-        for (kid, plaintext) in rows {
-            let seed = plaintext_seed(&plaintext)
+        for row in store::plaintext_seeds(&self.database).await? {
+            let kid = row.kid;
+            let seed = plaintext_seed(&row.private_seed)
                 .with_context(|| format!("reading the plaintext signing key {kid}"))?;
             let sealed = self.sealing.seal(&kid, &seed);
-            tessera_storage::on_writer!(self.database, pool => sqlx::query(
-                "UPDATE signing_keys SET private_seed = $1 WHERE kid = $2 AND private_seed = $3",
-            )
-            .bind(&sealed)
-            .bind(&kid)
-            .bind(&plaintext)
-            .execute(pool)
-            .await
-            .map(drop))
-            .with_context(|| format!("sealing the signing key {kid}"))?;
+            store::seal_seed(&self.database, &kid, &row.private_seed, &sealed).await?;
             tracing::info!(%kid, "sealed a signing key stored in plaintext");
         }
         Ok(())
@@ -255,24 +244,8 @@ impl SigningKeys {
         let kid = uuid::Uuid::new_v4().simple().to_string();
         let now = time::now();
         let mut tx = self.database.begin().await?;
-        tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
-            "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL",
-        )
-        .bind(&now)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("retiring the signing key")?;
-        tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
-            "INSERT INTO signing_keys (kid, algorithm, private_seed, created_at) VALUES ($1, 'EdDSA', $2, $3)",
-        )
-        .bind(&kid)
-        .bind(self.sealing.seal(&kid, &seed))
-        .bind(&now)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("storing a signing key")?;
+        store::retire_signing_key(&mut tx, &now).await?;
+        store::insert_key(&mut tx, &kid, &self.sealing.seal(&kid, &seed), &now).await?;
         tx.commit().await?;
         tracing::info!(%kid, "new token signing key");
         self.reload().await
@@ -283,15 +256,8 @@ impl SigningKeys {
     pub async fn reload(&self) -> anyhow::Result<()> {
         let oldest_useful =
             time::format(Utc::now() - chrono::Duration::from_std(self.token_lifetime)?);
-        let rows: Vec<KeyRow> = on_pool!(self.database, pool => sqlx::query_as(
-            "SELECT kid, private_seed, created_at, retired_at FROM signing_keys
-             WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC",
-        )
-        .bind(oldest_useful)
-        .fetch_all(pool)
-        .await)
-        .context("reading signing keys")?;
-        let keys = rows
+        let keys = store::useful_keys(&self.database, &oldest_useful)
+            .await?
             .into_iter()
             .map(|row| build_key(&self.sealing, row).map(Arc::new))
             .collect::<anyhow::Result<Vec<_>>>()?;

@@ -4,14 +4,17 @@
 //! guesses can never be evaluated beyond the limit; a right guess gives its slot back. After
 //! `lockout_max_attempts` wrong guesses the login is locked for `lockout_duration`, even for the
 //! right password.
+//!
+//! A locked login is the service's own error, [`LockedOut`]; routes turn it into the 429 (with
+//! `Retry-After`) by `?`.
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use chrono::Utc;
 
-use tessera_storage::on_tx;
-use tessera_storage::{Database, DatabaseKind, time};
+use crate::store::lockout as store;
+use tessera_http::ApiError;
+use tessera_storage::{Database, time};
 
 /// Whether a login may be tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,15 +27,36 @@ pub enum Lock {
 }
 
 impl Lock {
-    /// The 429 (with `Retry-After`) of a locked login.
-    pub fn into_result(self) -> Result<(), tessera_http::ApiError> {
+    /// `Err(LockedOut)` when the login is locked.
+    pub fn into_result(self) -> Result<(), LockedOut> {
         match self {
             Lock::Open => Ok(()),
             Lock::Locked {
                 retry_after_seconds,
-            } => Err(tessera_http::ApiError::TooManyRequests {
+            } => Err(LockedOut {
                 retry_after_seconds,
             }),
+        }
+    }
+}
+
+/// The login is locked after too many wrong guesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the login is locked for {retry_after_seconds} more seconds")]
+pub struct LockedOut {
+    /// At least 1.
+    pub retry_after_seconds: u64,
+}
+
+/// A 429 with `Retry-After`, the same answer whether or not an account has the login.
+impl From<LockedOut> for ApiError {
+    fn from(
+        LockedOut {
+            retry_after_seconds,
+        }: LockedOut,
+    ) -> Self {
+        ApiError::TooManyRequests {
+            retry_after_seconds,
         }
     }
 }
@@ -58,31 +82,11 @@ pub async fn reserve(
 ) -> anyhow::Result<Lock> {
     let now = time::now();
     let mut tx = database.begin().await?;
-    on_tx!(&mut tx, conn => sqlx::query(
-        "INSERT INTO login_attempts (login, failures, updated_at) VALUES ($1, 0, $2)
-         ON CONFLICT (login) DO NOTHING",
-    )
-    .bind(login)
-    .bind(&now)
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .context("starting a login's guess count")?;
-    // SQLite's write transaction already excludes every other writer.
-    let select = match database.kind() {
-        DatabaseKind::Postgres => {
-            "SELECT failures, locked_until FROM login_attempts WHERE login = $1 FOR UPDATE"
-        }
-        DatabaseKind::Sqlite => {
-            "SELECT failures, locked_until FROM login_attempts WHERE login = $1"
-        }
-    };
-    let (failures, locked_until): (i64, Option<String>) =
-        on_tx!(&mut tx, conn => sqlx::query_as(select)
-        .bind(login)
-        .fetch_one(&mut **conn)
-        .await)
-        .context("reading a login's guess count")?;
+    store::start_count(&mut tx, login, &now).await?;
+    let store::GuessCount {
+        failures,
+        locked_until,
+    } = store::lock_count(&mut tx, login).await?;
     if let Some(retry_after_seconds) = locked_until.as_deref().and_then(remaining) {
         tx.commit().await?;
         return Ok(Lock::Locked {
@@ -96,17 +100,7 @@ pub async fn reserve(
     let refused = counted >= max;
     let failures = if refused { counted } else { counted + 1 };
     let locked_until = (failures >= max).then(|| time::format(Utc::now() + duration));
-    on_tx!(&mut tx, conn => sqlx::query(
-        "UPDATE login_attempts SET failures = $2, locked_until = $3, updated_at = $4 WHERE login = $1",
-    )
-    .bind(login)
-    .bind(failures)
-    .bind(&locked_until)
-    .bind(&now)
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .context("counting a login guess")?;
+    store::set_count(&mut tx, login, failures, locked_until.as_deref(), &now).await?;
     tx.commit().await?;
     if refused {
         return Ok(Lock::Locked {
@@ -123,28 +117,10 @@ pub async fn reserve(
 /// the wrong guesses before it stay counted, and a lock that only this guess completed is
 /// lifted. (A right password [`clear`]s the whole count instead.)
 pub async fn release(database: &Database, login: &str, max_attempts: u32) -> anyhow::Result<()> {
-    tessera_storage::on_pool!(database, pool => sqlx::query(
-        "UPDATE login_attempts
-         SET failures = failures - 1,
-             locked_until = CASE WHEN failures - 1 < $2 THEN NULL ELSE locked_until END,
-             updated_at = $3
-         WHERE login = $1 AND failures > 0",
-    )
-    .bind(login)
-    .bind(i64::from(max_attempts.max(1)))
-    .bind(time::now())
-    .execute(pool)
-    .await
-    .map(drop))
-    .context("releasing a login guess")
+    store::release(database, login, i64::from(max_attempts.max(1))).await
 }
 
 /// A successful login clears the count.
 pub async fn clear(database: &Database, login: &str) -> anyhow::Result<()> {
-    tessera_storage::on_pool!(database, pool => sqlx::query("DELETE FROM login_attempts WHERE login = $1")
-        .bind(login)
-        .execute(pool)
-        .await
-        .map(drop))
-    .context("clearing a login's failures")
+    store::clear(database, login).await
 }

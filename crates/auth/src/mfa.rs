@@ -5,7 +5,6 @@
 //! counts toward the login's lockout like a wrong password: each code reserves its guess
 //! before it is evaluated (`lockout::reserve`), and a right one gives it back.
 
-use anyhow::Context as _;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,11 +21,11 @@ use super::routes::{TokenSetWithServices, open_session};
 use super::sessions::hash_token;
 use super::totp::{self, TotpSecret};
 use crate::state::AuthState;
+use crate::store;
 use tessera_http::envelope::Data;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 use tessera_storage::{Database, time};
-use tessera_storage::{on_pool, on_tx};
 
 /// How long an `mfa_token` may be used.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
@@ -37,14 +36,7 @@ fn sealing_key(state: &AuthState) -> [u8; 32] {
 
 /// Whether the user logs in with a second factor.
 pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
-    let enabled: Option<Option<String>> = on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT enabled_at FROM user_mfa WHERE user_id = $1",
-    )
-    .bind(user_id)
-    .fetch_optional(pool)
-    .await)
-    .context("reading a user's MFA")?;
-    Ok(matches!(enabled, Some(Some(_))))
+    Ok(store::mfa::enabled_at(database, user_id).await?.is_some())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -71,18 +63,15 @@ pub async fn challenge(
         rand::random::<[u8; 32]>(),
     );
     let now = Utc::now();
-    on_pool!(state.database, pool => sqlx::query(
-        "INSERT INTO mfa_challenges (token_hash, user_id, login, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)",
+    store::mfa::insert_challenge(
+        &state.database,
+        &hash_token(&mfa_token),
+        user_id,
+        login,
+        &time::format(now + CHALLENGE_LIFETIME),
+        &time::format(now),
     )
-    .bind(hash_token(&mfa_token))
-    .bind(user_id)
-    .bind(login)
-    .bind(time::format(now + CHALLENGE_LIFETIME))
-    .bind(time::format(now))
-    .execute(pool)
-    .await
-    .map(drop))
-    .context("storing an MFA challenge")?;
+    .await?;
     audit::record(
         &state.database,
         &AuditEntry::new(AuditEvent::MfaChallenged)
@@ -161,22 +150,17 @@ async fn setup(State(state): State<AuthState>, caller: Caller) -> ApiResult<Json
             "Multi-factor authentication is already enabled.".into(),
         ));
     }
-    let email = super::store::email_of(&state.database, &caller.user_id)
+    let email = store::email_of(&state.database, &caller.user_id)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
     let secret = TotpSecret::generate();
-    on_pool!(state.database, pool => sqlx::query(
-        "INSERT INTO user_mfa (user_id, sealed_secret, created_at) VALUES ($1, $2, $3)
-         ON CONFLICT (user_id) DO UPDATE SET sealed_secret = excluded.sealed_secret,
-             enabled_at = NULL, last_step = NULL, created_at = excluded.created_at",
+    store::mfa::store_pending_secret(
+        &state.database,
+        &caller.user_id,
+        &totp::seal(&secret, &sealing_key(&state)),
+        &time::now(),
     )
-    .bind(&caller.user_id)
-    .bind(totp::seal(&secret, &sealing_key(&state)))
-    .bind(time::now())
-    .execute(pool)
-    .await
-    .map(drop))
-    .context("storing a pending TOTP secret")?;
+    .await?;
     Ok(Json(Data {
         data: TotpSetup {
             otpauth_url: totp::otpauth_url(&secret, totp::ISSUER, &email),
@@ -191,23 +175,15 @@ async fn secret_of(
     user_id: &str,
     pending: bool,
 ) -> ApiResult<Option<(TotpSecret, Option<i64>)>> {
-    let row: Option<(String, Option<String>, Option<i64>)> =
-        on_pool!(state.database, pool => sqlx::query_as(
-        "SELECT sealed_secret, enabled_at, last_step FROM user_mfa WHERE user_id = $1",
-    )
-    .bind(user_id)
-    .fetch_optional(pool)
-    .await)
-        .context("reading a TOTP secret")?;
-    let Some((sealed, enabled_at, last_step)) = row else {
+    let Some(row) = store::mfa::secret(&state.database, user_id).await? else {
         return Ok(None);
     };
-    if enabled_at.is_none() != pending {
+    if row.enabled_at.is_none() != pending {
         return Ok(None);
     }
-    let secret = totp::open(&sealed, &sealing_key(state))
+    let secret = totp::open(&row.sealed_secret, &sealing_key(state))
         .map_err(|error| anyhow::anyhow!("opening a TOTP secret: {error}"))?;
-    Ok(Some((secret, last_step)))
+    Ok(Some((secret, row.last_step)))
 }
 
 /// Accepts `code` for the user's secret at most once: the matched step is stored only if it is
@@ -222,16 +198,7 @@ async fn accept_code(
     let Some(step) = totp::verify(secret, code, Utc::now().timestamp(), last_step) else {
         return Ok(false);
     };
-    let stored = on_pool!(state.database, pool => sqlx::query(
-        "UPDATE user_mfa SET last_step = $2 WHERE user_id = $1 AND (last_step IS NULL OR last_step < $2)",
-    )
-    .bind(user_id)
-    .bind(step)
-    .execute(pool)
-    .await
-    .map(|result| result.rows_affected()))
-    .context("storing the last TOTP step")?;
-    Ok(stored == 1)
+    Ok(store::mfa::advance_last_step(&state.database, user_id, step).await?)
 }
 
 fn invalid_code() -> ApiError {
@@ -268,29 +235,11 @@ async fn confirm(
     }
     let recovery_codes = totp::generate_recovery_codes();
     let mut tx = state.database.begin().await?;
-    on_tx!(&mut tx, conn => sqlx::query("UPDATE user_mfa SET enabled_at = $2 WHERE user_id = $1")
-        .bind(&caller.user_id)
-        .bind(time::now())
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-    .context("enabling MFA")?;
-    on_tx!(&mut tx, conn => sqlx::query("DELETE FROM mfa_recovery_codes WHERE user_id = $1")
-        .bind(&caller.user_id)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-    .context("clearing recovery codes")?;
+    store::mfa::enable(&mut tx, &caller.user_id, &time::now()).await?;
+    store::mfa::delete_recovery_codes(&mut tx, &caller.user_id).await?;
     for code in &recovery_codes {
-        on_tx!(&mut tx, conn => sqlx::query(
-            "INSERT INTO mfa_recovery_codes (user_id, code_hash) VALUES ($1, $2)",
-        )
-        .bind(&caller.user_id)
-        .bind(totp::hash_recovery_code(code))
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("storing a recovery code")?;
+        store::mfa::insert_recovery_code(&mut tx, &caller.user_id, &totp::hash_recovery_code(code))
+            .await?;
     }
     audit::record_in(
         &mut tx,
@@ -335,15 +284,10 @@ async fn verify(
     }
     errors.into_result()?;
 
-    let challenge: Option<(String, String)> = on_pool!(state.database, pool => sqlx::query_as(
-        "SELECT user_id, login FROM mfa_challenges WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
-    )
-    .bind(hash_token(&mfa_token))
-    .bind(time::now())
-    .fetch_optional(pool)
-    .await)
-    .context("reading an MFA challenge")?;
-    let (user_id, login) = challenge.ok_or(ApiError::Unauthenticated)?;
+    let store::mfa::Challenge { user_id, login } =
+        store::mfa::challenge(&state.database, &hash_token(&mfa_token), &time::now())
+            .await?
+            .ok_or(ApiError::Unauthenticated)?;
     let auth = &state.config;
     // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
     lockout::reserve(
@@ -362,17 +306,13 @@ async fn verify(
             None => false,
         }
     } else {
-        let burnt = on_pool!(state.database, pool => sqlx::query(
-            "UPDATE mfa_recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL",
+        store::mfa::use_recovery_code(
+            &state.database,
+            &user_id,
+            &totp::hash_recovery_code(&code),
+            &time::now(),
         )
-        .bind(&user_id)
-        .bind(totp::hash_recovery_code(&code))
-        .bind(time::now())
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected()))
-        .context("using a recovery code")?;
-        burnt == 1
+        .await?
     };
     if !accepted {
         let entry = AuditEntry::new(AuditEvent::MfaFailed)
@@ -388,16 +328,9 @@ async fn verify(
     // right password clears them.
     lockout::release(&state.database, &login, auth.lockout_max_attempts).await?;
     // One successful verify per challenge.
-    let spent = on_pool!(state.database, pool => sqlx::query(
-        "UPDATE mfa_challenges SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
-    )
-    .bind(hash_token(&mfa_token))
-    .bind(time::now())
-    .execute(pool)
-    .await
-    .map(|result| result.rows_affected()))
-    .context("spending an MFA challenge")?;
-    if spent != 1 {
+    let spent =
+        store::mfa::spend_challenge(&state.database, &hash_token(&mfa_token), &time::now()).await?;
+    if !spent {
         return Err(ApiError::Unauthenticated);
     }
     let event = if method == "totp" {
@@ -437,17 +370,7 @@ async fn disable(
         return Err(invalid_code());
     }
     let mut tx = state.database.begin().await?;
-    for statement in [
-        "DELETE FROM user_mfa WHERE user_id = $1",
-        "DELETE FROM mfa_recovery_codes WHERE user_id = $1",
-    ] {
-        on_tx!(&mut tx, conn => sqlx::query(statement)
-            .bind(&caller.user_id)
-            .execute(&mut **conn)
-            .await
-            .map(drop))
-        .context("disabling MFA")?;
-    }
+    store::mfa::delete_mfa(&mut tx, &caller.user_id).await?;
     audit::record_in(
         &mut tx,
         &AuditEntry::new(AuditEvent::MfaDisabled)

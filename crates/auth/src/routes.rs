@@ -175,7 +175,7 @@ async fn login(
             ..attempt
         };
         audit::record(&state.database, &entry).await?;
-        return Err(locked);
+        return Err(locked.into());
     }
     let account = store::account_by_email(&state.database, &login).await?;
     // An unknown account is checked against a dummy hash: the same work, the same answer.

@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
@@ -20,8 +19,8 @@ use utoipa::ToSchema;
 use super::audit::{self, AuditEntry, AuditEvent};
 use super::tokens::{AccessClaims, AccessTokens};
 use crate::config::AuthConfig;
+use crate::store::sessions::{self as store, RefreshRow};
 use tessera_storage::{Database, Tx, time};
-use tessera_storage::{on_pool, on_tx};
 
 /// How long a host trusts its last look at a session.
 pub const ACTIVE_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -58,17 +57,6 @@ pub enum RefreshError {
     #[error(transparent)]
     Storage(#[from] anyhow::Error),
 }
-
-/// session, tenant, workspace, expires_at, used_at, user, session revoked_at
-type RefreshRow = (
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-);
 
 /// How opaque tokens (refresh tokens, `mfa_token`s) are stored: SHA-256, hex. They are 256-bit
 /// random values, so a fast hash is enough; the token itself is never stored.
@@ -115,31 +103,20 @@ impl Sessions {
         let now = Utc::now();
         let expires_at = now + chrono::Duration::from_std(self.config.refresh_token_lifetime)?;
         let mut tx = self.database.begin().await?;
-        on_tx!(&mut tx, conn => sqlx::query(
-            "INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        store::insert_session(
+            &mut tx,
+            &session_id,
+            &scope.user_id,
+            &time::format(now),
+            &time::format(expires_at),
         )
-        .bind(&session_id)
-        .bind(&scope.user_id)
-        .bind(time::format(now))
-        .bind(time::format(expires_at))
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("opening a session")?;
+        .await?;
         // Every active session of the user beyond the newest `max`, oldest first.
-        let active: Vec<String> = on_tx!(&mut tx, conn => sqlx::query_scalar(
-            "SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
-             ORDER BY created_at DESC, id DESC",
-        )
-        .bind(&scope.user_id)
-        .bind(time::format(now))
-        .fetch_all(&mut **conn)
-        .await)
-        .context("finding sessions beyond the limit")?;
+        let active = store::active_sessions(&mut tx, &scope.user_id, &time::format(now)).await?;
         let max = usize::try_from(self.config.max_active_sessions.max(1)).unwrap_or(usize::MAX);
         let evicted: Vec<String> = active.into_iter().skip(max).collect();
         for id in &evicted {
-            revoke_in(&mut tx, id, "evicted").await?;
+            store::revoke(&mut tx, id, "evicted").await?;
             let entry = AuditEntry::new(AuditEvent::SessionEvicted)
                 .tenant(&scope.tenant_id)
                 .user(&scope.user_id)
@@ -172,20 +149,16 @@ impl Sessions {
         let now = Utc::now();
         let refresh_token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
         let refresh_expires = now + chrono::Duration::from_std(self.config.refresh_token_lifetime)?;
-        on_tx!(tx, conn => sqlx::query(
-            "INSERT INTO refresh_tokens (token_hash, session_id, tenant_id, workspace_id, issued_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+        store::insert_refresh_token(
+            tx,
+            &hash_token(&refresh_token),
+            session_id,
+            &scope.tenant_id,
+            scope.workspace_id.as_deref(),
+            &time::format(now),
+            &time::format(refresh_expires),
         )
-        .bind(hash_token(&refresh_token))
-        .bind(session_id)
-        .bind(&scope.tenant_id)
-        .bind(&scope.workspace_id)
-        .bind(time::format(now))
-        .bind(time::format(refresh_expires))
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("storing a refresh token")?;
+        .await?;
         let lifetime = self.config.token_lifetime.as_secs();
         let access_token = self.tokens.issue(&AccessClaims {
             sub: scope.user_id.clone(),
@@ -212,33 +185,24 @@ impl Sessions {
         let now = time::now();
         let token_hash = hash_token(refresh_token);
         let mut tx = self.database.begin().await?;
-        let row: Option<RefreshRow> = on_tx!(&mut tx, conn => sqlx::query_as(
-                "SELECT r.session_id, r.tenant_id, r.workspace_id, r.expires_at, r.used_at, s.user_id, s.revoked_at
-                 FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = $1",
-            )
-            .bind(&token_hash)
-            .fetch_optional(&mut **conn)
-            .await)
-            .context("reading a refresh token")?;
-        let Some((session_id, tenant_id, workspace_id, expires_at, used_at, user_id, revoked_at)) =
-            row
+        let Some(RefreshRow {
+            session_id,
+            tenant_id,
+            workspace_id,
+            expires_at,
+            used_at,
+            user_id,
+            revoked_at,
+        }) = store::refresh_token(&mut tx, &token_hash).await?
         else {
             return Err(RefreshError::Invalid);
         };
         if revoked_at.is_some() || expires_at <= now {
             return Err(RefreshError::Invalid);
         }
-        let spent = on_tx!(&mut tx, conn => sqlx::query(
-            "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL",
-        )
-        .bind(&token_hash)
-        .bind(&now)
-        .execute(&mut **conn)
-        .await
-        .map(|result| result.rows_affected()))
-        .context("spending a refresh token")?;
-        if used_at.is_some() || spent == 0 {
-            revoke_in(&mut tx, &session_id, "refresh_token_reused").await?;
+        let spent = store::spend_refresh_token(&mut tx, &token_hash, &now).await?;
+        if used_at.is_some() || !spent {
+            store::revoke(&mut tx, &session_id, "refresh_token_reused").await?;
             tx.commit().await?;
             self.active.invalidate(&session_id).await;
             return Err(RefreshError::Reused {
@@ -246,9 +210,10 @@ impl Sessions {
                 user_id,
             });
         }
-        let Some((role, user_type)) = membership(&mut tx, &user_id, &tenant_id).await? else {
+        let Some((role, user_type)) = store::member_role_in(&mut tx, &user_id, &tenant_id).await?
+        else {
             // No longer a member of that tenant: the session ends.
-            revoke_in(&mut tx, &session_id, "membership_ended").await?;
+            store::revoke(&mut tx, &session_id, "membership_ended").await?;
             tx.commit().await?;
             self.active.invalidate(&session_id).await;
             return Err(RefreshError::Invalid);
@@ -273,7 +238,7 @@ impl Sessions {
     /// Ends one session (logout).
     pub async fn revoke(&self, session_id: &str, reason: &str) -> anyhow::Result<()> {
         let mut tx = self.database.begin().await?;
-        revoke_in(&mut tx, session_id, reason).await?;
+        store::revoke(&mut tx, session_id, reason).await?;
         tx.commit().await?;
         self.active.invalidate(session_id).await;
         Ok(())
@@ -281,16 +246,10 @@ impl Sessions {
 
     /// Ends every session of a user (logout everywhere).
     pub async fn revoke_all(&self, user_id: &str, reason: &str) -> anyhow::Result<()> {
-        let ids: Vec<String> = on_pool!(self.database, pool => sqlx::query_scalar(
-            "SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL",
-        )
-        .bind(user_id)
-        .fetch_all(pool)
-        .await)
-        .context("listing a user's sessions")?;
+        let ids = store::unrevoked_sessions(&self.database, user_id).await?;
         let mut tx = self.database.begin().await?;
         for id in &ids {
-            revoke_in(&mut tx, id, reason).await?;
+            store::revoke(&mut tx, id, reason).await?;
         }
         tx.commit().await?;
         for id in ids {
@@ -304,15 +263,7 @@ impl Sessions {
         if let Some(active) = self.active.get(session_id).await {
             return Ok(active);
         }
-        let active: Option<String> = on_pool!(self.database, pool => sqlx::query_scalar(
-            "SELECT id FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2",
-        )
-        .bind(session_id)
-        .bind(time::now())
-        .fetch_optional(pool)
-        .await)
-        .context("checking a session")?;
-        let active = active.is_some();
+        let active = store::is_active(&self.database, session_id, &time::now()).await?;
         self.active.insert(session_id.to_owned(), active).await;
         Ok(active)
     }
@@ -329,46 +280,8 @@ impl Sessions {
         if let Some(membership) = self.members.get(&key).await {
             return Ok(membership);
         }
-        let membership: Option<(String, String)> = on_pool!(self.database, pool => sqlx::query_as(
-            "SELECT m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
-             WHERE m.user_id = $1 AND m.tenant_id = $2",
-        )
-        .bind(user_id)
-        .bind(tenant_id)
-        .fetch_optional(pool)
-        .await)
-        .context("reading a caller's membership")?;
+        let membership = store::member_role(&self.database, user_id, tenant_id).await?;
         self.members.insert(key, membership.clone()).await;
         Ok(membership)
     }
-}
-
-async fn revoke_in(tx: &mut Tx, session_id: &str, reason: &str) -> anyhow::Result<()> {
-    on_tx!(tx, conn => sqlx::query(
-        "UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL",
-    )
-    .bind(session_id)
-    .bind(time::now())
-    .bind(reason)
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .context("revoking a session")
-}
-
-/// The user's role in a tenant and the user's type; `None` when not a member.
-pub async fn membership(
-    tx: &mut Tx,
-    user_id: &str,
-    tenant_id: &str,
-) -> anyhow::Result<Option<(String, String)>> {
-    on_tx!(tx, conn => sqlx::query_as(
-        "SELECT m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
-         WHERE m.user_id = $1 AND m.tenant_id = $2",
-    )
-    .bind(user_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut **conn)
-    .await)
-    .context("reading a membership")
 }

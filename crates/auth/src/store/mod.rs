@@ -1,5 +1,13 @@
-//! SQL of the authentication service: accounts, memberships and workspaces as login and
-//! context switching read them.
+//! SQL of the authentication service. This file holds accounts, memberships and workspaces as
+//! login and context switching read them; each other area has its own submodule. The functions
+//! take the database (or the caller's transaction, so several statements commit together) and
+//! plain values, and return plain rows; the service modules keep the logic.
+
+pub mod audit;
+pub mod keys;
+pub mod lockout;
+pub mod mfa;
+pub mod sessions;
 
 use anyhow::Context as _;
 
