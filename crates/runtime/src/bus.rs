@@ -6,36 +6,23 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 
 use super::bindings::v0_1::tessera::engine::types as wit;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 
-/// An event as the bus stores and delivers it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BusEvent {
-    pub id: String,
-    pub event_type: String,
-    pub tenant_id: String,
-    /// RFC 3339 UTC.
-    pub occurred_at: String,
-    pub actor_id: Option<String>,
-    pub correlation_id: String,
-    /// A JSON object.
-    pub payload: serde_json::Value,
-}
+/// An event as the bus stores and delivers it: `tessera-wire`'s, the type engines receive.
+pub type BusEvent = tessera_wire::engine::Event;
 
-impl BusEvent {
-    pub fn to_wit(&self) -> wit::Event {
-        wit::Event {
-            id: self.id.clone(),
-            event_type: self.event_type.clone(),
-            tenant_id: self.tenant_id.clone(),
-            occurred_at: self.occurred_at.clone(),
-            actor_id: self.actor_id.clone(),
-            correlation_id: self.correlation_id.clone(),
-            payload: self.payload.to_string(),
-        }
+/// The WIT record of `event`, for `on-event`.
+pub fn event_to_wit(event: &BusEvent) -> wit::Event {
+    wit::Event {
+        id: event.id.clone(),
+        event_type: event.event_type.clone(),
+        tenant_id: event.tenant_id.clone(),
+        occurred_at: event.occurred_at.clone(),
+        actor_id: event.actor_id.clone(),
+        correlation_id: event.correlation_id.clone(),
+        payload: event.payload.to_string(),
     }
 }
 

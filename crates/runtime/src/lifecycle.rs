@@ -17,26 +17,11 @@ use crate::state::RuntimeState;
 use tessera_http::signature::SignedJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors, envelope};
 
-/// A tenant as engines see it at provisioning.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TenantProfile {
-    pub tenant_id: String,
-    /// The tenant's slug.
-    pub tenant_short_id: String,
-    pub name: String,
-}
+/// A tenant as engines see it at provisioning (`tessera-wire`'s, as the SDK's).
+pub type TenantProfile = tessera_wire::engine::TenantInfo;
 
-/// A user as engines see it at provisioning.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserProfile {
-    pub tenant_id: String,
-    pub user_id: String,
-    pub email: String,
-    pub first_name: String,
-    pub last_name: String,
-    /// `user`, `guest` or `agent`.
-    pub user_type: String,
-}
+/// A user as engines see it at provisioning (`tessera-wire`'s, as the SDK's).
+pub type UserProfile = tessera_wire::engine::UserInfo;
 
 /// The body of a tenant provisioning request (orchestration and engine-internal endpoints).
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -20,18 +20,9 @@ use tessera_storage::Database;
 /// Path prefixes the host serves itself; no engine may take them as its code.
 pub const RESERVED_CODES: [&str; 3] = ["auth", "core", "api"];
 
-/// What an engine says about itself (`describe`), as plain Rust.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EngineDescriptor {
-    pub code: String,
-    pub name: String,
-    pub version: String,
-    pub requires_tenant_provision: bool,
-    pub requires_user_provision: bool,
-    pub subscriptions: Vec<String>,
-    /// Outbound host patterns the engine declared (`outbound-hosts`), as written.
-    pub outbound_hosts: Vec<String>,
-}
+/// What an engine says about itself (`describe`), as plain Rust: `tessera-wire`'s
+/// descriptor, the type the SDK gives engine authors.
+pub type EngineDescriptor = tessera_wire::engine::Descriptor;
 
 /// A loaded component, ready to instantiate. Calls hold an `Arc`, so a replaced or removed
 /// engine finishes its in-flight calls on the old version.

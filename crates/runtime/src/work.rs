@@ -17,7 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use super::admission::{CallKind, Permit};
 use super::bindings::v0_1::tessera::engine::types as wit;
-use super::bus::BusEvent;
+use super::bus::{BusEvent, event_to_wit};
 use super::registry::EngineRegistry;
 use super::store::work as store;
 use tessera_storage::{Database, Tx, time};
@@ -501,7 +501,7 @@ async fn deliver(
             scope,
             runtime.config().lifecycle_timeout,
             async |guest, store| match &event {
-                Some(event) => guest.call_on_event(store, &event.to_wit()).await,
+                Some(event) => guest.call_on_event(store, &event_to_wit(event)).await,
                 None => {
                     let job = wit::Job {
                         id: work.id.clone(),

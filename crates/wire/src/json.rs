@@ -30,6 +30,21 @@ impl fmt::Display for BodyError {
 
 impl std::error::Error for BodyError {}
 
+impl BodyError {
+    /// This refusal as an API error of either side (the host's or the SDK's `ApiError`): its
+    /// 400 built by `malformed` from the message, its 422 by `invalid` from the field errors.
+    pub fn into_api_error<E>(
+        self,
+        malformed: impl FnOnce(String) -> E,
+        invalid: impl FnOnce(ValidationErrors) -> E,
+    ) -> E {
+        match self {
+            Self::Malformed(message) => malformed(message),
+            Self::Invalid(errors) => invalid(errors),
+        }
+    }
+}
+
 impl From<ValidationErrors> for BodyError {
     fn from(errors: ValidationErrors) -> Self {
         Self::Invalid(errors)

@@ -11,6 +11,8 @@
 //!   maximum 100, `meta` `{next_cursor, has_more}`) with opaque cursors ([`encode_cursor`],
 //!   [`decode_cursor`]).
 //! - [`messages`]: the `message` of the spec's error bodies.
+//! - [`engine`]: the engine world's records as plain Rust ([`engine::Descriptor`],
+//!   [`engine::Event`], …), converted from and to WIT at the boundary on each side.
 //!
 //! The crate has no host dependencies (no async runtime, HTTP framework or database) and builds
 //! for `wasm32-wasip2`. Its errors are its own small types; the host's and the SDK's `ApiError`
@@ -20,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+pub mod engine;
 pub mod json;
 pub mod messages;
 pub mod paging;

@@ -48,8 +48,8 @@ pub struct FeedItem {
 impl FeedItem {
     /// The item of `event`, under `id`.
     pub fn from_event(id: String, event: &Event) -> Self {
-        let payload = match tessera_sdk::serde_json::from_str::<Value>(&event.payload) {
-            Ok(Value::Object(payload)) => payload,
+        let payload = match &event.payload {
+            Value::Object(payload) => payload.clone(),
             _ => Map::new(),
         };
         let noun = event
@@ -243,7 +243,7 @@ mod tests {
             occurred_at: "2026-01-01T00:00:00.000000Z".into(),
             actor_id: actor_id.map(str::to_owned),
             correlation_id: "c".into(),
-            payload: payload.to_string(),
+            payload,
         }
     }
 

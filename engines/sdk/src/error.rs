@@ -126,10 +126,7 @@ impl From<ValidationErrors> for ApiError {
 /// A refused JSON body: 400 when it is not JSON, 422 when it has the wrong shape.
 impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
-        match error {
-            BodyError::Malformed(message) => Self::BadRequest(message),
-            BodyError::Invalid(errors) => Self::Validation(errors),
-        }
+        error.into_api_error(Self::BadRequest, Self::Validation)
     }
 }
 

@@ -111,7 +111,9 @@ impl<E: Engine> wit::Guest for Adapter<E> {
             occurred_at: event.occurred_at,
             actor_id: event.actor_id,
             correlation_id: event.correlation_id,
-            payload: event.payload,
+            // The host publishes JSON objects only; text that is not JSON stays a string.
+            payload: serde_json::from_str(&event.payload)
+                .unwrap_or(serde_json::Value::String(event.payload)),
         })
     }
 
