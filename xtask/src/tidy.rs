@@ -6,17 +6,12 @@
 //! 2. The Tessera crates form layers ([`LAYERS`]): a crate depends only on crates of a lower
 //!    layer, and a crate built for wasm32 (the engine SDK) only on crates built for wasm32 too.
 //! 3. SQL runs only in store modules (`store.rs`, a `store/` folder, `crates/storage`), tests and
-//!    benchmarks; [`SQL_OUTSIDE_STORE_MODULES`] lists today's exceptions and may only shrink.
+//!    benchmarks.
 //!
-//! Next, once true (issue 23, the host as layered crates):
-//!
-//! - TODO: no host module names `AppState` outside the assembly (`host/src/app.rs`,
-//!   `host/src/state.rs`, `host/src/server.rs`): services take the narrow handles they use, so
-//!   they can move into their own crates. Today the routes of auth, core, orchestrator and
-//!   runtime still extract `State<AppState>`.
-//! - TODO: once `SQL_OUTSIDE_STORE_MODULES` is empty, drop it and keep the plain rule.
-//! - TODO: the engines (`engines/*` but the SDK) depend only on Tessera crates that build for
-//!   wasm32 (today `tessera-sdk`, and `tessera-signature` for chat), checked against `LAYERS`.
+//! 4. Only the assembly (`host/src/app.rs`, `state.rs`, `server.rs`) names `AppState`: every
+//!    service crate takes its own state by `FromRef`, so nothing below the binary can reach
+//!    a sibling through the app state.
+//! 5. The engines (`engines/*` but the SDK) depend only on Tessera crates that build for wasm32.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,23 +93,6 @@ const LAYERS: &[CrateLayer] = &[
         layer: 6,
         builds_for_wasm: false,
     },
-];
-
-/// Files outside the store modules that run SQL today: debt that issue 23 pays off by moving
-/// their queries into their module's `store.rs`. Sorted; the test fails on a file that no
-/// longer runs SQL, so the list only shrinks.
-const SQL_OUTSIDE_STORE_MODULES: &[&str] = &[
-    "crates/core/src/entities.rs",
-    "crates/core/src/events.rs",
-    "crates/core/src/families.rs",
-    "crates/core/src/feeds.rs",
-    "crates/core/src/projections/mod.rs",
-    "crates/core/src/projections/projector.rs",
-    "crates/core/src/projections/signal.rs",
-    "crates/core/src/projections/stats.rs",
-    "crates/core/src/projections/worker.rs",
-    "crates/core/src/search/postgres.rs",
-    "crates/core/src/search/sqlite.rs",
 ];
 
 /// Rule 1: every Rust file opens with a `//!` line saying what it is for.
@@ -200,49 +178,99 @@ fn crates_depend_only_on_lower_layers() {
     assert_no_failures("crates depend only on lower layers", &failures);
 }
 
-/// Rule 3: SQL runs only in store modules, tests and benchmarks, and in the files of
-/// [`SQL_OUTSIDE_STORE_MODULES`], each of which still does.
+/// Rule 3: SQL runs only in store modules, tests and benchmarks.
 #[test]
 fn sql_runs_only_in_store_modules() {
     let root = crate::workspace_root();
     let mut failures = Vec::new();
-    let mut sorted = SQL_OUTSIDE_STORE_MODULES.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    if sorted != SQL_OUTSIDE_STORE_MODULES {
-        failures.push(
-            "xtask/src/tidy.rs: SQL_OUTSIDE_STORE_MODULES is not sorted or has duplicates; \
-             sort it"
-                .to_owned(),
-        );
-    }
-    let files = rust_files(&root);
-    for path in &files {
-        if may_run_sql(path) {
+    for path in rust_files(&root) {
+        if may_run_sql(&path) {
             continue;
         }
-        let found = sql_in(&read(&root, path));
-        let allowlisted = SQL_OUTSIDE_STORE_MODULES.contains(&path.as_str());
-        match found {
-            Some(evidence) if !allowlisted => failures.push(format!(
-                "{path}: runs SQL ({evidence}) outside a store module; move the SQL into the \
-                 module's store.rs"
-            )),
-            None if allowlisted => failures.push(format!(
-                "{path}: no longer runs SQL; remove it from SQL_OUTSIDE_STORE_MODULES in \
-                 xtask/src/tidy.rs"
-            )),
-            _ => {}
-        }
-    }
-    for path in SQL_OUTSIDE_STORE_MODULES {
-        if !files.iter().any(|file| file == path) {
+        if let Some(evidence) = sql_in(&read(&root, &path)) {
             failures.push(format!(
-                "{path}: is gone; remove it from SQL_OUTSIDE_STORE_MODULES in xtask/src/tidy.rs"
+                "{path}: runs SQL ({evidence}) outside a store module; move the SQL into the \
+                 module's store.rs (or a store/ folder beside it)"
             ));
         }
     }
     assert_no_failures("SQL runs only in store modules", &failures);
+}
+
+/// The host files that assemble the application and so may name `AppState` (rule 4).
+const ASSEMBLY: &[&str] = &["host/src/app.rs", "host/src/server.rs", "host/src/state.rs"];
+
+/// Rule 4: only the assembly names `AppState` (tests and benchmarks aside).
+#[test]
+fn only_the_assembly_names_the_app_state() {
+    let root = crate::workspace_root();
+    let mut failures = Vec::new();
+    for path in rust_files(&root) {
+        if ASSEMBLY.contains(&path.as_str()) || is_test_or_bench(&path) {
+            continue;
+        }
+        let code = lex(&read(&root, &path)).code;
+        let names_it = code
+            .match_indices("AppState")
+            .any(|(at, _)| is_whole_word(&code, at, "AppState".len()));
+        if names_it {
+            failures.push(format!(
+                "{path}: names `AppState` outside the assembly ({}); take the service's own \
+                 state by `FromRef` instead",
+                ASSEMBLY.join(", ")
+            ));
+        }
+    }
+    assert_no_failures("only the assembly names AppState", &failures);
+}
+
+/// Rule 5: an engine depends only on Tessera crates that build for wasm32 (the SDK, the wire
+/// rules, the signatures), never on the host's.
+#[test]
+fn engines_depend_only_on_crates_that_build_for_wasm() {
+    let root = crate::workspace_root();
+    let layers: BTreeMap<&str, &CrateLayer> =
+        LAYERS.iter().map(|entry| (entry.name, entry)).collect();
+    let mut failures = Vec::new();
+    let engines = std::fs::read_dir(root.join("engines"))
+        .unwrap_or_else(|error| panic!("reading {}/engines: {error}", root.display()));
+    let mut manifests: Vec<String> = engines
+        .map(|entry| entry.expect("reading engines/").file_name())
+        .map(|name| format!("engines/{}/Cargo.toml", name.to_string_lossy()))
+        .filter(|path| path != "engines/sdk/Cargo.toml" && root.join(path).is_file())
+        .collect();
+    manifests.sort();
+    assert!(!manifests.is_empty(), "no engine manifests under engines/");
+    for path in &manifests {
+        let manifest = parse_manifest(&read(&root, path));
+        for dependency in &manifest.dependencies {
+            let builds_for_wasm = layers
+                .get(dependency.name.as_str())
+                .is_some_and(|layer| layer.builds_for_wasm);
+            if !builds_for_wasm {
+                failures.push(format!(
+                    "{path}:{}: the engine `{}` depends on `{}`, which does not build for \
+                     wasm32 (see LAYERS); engines use the SDK and the wasm32 crates only",
+                    dependency.line, manifest.name, dependency.name
+                ));
+            }
+        }
+    }
+    assert_no_failures("engines depend only on wasm32 crates", &failures);
+}
+
+/// Whether the file at `path` is a test or a benchmark (their own rules are looser).
+fn is_test_or_bench(path: &str) -> bool {
+    path.split('/')
+        .any(|folder| matches!(folder, "tests" | "benches"))
+}
+
+/// Whether `code[at..at + len]` is a whole identifier (no identifier character either side).
+fn is_whole_word(code: &str, at: usize, len: usize) -> bool {
+    let is_identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let before = code[..at].chars().next_back();
+    let after = code[at + len..].chars().next();
+    !before.is_some_and(is_identifier) && !after.is_some_and(is_identifier)
 }
 
 /// Whether SQL belongs in the file at `path` (relative to the root, `/`-separated): the storage

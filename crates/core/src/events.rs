@@ -1,15 +1,15 @@
 //! The event log: domain events as the API shows them, and the append-only log that stores
 //! them with their tenant, per-tenant sequence number, actor, correlation id and intention.
 //! Appends happen inside the caller's transaction (the outbox): an event exists exactly when
-//! the write that caused it committed.
+//! the write that caused it committed. The SQL is in `store/events.rs`.
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use crate::store::events::{self as store, EventInsert};
 use tessera_storage::Tx;
-use tessera_storage::on_tx;
 
 /// A domain event: an item of an intention's `events`, with exactly the spec's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -176,74 +176,44 @@ pub async fn append_groups(
         if count == 0 {
             continue;
         }
-        let last: i64 = on_tx!(tx, conn => sqlx::query_scalar(
-            "INSERT INTO event_sequences (tenant_id, last_sequence) VALUES ($1, $2)
-             ON CONFLICT (tenant_id)
-             DO UPDATE SET last_sequence = event_sequences.last_sequence + excluded.last_sequence
-             RETURNING last_sequence",
-        )
-        .bind(tenant_id)
-        .bind(count)
-        .fetch_one(&mut **conn)
-        .await)
-        .context("reserving event sequence numbers")?;
+        let last = store::reserve_sequences(tx, tenant_id, count).await?;
         next.insert(tenant_id, last - count + 1);
     }
     let mut assigned = Vec::with_capacity(groups.len());
-    let mut rows: Vec<(
-        &AppendGroup<'_>,
-        &NewEvent,
-        AppendedEvent,
-        String,
-        Option<&str>,
-    )> = Vec::new();
+    let mut rows: Vec<EventInsert<'_>> = Vec::new();
     for group in groups {
+        let context = group.context;
         let mut appended = Vec::with_capacity(group.events.len());
         for (index, event) in group.events.iter().enumerate() {
             let first_of_group = index == 0;
             let sequence = next
-                .get_mut(group.context.tenant_id.as_str())
+                .get_mut(context.tenant_id.as_str())
                 .expect("every tenant with events has a reservation");
             let entry = AppendedEvent {
                 id: uuid::Uuid::now_v7().to_string(),
                 sequence: *sequence,
             };
             *sequence += 1;
-            rows.push((
-                group,
-                event,
-                entry.clone(),
-                Value::Object(event.data.clone()).to_string(),
-                group.entity_state.filter(|_| first_of_group),
-            ));
+            rows.push(EventInsert {
+                id: entry.id.clone(),
+                tenant_id: &context.tenant_id,
+                sequence: entry.sequence,
+                event_type: &event.event_type,
+                entity_id: event.entity_id.as_deref(),
+                intention_id: context.intention_id.as_deref(),
+                actor_id: context.actor_id.as_deref(),
+                correlation_id: context.correlation_id.as_deref(),
+                depth: context.depth,
+                data: Value::Object(event.data.clone()).to_string(),
+                occurred_at: group.occurred_at,
+                entity_state: group.entity_state.filter(|_| first_of_group),
+            });
             appended.push(entry);
         }
         assigned.push(appended);
     }
     for chunk in rows.chunks(INSERT_CHUNK) {
-        on_tx!(tx, conn => {
-            let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO events (id, tenant_id, sequence, event_type, entity_id, intention_id,
-                 actor_id, correlation_id, depth, data, occurred_at, entity_state) ",
-            );
-            insert.push_values(chunk, |mut row, (group, event, appended, data, entity_state)| {
-                let context = group.context;
-                row.push_bind(&appended.id)
-                    .push_bind(&context.tenant_id)
-                    .push_bind(appended.sequence)
-                    .push_bind(&event.event_type)
-                    .push_bind(&event.entity_id)
-                    .push_bind(&context.intention_id)
-                    .push_bind(&context.actor_id)
-                    .push_bind(&context.correlation_id)
-                    .push_bind(context.depth)
-                    .push_bind(data)
-                    .push_bind(group.occurred_at)
-                    .push_bind(*entity_state);
-            });
-            insert.build().execute(&mut **conn).await.map(drop)
-        })
-        .context("appending to the event log")?;
+        store::insert(tx, chunk).await?;
     }
     Ok(assigned)
 }
@@ -270,11 +240,6 @@ pub struct StoredEvent {
     /// [`EntityState`] JSON on the first event of an intention.
     pub entity_state: Option<String>,
 }
-
-/// The columns of [`StoredEvent`], for `SELECT`s.
-pub const STORED_EVENT_COLUMNS: &str =
-    "position, transaction_id, id, tenant_id, sequence, event_type, entity_id,
-     intention_id, actor_id, correlation_id, depth, data, occurred_at, entity_state";
 
 impl StoredEvent {
     /// The event's other fields.

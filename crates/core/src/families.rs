@@ -1,10 +1,12 @@
-//! Entity families: the default families every tenant starts with, and their storage. Every
-//! function takes the tenant it acts for; no query here reads across tenants.
+//! Entity families: the default families every tenant starts with, and their storage
+//! (`store/families.rs`). Every function takes the tenant it acts for; no query reads across
+//! tenants.
 
 use anyhow::Context as _;
 
-use tessera_storage::on_tx;
-use tessera_storage::{Tx, time};
+use crate::store::families::{self as store, FamilyInsert, FamilyRow};
+use tessera_http::paging::OffsetPage;
+use tessera_storage::{Database, Tx, time};
 
 /// A family and its status pipeline; the first status is the default of new entities.
 #[derive(Debug, Clone, Copy)]
@@ -44,20 +46,15 @@ pub async fn create_default_families(tx: &mut Tx, tenant_id: &str) -> anyhow::Re
     for family in DEFAULT_FAMILIES {
         let id = uuid::Uuid::new_v4().to_string();
         let statuses = serde_json::to_string(family.statuses).context("encoding statuses")?;
-        on_tx!(tx, conn => sqlx::query(
-            "INSERT INTO families (id, tenant_id, code, label, statuses, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&id)
-        .bind(tenant_id)
-        .bind(family.code)
-        .bind(family.label)
-        .bind(&statuses)
-        .bind(&created_at)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .with_context(|| format!("creating the default family {}", family.code))?;
+        let row = FamilyInsert {
+            id: &id,
+            tenant_id,
+            code: family.code,
+            label: family.label,
+            statuses: &statuses,
+            created_at: &created_at,
+        };
+        store::insert_default(tx, &row).await?;
     }
     Ok(())
 }
@@ -89,52 +86,18 @@ pub enum FamilySort {
     CreatedAt,
 }
 
-impl FamilySort {
-    fn column(self) -> &'static str {
-        match self {
-            Self::Code => "code",
-            Self::Label => "label",
-            Self::CreatedAt => "created_at",
-        }
-    }
-}
-
 /// One page of a tenant's families, and the total.
 pub async fn list(
-    database: &tessera_storage::Database,
+    database: &Database,
     tenant_id: &str,
     sort: FamilySort,
     descending: bool,
-    page: &tessera_http::paging::OffsetPage,
+    page: &OffsetPage,
 ) -> anyhow::Result<(Vec<FamilyItem>, u64)> {
-    let total: i64 = tessera_storage::on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT COUNT(*) FROM families WHERE tenant_id = $1",
-    )
-    .bind(tenant_id)
-    .fetch_one(pool)
-    .await)
-    .context("counting families")?;
-    let order = if descending { "DESC" } else { "ASC" };
-    // The column and direction come from enums, never from the request text.
-    let sql = format!(
-        "SELECT id, code, label FROM families WHERE tenant_id = $1
-         ORDER BY {} {order}, id {order} LIMIT $2 OFFSET $3",
-        sort.column()
-    );
-    let items = tessera_storage::on_pool!(database, pool => sqlx::query_as::<_, FamilyItem>(sqlx::AssertSqlSafe(sql.clone()))
-        .bind(tenant_id)
-        .bind(page.limit())
-        .bind(page.offset())
-        .fetch_all(pool)
-        .await)
-    .context("listing families")?;
+    let total = store::count(database, tenant_id).await?;
+    let items = store::page(database, tenant_id, sort, descending, page).await?;
     Ok((items, u64::try_from(total).unwrap_or(0)))
 }
-
-type FamilyRow = (String, String, String, String, String);
-
-const FAMILY_BY_CODE: &str =
-    "SELECT id, code, label, statuses, created_at FROM families WHERE tenant_id = $1 AND code = $2";
 
 fn family_of(row: FamilyRow) -> anyhow::Result<Family> {
     let (id, code, label, statuses, created_at) = row;
@@ -149,28 +112,17 @@ fn family_of(row: FamilyRow) -> anyhow::Result<Family> {
 
 /// A tenant's family by code.
 pub async fn find(
-    database: &tessera_storage::Database,
+    database: &Database,
     tenant_id: &str,
     code: &str,
 ) -> anyhow::Result<Option<Family>> {
-    let row: Option<FamilyRow> =
-        tessera_storage::on_pool!(database, pool => sqlx::query_as(FAMILY_BY_CODE)
-        .bind(tenant_id)
-        .bind(code)
-        .fetch_optional(pool)
-        .await)
-        .context("reading a family")?;
+    let row = store::find(database, tenant_id, code).await?;
     row.map(family_of).transpose()
 }
 
 /// A tenant's family by code, inside a transaction.
 pub async fn find_in(tx: &mut Tx, tenant_id: &str, code: &str) -> anyhow::Result<Option<Family>> {
-    let row: Option<FamilyRow> = on_tx!(tx, conn => sqlx::query_as(FAMILY_BY_CODE)
-        .bind(tenant_id)
-        .bind(code)
-        .fetch_optional(&mut **conn)
-        .await)
-    .context("reading a family")?;
+    let row = store::find_in(tx, tenant_id, code).await?;
     row.map(family_of).transpose()
 }
 
@@ -196,7 +148,7 @@ impl FamilyCache {
     /// A tenant's family by code, from memory or the database.
     pub async fn find(
         &self,
-        database: &tessera_storage::Database,
+        database: &Database,
         tenant_id: &str,
         code: &str,
     ) -> anyhow::Result<Option<Family>> {
@@ -214,7 +166,7 @@ impl FamilyCache {
 
 /// Creates a family; `None` when the tenant already has one with that code.
 pub async fn create(
-    database: &tessera_storage::Database,
+    database: &Database,
     tenant_id: &str,
     code: &str,
     label: &str,
@@ -227,19 +179,15 @@ pub async fn create(
         statuses: statuses.to_vec(),
         created_at: time::now(),
     };
-    let inserted = tessera_storage::on_pool!(database, pool => sqlx::query(
-        "INSERT INTO families (id, tenant_id, code, label, statuses, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, code) DO NOTHING",
-    )
-    .bind(&family.id)
-    .bind(tenant_id)
-    .bind(&family.code)
-    .bind(&family.label)
-    .bind(serde_json::to_string(&family.statuses)?)
-    .bind(&family.created_at)
-    .execute(pool)
-    .await
-    .map(|result| result.rows_affected()))
-    .context("creating a family")?;
-    Ok((inserted == 1).then_some(family))
+    let statuses = serde_json::to_string(&family.statuses)?;
+    let row = FamilyInsert {
+        id: &family.id,
+        tenant_id,
+        code: &family.code,
+        label: &family.label,
+        statuses: &statuses,
+        created_at: &family.created_at,
+    };
+    let inserted = store::insert(database, &row).await?;
+    Ok(inserted.then_some(family))
 }

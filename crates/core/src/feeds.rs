@@ -1,6 +1,6 @@
 //! The timeline and inbox read models (written by the projector, `projections/projector.rs`):
-//! cursor-paged reads and marking inbox items read. Every query is bounded by the tenant, and
-//! inbox queries by the recipient too.
+//! cursor-paged reads and marking inbox items read. Every query (`store/feeds.rs`) is bounded
+//! by the tenant, and inbox queries by the recipient too.
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 
 use crate::events::{self, EventContext, NewEvent};
 use crate::projections::signal::EventSignal;
+use crate::store::feeds::{self as store, InboxRow};
 use tessera_http::paging::CursorPage;
-use tessera_storage::{Database, DatabaseKind, time};
-use tessera_storage::{on_pool, on_tx};
+use tessera_storage::{Database, time};
 
 /// A timeline item: one domain event of the tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -45,16 +45,6 @@ pub struct InboxItem {
     pub read_at: Option<String>,
 }
 
-/// `WHERE` fragment and order of a cursor page over a `position` column.
-fn cursor_clause(after: Option<i64>, descending: bool, parameter: usize) -> (String, &'static str) {
-    let condition = match (after, descending) {
-        (None, _) => String::new(),
-        (Some(_), true) => format!(" AND position < ${parameter}"),
-        (Some(_), false) => format!(" AND position > ${parameter}"),
-    };
-    (condition, if descending { "DESC" } else { "ASC" })
-}
-
 /// A page of the tenant's timeline (optionally of one entity) with each item's position.
 pub async fn timeline(
     database: &Database,
@@ -63,40 +53,7 @@ pub async fn timeline(
     page: &CursorPage<i64>,
     descending: bool,
 ) -> anyhow::Result<Vec<(i64, TimelineItem)>> {
-    let entity_condition = if entity_id.is_some() {
-        " AND entity_id = $3"
-    } else {
-        ""
-    };
-    let cursor_parameter = if entity_id.is_some() { 4 } else { 3 };
-    let (cursor_condition, order) = cursor_clause(page.after, descending, cursor_parameter);
-    let sql = format!(
-        "SELECT position, id, item_type, occurred_at, entity_id, actor_id, data
-         FROM timeline_items WHERE tenant_id = $1{entity_condition}{cursor_condition}
-         ORDER BY position {order} LIMIT $2"
-    );
-    type Row = (
-        i64,
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        String,
-    );
-    let rows: Vec<Row> = on_pool!(database, pool => {
-        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(tenant_id)
-            .bind(i64::from(page.fetch_limit()));
-        if let Some(entity_id) = entity_id {
-            query = query.bind(entity_id);
-        }
-        if let Some(after) = page.after {
-            query = query.bind(after);
-        }
-        query.fetch_all(pool).await
-    })
-    .context("reading the timeline")?;
+    let rows = store::timeline(database, tenant_id, entity_id, page, descending).await?;
     rows.into_iter()
         .map(
             |(position, id, kind, occurred_at, entity_id, actor_id, data)| {
@@ -117,15 +74,6 @@ pub async fn timeline(
         .collect()
 }
 
-#[derive(sqlx::FromRow)]
-struct InboxRow {
-    position: i64,
-    #[sqlx(flatten)]
-    item: InboxItem,
-}
-
-const INBOX_COLUMNS: &str = "position, id, item_type, title, entity_id, created_at, read_at";
-
 /// A page of the recipient's inbox in the tenant, with each item's position.
 pub async fn inbox(
     database: &Database,
@@ -134,23 +82,7 @@ pub async fn inbox(
     page: &CursorPage<i64>,
     descending: bool,
 ) -> anyhow::Result<Vec<(i64, InboxItem)>> {
-    let (cursor_condition, order) = cursor_clause(page.after, descending, 4);
-    let sql = format!(
-        "SELECT {INBOX_COLUMNS} FROM inbox_items
-         WHERE tenant_id = $1 AND recipient_id = $2{cursor_condition}
-         ORDER BY position {order} LIMIT $3"
-    );
-    let rows: Vec<InboxRow> = on_pool!(database, pool => {
-        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(tenant_id)
-            .bind(recipient_id)
-            .bind(i64::from(page.fetch_limit()));
-        if let Some(after) = page.after {
-            query = query.bind(after);
-        }
-        query.fetch_all(pool).await
-    })
-    .context("reading the inbox")?;
+    let rows = store::inbox(database, tenant_id, recipient_id, page, descending).await?;
     Ok(rows
         .into_iter()
         .map(|row| (row.position, row.item))
@@ -167,23 +99,8 @@ pub async fn mark_read(
     recipient_id: &str,
     item_id: &str,
 ) -> anyhow::Result<Option<InboxItem>> {
-    let lock = match database.kind() {
-        DatabaseKind::Sqlite => "",
-        DatabaseKind::Postgres => " FOR UPDATE",
-    };
-    let sql = format!(
-        "SELECT {INBOX_COLUMNS} FROM inbox_items
-         WHERE tenant_id = $1 AND recipient_id = $2 AND id = $3{lock}"
-    );
     let mut tx = database.begin().await?;
-    let row: Option<InboxRow> =
-        on_tx!(&mut tx, conn => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
-        .bind(tenant_id)
-        .bind(recipient_id)
-        .bind(item_id)
-        .fetch_optional(&mut **conn)
-        .await)
-        .context("reading an inbox item")?;
+    let row = store::lock_inbox_item(&mut tx, tenant_id, recipient_id, item_id).await?;
     let Some(InboxRow { mut item, .. }) = row else {
         tx.rollback().await?;
         return Ok(None);
@@ -193,13 +110,7 @@ pub async fn mark_read(
         return Ok(Some(item));
     }
     let read_at = time::now();
-    on_tx!(&mut tx, conn => sqlx::query("UPDATE inbox_items SET read_at = $2 WHERE id = $1")
-        .bind(item_id)
-        .bind(&read_at)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-    .context("marking an inbox item read")?;
+    store::set_read_at(&mut tx, item_id, &read_at).await?;
     let mut data = Map::new();
     data.insert("item_id".into(), Value::String(item_id.to_owned()));
     let context = EventContext {

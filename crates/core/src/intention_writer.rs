@@ -12,9 +12,8 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::families::FamilyCache;
-use crate::intentions::{self, Prepared, ProcessedIntention, Submitter};
+use crate::intentions::{self, IntentionError, Prepared, ProcessedIntention, Submitter};
 use crate::projections::signal::EventSignal;
-use tessera_http::ApiError;
 use tessera_storage::Database;
 
 /// The most intentions one transaction takes.
@@ -26,7 +25,7 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 /// How many intentions may wait for the writer before submitters wait to enqueue.
 const QUEUE: usize = 4096;
 
-type Reply = oneshot::Sender<Result<ProcessedIntention, ApiError>>;
+type Reply = oneshot::Sender<Result<ProcessedIntention, IntentionError>>;
 
 struct Job {
     submitter: Submitter,
@@ -62,7 +61,7 @@ impl IntentionWriter {
         &self,
         submitter: Submitter,
         prepared: Prepared,
-    ) -> Result<ProcessedIntention, ApiError> {
+    ) -> Result<ProcessedIntention, IntentionError> {
         let (reply, answer) = oneshot::channel();
         let job = Job {
             submitter,
@@ -124,7 +123,7 @@ async fn run(database: Database, signal: EventSignal, mut queue: mpsc::Receiver<
                     "a batch of intentions failed; none was stored"
                 );
                 for reply in replies {
-                    let _ = reply.send(Err(ApiError::Internal(anyhow::anyhow!(
+                    let _ = reply.send(Err(IntentionError::Internal(anyhow::anyhow!(
                         "the intention's batch failed"
                     ))));
                 }
@@ -136,7 +135,7 @@ async fn run(database: Database, signal: EventSignal, mut queue: mpsc::Receiver<
 async fn write(
     database: &Database,
     work: &[(Submitter, Prepared)],
-) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+) -> anyhow::Result<Vec<Result<ProcessedIntention, IntentionError>>> {
     let mut tx = database.begin().await?;
     let outcomes = intentions::apply_batch(&mut tx, work)
         .await

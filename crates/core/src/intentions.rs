@@ -2,7 +2,8 @@
 //! synchronously in a transaction that writes the entity and appends its domain events to the
 //! log (the outbox); projections pick the events up from there. Invalid intentions change
 //! nothing. Concurrent intentions share transactions (group commit, `intention_writer.rs`):
-//! each is decided in order against the effects of those before it.
+//! each is decided in order against the effects of those before it. A refused intention is an
+//! [`IntentionError`], which the route answers as the matching [`ApiError`].
 
 use std::collections::HashMap;
 
@@ -24,6 +25,71 @@ pub const MAX_FIELDS: usize = 100;
 pub const MAX_FIELD_CODE: usize = 64;
 /// Largest value of one field, as JSON text.
 pub const MAX_VALUE_BYTES: usize = 10_000;
+
+/// Why an intention was refused, or failed: the write path's own error. The route answers it
+/// as the matching [`ApiError`] (`From`); a workflow run records it in words.
+#[derive(Debug)]
+pub enum IntentionError {
+    /// 422: an invalid payload, an unknown family, or a status outside the pipeline.
+    Validation(ValidationErrors),
+    /// 404, with its message: the entity is not in the submitter's tenant.
+    NotFound(String),
+    /// 403: someone else's entity, and the submitter may not change others' entities.
+    Forbidden,
+    /// 409, with its message: skipped, as the previous intention of its chain was refused.
+    Conflict(String),
+    /// 500: the database or the writer failed.
+    Internal(anyhow::Error),
+}
+
+impl IntentionError {
+    /// A 404 whose message names what was not found (`Entity not found.`).
+    pub fn not_found(what: &str) -> Self {
+        Self::NotFound(format!("{what} not found."))
+    }
+}
+
+/// Worded as the matching [`ApiError`] is.
+impl std::fmt::Display for IntentionError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Validation(_) => formatter.write_str("validation failed"),
+            Self::NotFound(message) => write!(formatter, "not found: {message}"),
+            Self::Forbidden => formatter.write_str("forbidden"),
+            Self::Conflict(message) => write!(formatter, "conflict: {message}"),
+            Self::Internal(error) => std::fmt::Display::fmt(error, formatter),
+        }
+    }
+}
+
+impl std::error::Error for IntentionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Internal(error) => error.source(),
+            _ => None,
+        }
+    }
+}
+
+impl From<anyhow::Error> for IntentionError {
+    fn from(error: anyhow::Error) -> Self {
+        Self::Internal(error)
+    }
+}
+
+/// The answer to a refused intention: the same status and body as the HTTP layer's own
+/// errors of the same kind.
+impl From<IntentionError> for ApiError {
+    fn from(error: IntentionError) -> Self {
+        match error {
+            IntentionError::Validation(errors) => Self::Validation(errors),
+            IntentionError::NotFound(message) => Self::NotFound(message),
+            IntentionError::Forbidden => Self::Forbidden,
+            IntentionError::Conflict(message) => Self::Conflict(message),
+            IntentionError::Internal(error) => Self::Internal(error),
+        }
+    }
+}
 
 /// A validated intention.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +331,7 @@ pub async fn prepare(
     families: &FamilyCache,
     submitter: &Submitter,
     intention: Intention,
-) -> Result<Prepared, ApiError> {
+) -> Result<Prepared, IntentionError> {
     let family = match &intention {
         Intention::Create { family, .. } => {
             families
@@ -282,7 +348,7 @@ pub async fn prepare(
 pub fn prepare_with_family(
     intention: Intention,
     family: Option<families::Family>,
-) -> Result<Prepared, ApiError> {
+) -> Result<Prepared, IntentionError> {
     Ok(match intention {
         Intention::Create {
             family: _,
@@ -320,7 +386,7 @@ pub async fn process(
     writer: &IntentionWriter,
     submitter: Submitter,
     intention: Intention,
-) -> Result<ProcessedIntention, ApiError> {
+) -> Result<ProcessedIntention, IntentionError> {
     let prepared = prepare(database, writer.families(), &submitter, intention).await?;
     writer.submit(submitter, prepared).await
 }
@@ -355,18 +421,18 @@ struct Decided {
 pub async fn apply_batch(
     tx: &mut Tx,
     jobs: &[(Submitter, Prepared)],
-) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+) -> anyhow::Result<Vec<Result<ProcessedIntention, IntentionError>>> {
     apply_chained_batch(tx, jobs, &[]).await
 }
 
 /// [`apply_batch`] where `continues_previous[i]` makes intention `i` depend on intention
-/// `i − 1` (a workflow run's next action): it is skipped, with [`ApiError::Conflict`], when
+/// `i − 1` (a workflow run's next action): it is skipped, with [`IntentionError::Conflict`], when
 /// that one was refused or skipped.
 pub async fn apply_chained_batch(
     tx: &mut Tx,
     jobs: &[(Submitter, Prepared)],
     continues_previous: &[bool],
-) -> anyhow::Result<Vec<Result<ProcessedIntention, ApiError>>> {
+) -> anyhow::Result<Vec<Result<ProcessedIntention, IntentionError>>> {
     let keys: Vec<(String, String)> = jobs
         .iter()
         .filter_map(|(submitter, prepared)| {
@@ -389,11 +455,11 @@ pub async fn apply_chained_batch(
         })
         .collect();
     let mut pipelines: HashMap<(String, String), Vec<String>> = HashMap::new();
-    let mut decisions: Vec<Result<Decided, ApiError>> = Vec::with_capacity(jobs.len());
+    let mut decisions: Vec<Result<Decided, IntentionError>> = Vec::with_capacity(jobs.len());
     for (index, (submitter, prepared)) in jobs.iter().enumerate() {
         let chained = continues_previous.get(index).copied().unwrap_or(false);
         if chained && !matches!(decisions.last(), Some(Ok(_))) {
-            decisions.push(Err(ApiError::Conflict(
+            decisions.push(Err(IntentionError::Conflict(
                 "skipped: the previous intention of its chain was refused".to_owned(),
             )));
             continue;
@@ -448,7 +514,7 @@ async fn decide(
     pipelines: &mut HashMap<(String, String), Vec<String>>,
     submitter: &Submitter,
     prepared: &Prepared,
-) -> anyhow::Result<Result<Decided, ApiError>> {
+) -> anyhow::Result<Result<Decided, IntentionError>> {
     let intention_id = uuid::Uuid::now_v7().to_string();
     let now = time::now();
     let tenant_id = &submitter.tenant_id;
@@ -616,19 +682,19 @@ fn changeable<'s>(
     states: &'s mut HashMap<(String, String), EntityState>,
     submitter: &Submitter,
     entity_id: &str,
-) -> Result<&'s mut EntityState, ApiError> {
+) -> Result<&'s mut EntityState, IntentionError> {
     let state = states
         .get_mut(&(submitter.tenant_id.clone(), entity_id.to_owned()))
         .filter(|state| state.entity.is_some())
-        .ok_or_else(|| ApiError::not_found("Entity"))?;
+        .ok_or_else(|| IntentionError::not_found("Entity"))?;
     if !submitter.may_modify_others && state.created_by != submitter.user_id {
-        return Err(ApiError::Forbidden);
+        return Err(IntentionError::Forbidden);
     }
     Ok(state)
 }
 
-fn invalid(field: &str, rule: &str) -> ApiError {
-    ApiError::Validation(ValidationErrors::single(field, rule))
+fn invalid(field: &str, rule: &str) -> IntentionError {
+    IntentionError::Validation(ValidationErrors::single(field, rule))
 }
 
 #[cfg(test)]
@@ -643,6 +709,37 @@ mod tests {
             .keys()
             .cloned()
             .collect()
+    }
+
+    #[test]
+    fn refusals_answer_as_the_http_errors_of_their_kind() {
+        use axum::http::StatusCode;
+        let cases = [
+            (
+                IntentionError::Validation(ValidationErrors::single("payload.status", "in")),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (IntentionError::not_found("Entity"), StatusCode::NOT_FOUND),
+            (IntentionError::Forbidden, StatusCode::FORBIDDEN),
+            (
+                IntentionError::Conflict("skipped".into()),
+                StatusCode::CONFLICT,
+            ),
+            (
+                IntentionError::from(anyhow::anyhow!("the batch failed")),
+                StatusCode::INTERNAL_SERVER_ERROR,
+            ),
+        ];
+        for (refusal, status) in cases {
+            let words = refusal.to_string();
+            let answer = ApiError::from(refusal);
+            assert_eq!(answer.status(), status);
+            assert_eq!(answer.to_string(), words);
+        }
+        assert!(matches!(
+            ApiError::from(IntentionError::not_found("Entity")),
+            ApiError::NotFound(message) if message == "Entity not found."
+        ));
     }
 
     #[test]

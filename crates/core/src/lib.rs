@@ -14,6 +14,7 @@ pub mod projections;
 mod routes;
 pub mod search;
 pub mod state;
+mod store;
 pub mod workers;
 pub mod workflows;
 

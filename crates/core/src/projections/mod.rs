@@ -1,13 +1,15 @@
 //! Projections: the read models fed asynchronously from the event log. Each [`Projection`]
 //! is driven by one worker (`worker.rs`) that applies batches of events and moves the
 //! projection's checkpoint in the same transaction, so a crash or restart resumes exactly
-//! where the last commit left off: nothing lost, nothing applied twice.
+//! where the last commit left off: nothing lost, nothing applied twice. Their SQL is in
+//! `store/`.
 
 pub mod bus_relay;
 pub mod log_cache;
 pub mod projector;
 pub mod signal;
 pub mod stats;
+mod store;
 pub mod worker;
 
 use std::future::Future;
@@ -111,32 +113,15 @@ async fn rebuild_one<P: Projection>(
     projection: &P,
     batch_size: u32,
 ) -> anyhow::Result<Option<RebuildReport>> {
-    use anyhow::Context as _;
     let name = projection.name();
     let mut tx = database.begin().await?;
     // Lock the checkpoint first so no worker applies a batch while the model is emptied.
-    tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
-        "UPDATE projection_checkpoints SET updated_at = updated_at WHERE projection = $1",
-    )
-    .bind(name)
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .with_context(|| format!("locking the {name} checkpoint"))?;
+    store::checkpoints::lock(&mut tx, name).await?;
     if !projection.reset(&mut tx).await? {
         tx.rollback().await?;
         return Ok(None);
     }
-    tessera_storage::on_tx!(&mut tx, conn => sqlx::query(
-        "UPDATE projection_checkpoints SET transaction_id = 0, position = 0, updated_at = $2
-         WHERE projection = $1",
-    )
-    .bind(name)
-    .bind(tessera_storage::time::now())
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .with_context(|| format!("rewinding the {name} checkpoint"))?;
+    store::checkpoints::rewind(&mut tx, name, &tessera_storage::time::now()).await?;
     tx.commit().await?;
     let events = worker::catch_up(database, projection, batch_size).await?;
     Ok(Some(RebuildReport {

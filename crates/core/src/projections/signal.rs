@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::store;
 use tessera_storage::{Database, Pool};
 
 /// The PostgreSQL channel the log's appends are announced on.
@@ -76,11 +77,7 @@ impl EventSignal {
         let notify = async move {
             loop {
                 remote.notified().await;
-                if let Err(error) = sqlx::query("SELECT pg_notify($1, '')")
-                    .bind(CHANNEL)
-                    .execute(&pool)
-                    .await
-                {
+                if let Err(error) = store::log::notify(&pool, CHANNEL).await {
                     tracing::warn!(%error, "cannot NOTIFY other hosts of appends");
                 }
                 tokio::time::sleep(NOTIFY_INTERVAL).await;

@@ -1,12 +1,11 @@
 //! The metrics of `GET /core/api/metrics`, from the per-tenant counters the workers keep in
-//! `projection_stats` and the workflow runs.
+//! `projection_stats` (`store/stats.rs`) and the workflow runs.
 
-use anyhow::Context as _;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::store::stats as store;
 use tessera_storage::Database;
-use tessera_storage::on_pool;
 
 /// `data` of the metrics endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -23,17 +22,7 @@ pub struct Metrics {
 
 /// The metrics of one tenant, or of the whole platform with `None`.
 pub async fn metrics(database: &Database, tenant_id: Option<&str>) -> anyhow::Result<Metrics> {
-    let (events_processed, latency_ms_total): (i64, f64) =
-        on_pool!(database, pool => sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(events_processed), 0) AS BIGINT),
-                CAST(COALESCE(SUM(latency_ms_total), 0) AS DOUBLE PRECISION)
-         FROM projection_stats
-         WHERE projection = 'projector' AND (CAST($1 AS TEXT) IS NULL OR tenant_id = $1)",
-    )
-    .bind(tenant_id)
-    .fetch_one(pool)
-    .await)
-        .context("reading projection statistics")?;
+    let (events_processed, latency_ms_total) = store::projector_totals(database, tenant_id).await?;
     let worker_latency_avg_ms = if events_processed > 0 {
         (latency_ms_total / events_processed as f64 * 100.0).round() / 100.0
     } else {

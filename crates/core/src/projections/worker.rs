@@ -11,7 +11,8 @@
 //!
 //! Several hosts on one PostgreSQL share the work: a batch locks its projection's checkpoint
 //! row with `FOR UPDATE SKIP LOCKED`, so one host applies a given projection at a time and the
-//! others move on (they see the row locked and wait for the next wake-up).
+//! others move on (they see the row locked and wait for the next wake-up). The SQL is in
+//! `store/checkpoints.rs`, `store/log.rs` and `store/stats.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +23,11 @@ use tokio_util::sync::CancellationToken;
 use super::Projection;
 use super::log_cache::{EventBatch, LogCache};
 use super::signal::EventSignal;
-use crate::events::{STORED_EVENT_COLUMNS, StoredEvent};
+use super::store::checkpoints::{self, CheckpointRow};
+use super::store::{log, stats};
+use crate::events::StoredEvent;
 use crate::workers::WorkerRegistry;
 use tessera_storage::{Database, DatabaseKind, Tx, time};
-use tessera_storage::{on_pool, on_tx};
 
 /// How workers run (`TESSERA_PROJECTION_*`).
 #[derive(Debug, Clone)]
@@ -97,21 +99,12 @@ struct Checkpoint {
     counted: LogPosition,
 }
 
-const CHECKPOINT: &str = "SELECT transaction_id, position, counted_transaction_id, counted_position
-     FROM projection_checkpoints WHERE projection = $1";
-
 async fn read_checkpoint(database: &Database, name: &str) -> anyhow::Result<Checkpoint> {
-    let row: (i64, i64, i64, i64) = on_pool!(database, pool => sqlx::query_as(
-        CHECKPOINT,
-    )
-    .bind(name)
-    .fetch_one(pool)
-    .await)
-    .with_context(|| format!("reading the {name} checkpoint"))?;
+    let row = checkpoints::read(database, name).await?;
     Ok(checkpoint_of(row))
 }
 
-fn checkpoint_of(row: (i64, i64, i64, i64)) -> Checkpoint {
+fn checkpoint_of(row: CheckpointRow) -> Checkpoint {
     Checkpoint {
         applied: LogPosition {
             transaction_id: row.0,
@@ -122,22 +115,6 @@ fn checkpoint_of(row: (i64, i64, i64, i64)) -> Checkpoint {
             position: row.3,
         },
     }
-}
-
-/// PostgreSQL: the occurrence time of the first event after `after` in reading order,
-/// committed or not yet safe to read: how long the projection has been behind. (On SQLite the
-/// prefetched batch answers this.)
-async fn first_pending(database: &Database, after: LogPosition) -> anyhow::Result<Option<String>> {
-    let occurred_at: Option<String> = on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
-         ORDER BY transaction_id, position LIMIT 1",
-    )
-    .bind(after.transaction_id)
-    .bind(after.position)
-    .fetch_optional(pool)
-    .await)
-    .context("looking for pending events")?;
-    Ok(occurred_at)
 }
 
 /// The next batch after `after` on SQLite, read outside the writer's turn (writers are
@@ -153,24 +130,8 @@ async fn sqlite_batch(
     if let Some(batch) = log_cache.batch_after(after.position, limit) {
         return Ok(batch);
     }
-    let events = read_sqlite_batch(database, after, batch_size).await?;
+    let events = log::sqlite_events_after(database, after, batch_size).await?;
     Ok(log_cache.insert(after.position, events, limit))
-}
-
-async fn read_sqlite_batch(
-    database: &Database,
-    after: LogPosition,
-    batch_size: u32,
-) -> anyhow::Result<Vec<StoredEvent>> {
-    let sql = format!(
-        "SELECT {STORED_EVENT_COLUMNS} FROM events WHERE position > $1 ORDER BY position LIMIT $2"
-    );
-    on_pool!(database, pool => sqlx::query_as::<_, StoredEvent>(sqlx::AssertSqlSafe(sql.clone()))
-        .bind(after.position)
-        .bind(i64::from(batch_size))
-        .fetch_all(pool)
-        .await)
-    .context("reading the event log")
 }
 
 /// Locks the checkpoint (PostgreSQL: skipping it when another host holds it) and reads the
@@ -188,13 +149,7 @@ async fn lock_and_read(
     let limit = i64::from(batch_size);
     match tx.kind() {
         DatabaseKind::Sqlite => {
-            let row: (i64, i64, i64, i64) = on_tx!(tx, conn => sqlx::query_as(
-                CHECKPOINT,
-            )
-            .bind(name)
-            .fetch_one(&mut **conn)
-            .await)
-            .with_context(|| format!("reading the {name} checkpoint"))?;
+            let row = checkpoints::read_in(tx, name).await?;
             let checkpoint = checkpoint_of(row);
             let Some(prefetched) = prefetched.filter(|_| checkpoint.applied == read_before.applied)
             else {
@@ -205,37 +160,13 @@ async fn lock_and_read(
         DatabaseKind::Postgres => {
             // First, before this transaction has an id of its own: the horizon below which
             // every transaction has ended.
-            let horizon: i64 = on_tx!(tx, conn => sqlx::query_scalar(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
-            )
-            .fetch_one(&mut **conn)
-            .await)
-            .context("reading the transaction horizon")?;
-            let row: Option<(i64, i64, i64, i64)> = on_tx!(tx, conn => sqlx::query_as(
-                "SELECT transaction_id, position, counted_transaction_id, counted_position
-                 FROM projection_checkpoints WHERE projection = $1 FOR UPDATE SKIP LOCKED",
-            )
-            .bind(name)
-            .fetch_optional(&mut **conn)
-            .await)
-            .with_context(|| format!("locking the {name} checkpoint"))?;
+            let horizon = log::transaction_horizon(tx).await?;
+            let row = checkpoints::lock_unless_held(tx, name).await?;
             let Some(row) = row else {
                 return Ok(None);
             };
             let checkpoint = checkpoint_of(row);
-            let sql = format!(
-                "SELECT {STORED_EVENT_COLUMNS} FROM events
-                 WHERE (transaction_id, position) > ($1, $2) AND transaction_id < $3
-                 ORDER BY transaction_id, position LIMIT $4"
-            );
-            let events = on_tx!(tx, conn => sqlx::query_as::<_, StoredEvent>(sqlx::AssertSqlSafe(sql.clone()))
-                .bind(checkpoint.applied.transaction_id)
-                .bind(checkpoint.applied.position)
-                .bind(horizon)
-                .bind(limit)
-                .fetch_all(&mut **conn)
-                .await)
-            .context("reading the event log")?;
+            let events = log::postgres_events_after(tx, checkpoint.applied, horizon, limit).await?;
             Ok(Some((checkpoint, EventBatch::from(events))))
         }
     }
@@ -269,7 +200,11 @@ pub async fn step<P: Projection>(
                 Some(batch),
             )
         }
-        DatabaseKind::Postgres => (first_pending(database, checkpoint.applied).await?, None),
+        // How long the projection has been behind (on SQLite the prefetched batch tells).
+        DatabaseKind::Postgres => (
+            log::first_pending(database, checkpoint.applied).await?,
+            None,
+        ),
     };
     let Some(oldest_pending) = oldest_pending else {
         return Ok(Step::Idle {
@@ -300,21 +235,7 @@ pub async fn step<P: Projection>(
     let lag = waited_since(&events[0].occurred_at, now);
     record_stats(&mut tx, name, events, checkpoint.counted, now).await?;
     let counted = checkpoint.counted.max(last);
-    on_tx!(&mut tx, conn => sqlx::query(
-        "UPDATE projection_checkpoints SET transaction_id = $2, position = $3,
-         counted_transaction_id = $4, counted_position = $5, updated_at = $6
-         WHERE projection = $1",
-    )
-    .bind(name)
-    .bind(last.transaction_id)
-    .bind(last.position)
-    .bind(counted.transaction_id)
-    .bind(counted.position)
-    .bind(time::now())
-    .execute(&mut **conn)
-    .await
-    .map(drop))
-    .with_context(|| format!("moving the {name} checkpoint"))?;
+    checkpoints::advance(&mut tx, name, last, counted, &time::now()).await?;
     tx.commit().await?;
     projection.committed();
     Ok(Step::Applied {
@@ -343,21 +264,7 @@ async fn record_stats(
         entry.1 += waited_since(&event.occurred_at, now).as_secs_f64() * 1000.0;
     }
     for (tenant_id, (count, latency_ms)) in per_tenant {
-        on_tx!(tx, conn => sqlx::query(
-            "INSERT INTO projection_stats (projection, tenant_id, events_processed, latency_ms_total)
-             VALUES ($1, $2, $3, $4)
-             ON CONFLICT (projection, tenant_id) DO UPDATE SET
-               events_processed = projection_stats.events_processed + excluded.events_processed,
-               latency_ms_total = projection_stats.latency_ms_total + excluded.latency_ms_total",
-        )
-        .bind(name)
-        .bind(tenant_id)
-        .bind(count)
-        .bind(latency_ms)
-        .execute(&mut **conn)
-        .await
-        .map(drop))
-        .context("recording projection statistics")?;
+        stats::add(tx, name, tenant_id, count, latency_ms).await?;
     }
     Ok(())
 }

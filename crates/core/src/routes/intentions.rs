@@ -69,6 +69,7 @@ async fn submit_intention(
         correlation_id: Some(correlation_id.0),
         depth: 0,
     };
+    // A refused intention is answered as its `ApiError` (`From<IntentionError>`).
     let processed = intentions::process(
         &state.database,
         &state.intention_writer,

@@ -1,12 +1,12 @@
 //! Full-text search over each tenant's entities: the search projection and the query side.
 //!
 //! The index is the database's own full-text index behind one trait, [`FullTextIndex`]:
-//! FTS5 on SQLite (`sqlite.rs`), a `tsvector` with a GIN index on PostgreSQL (`postgres.rs`).
-//! It is a plain projection of the event log with no state outside the database, so it works
-//! embedded and with several hosts sharing one PostgreSQL. Both backends store the same
-//! tokens (but for the padding of the tenant key), made in Rust (`query.rs`): every token
-//! starts with the tenant's key, so a term of the index belongs to exactly one tenant, and
-//! every query is also filtered by tenant id.
+//! FTS5 on SQLite (`sqlite.rs`), a `tsvector` with a GIN index on PostgreSQL (`postgres.rs`),
+//! each backend's SQL in `store/`. It is a plain projection of the event log with no state
+//! outside the database, so it works embedded and with several hosts sharing one PostgreSQL.
+//! Both backends store the same tokens (but for the padding of the tenant key), made in Rust
+//! (`query.rs`): every token starts with the tenant's key, so a term of the index belongs to
+//! exactly one tenant, and every query is also filtered by tenant id.
 //!
 //! - **Write side**: [`SearchProjection`] groups a batch's `entity.*` events per entity, loads
 //!   the touched documents once, applies the events in memory and writes each final state
@@ -21,6 +21,7 @@ mod postgres;
 pub mod query;
 mod routes;
 mod sqlite;
+mod store;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;

@@ -4,15 +4,16 @@
 //!
 //! Vectors and queries are written as `tsvector`/`tsquery` literals made of alphanumeric
 //! tokens only (`'token':1,2`, `'token':* & …`) and cast, so no text-search parser or
-//! dictionary is involved: both databases index exactly the tokens of `query.rs`.
+//! dictionary is involved: both databases index exactly the tokens of `query.rs`. The SQL is
+//! in `store/postgres.rs`.
 
 use std::collections::BTreeMap;
 
-use anyhow::Context as _;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool, Postgres};
 
 use super::query::{TenantKey, Term};
+use super::store::postgres as store;
 use super::{Document, FullTextIndex, Hit, IndexQuery};
 
 /// Least digits of tenant keys in tokens: none padded, as every lexeme is stored whole.
@@ -66,34 +67,12 @@ impl FullTextIndex for PostgresIndex {
     type Db = Postgres;
 
     async fn tenant_key(conn: &mut PgConnection, tenant_id: &str) -> anyhow::Result<TenantKey> {
-        let select = "SELECT key FROM search_tenants WHERE tenant_id = $1";
-        let key: Option<i64> = sqlx::query_scalar(select)
-            .bind(tenant_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-        if let Some(key) = key {
-            return Ok(TenantKey::new(key, KEY_WIDTH));
-        }
-        sqlx::query(
-            "INSERT INTO search_tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING",
-        )
-        .bind(tenant_id)
-        .execute(&mut *conn)
-        .await?;
-        let key: i64 = sqlx::query_scalar(select)
-            .bind(tenant_id)
-            .fetch_one(&mut *conn)
-            .await?;
+        let key = store::assign_tenant_key(conn, tenant_id).await?;
         Ok(TenantKey::new(key, KEY_WIDTH))
     }
 
     async fn find_tenant_key(pool: &PgPool, tenant_id: &str) -> anyhow::Result<Option<TenantKey>> {
-        let key: Option<i64> =
-            sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
-                .bind(tenant_id)
-                .fetch_optional(pool)
-                .await
-                .context("reading the tenant's search key")?;
+        let key = store::find_tenant_key(pool, tenant_id).await?;
         Ok(key.map(|key| TenantKey::new(key, KEY_WIDTH)))
     }
 
@@ -104,15 +83,7 @@ impl FullTextIndex for PostgresIndex {
     ) -> anyhow::Result<Vec<Document>> {
         let mut documents = Vec::with_capacity(entity_ids.len());
         for chunk in entity_ids.chunks(CHUNK) {
-            let rows: Vec<(String, String, String)> = sqlx::query_as(
-                "SELECT entity_id, family_code, fields FROM search_documents
-                 WHERE tenant_id = $1 AND entity_id = ANY($2)",
-            )
-            .bind(tenant_id)
-            .bind(chunk)
-            .fetch_all(&mut *conn)
-            .await?;
-            for (entity_id, family_code, fields) in rows {
+            for (entity_id, family_code, fields) in store::load(conn, tenant_id, chunk).await? {
                 documents.push(Document::from_row(entity_id, family_code, &fields)?);
             }
         }
@@ -136,22 +107,7 @@ impl FullTextIndex for PostgresIndex {
                 .iter()
                 .map(|d| tsvector(&key.document_tokens(&d.fields)))
                 .collect();
-            sqlx::query(
-                "INSERT INTO search_documents (entity_id, tenant_id, family_code, fields, tokens)
-                 SELECT u.entity_id, $1, u.family_code, u.fields, u.tokens::tsvector
-                 FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[])
-                   AS u (entity_id, family_code, fields, tokens)
-                 ON CONFLICT (entity_id, tenant_id) DO UPDATE SET
-                   family_code = excluded.family_code, fields = excluded.fields,
-                   tokens = excluded.tokens",
-            )
-            .bind(tenant_id)
-            .bind(&entity_ids)
-            .bind(&families)
-            .bind(&fields)
-            .bind(&vectors)
-            .execute(&mut *conn)
-            .await?;
+            store::upsert(conn, tenant_id, &entity_ids, &families, &fields, &vectors).await?;
         }
         Ok(())
     }
@@ -162,23 +118,13 @@ impl FullTextIndex for PostgresIndex {
         entity_ids: &[&str],
     ) -> anyhow::Result<()> {
         for chunk in entity_ids.chunks(CHUNK) {
-            sqlx::query(
-                "DELETE FROM search_documents WHERE tenant_id = $1 AND entity_id = ANY($2)",
-            )
-            .bind(tenant_id)
-            .bind(chunk)
-            .execute(&mut *conn)
-            .await?;
+            store::remove(conn, tenant_id, chunk).await?;
         }
         Ok(())
     }
 
     async fn clear(conn: &mut PgConnection) -> anyhow::Result<()> {
-        sqlx::query("DELETE FROM search_documents")
-            .execute(&mut *conn)
-            .await
-            .context("emptying search_documents")?;
-        Ok(())
+        store::clear(conn).await
     }
 
     async fn page(
@@ -186,36 +132,15 @@ impl FullTextIndex for PostgresIndex {
         key: TenantKey,
         query: &IndexQuery<'_>,
     ) -> anyhow::Result<(Vec<Hit>, Option<u64>)> {
-        let family_filter = if query.family.is_some() {
-            "AND family_code = $5"
-        } else {
-            ""
-        };
-        // Scores narrow rows (id and score) of every match once, counts them and cuts the page
-        // from the same materialized set (cheaper than a `count(*) OVER ()` window), then reads
-        // only the page's documents.
-        let sql = format!(
-            "WITH matches AS MATERIALIZED (
-               SELECT entity_id, ts_rank(tokens, $2::tsquery, 1) AS score
-               FROM search_documents
-               WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter})
-             SELECT d.entity_id, d.family_code, d.fields, page.score::float8,
-                    (SELECT count(*) FROM matches) AS total
-             FROM (SELECT entity_id, score FROM matches
-                   ORDER BY score DESC, entity_id LIMIT $3 OFFSET $4) AS page
-             JOIN search_documents AS d ON d.entity_id = page.entity_id AND d.tenant_id = $1
-             ORDER BY page.score DESC, page.entity_id"
-        );
-        let mut select =
-            sqlx::query_as::<_, (String, String, String, f64, i64)>(sqlx::AssertSqlSafe(sql))
-                .bind(query.tenant_id)
-                .bind(tsquery(key, query.terms))
-                .bind(query.limit)
-                .bind(query.offset);
-        if let Some(family) = query.family {
-            select = select.bind(family);
-        }
-        let rows = select.fetch_all(pool).await.context("searching")?;
+        let rows = store::page(
+            pool,
+            query.tenant_id,
+            tsquery(key, query.terms),
+            query.family,
+            query.limit,
+            query.offset,
+        )
+        .await?;
         let total = rows
             .first()
             .map(|row| u64::try_from(row.4).unwrap_or_default());
@@ -232,25 +157,13 @@ impl FullTextIndex for PostgresIndex {
     }
 
     async fn count(pool: &PgPool, key: TenantKey, query: &IndexQuery<'_>) -> anyhow::Result<u64> {
-        let family_filter = if query.family.is_some() {
-            "AND family_code = $3"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "SELECT count(*) FROM search_documents
-             WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter}"
-        );
-        let mut select = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
-            .bind(query.tenant_id)
-            .bind(tsquery(key, query.terms));
-        if let Some(family) = query.family {
-            select = select.bind(family);
-        }
-        let count = select
-            .fetch_one(pool)
-            .await
-            .context("counting search matches")?;
+        let count = store::count(
+            pool,
+            query.tenant_id,
+            tsquery(key, query.terms),
+            query.family,
+        )
+        .await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
 }

@@ -5,13 +5,14 @@
 //! A search is one FTS5 query: `ORDER BY rank LIMIT … OFFSET …` over a MATCH of prefix terms
 //! on the tenant's tokens (and the family token when filtered), so FTS5 ranks and cuts the
 //! page itself; only the page's rows are then joined to their documents, which are filtered by
-//! tenant id once more. The MATCH text is made of quoted alphanumeric tokens only.
+//! tenant id once more. The MATCH text is made of quoted alphanumeric tokens only. The SQL is
+//! in `store/sqlite.rs`.
 
-use anyhow::Context as _;
 use serde_json::Value;
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
 use super::query::{TenantKey, Term};
+use super::store::sqlite as store;
 use super::{Document, FullTextIndex, Hit, IndexQuery};
 
 /// Digits of tenant keys in tokens: the prefix indexes of `search_index` (10, 11 and 12
@@ -42,19 +43,7 @@ impl FullTextIndex for SqliteIndex {
     type Db = Sqlite;
 
     async fn tenant_key(conn: &mut SqliteConnection, tenant_id: &str) -> anyhow::Result<TenantKey> {
-        let key: Option<i64> =
-            sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
-                .bind(tenant_id)
-                .fetch_optional(&mut *conn)
-                .await?;
-        if let Some(key) = key {
-            return Ok(TenantKey::new(key, KEY_WIDTH));
-        }
-        let key: i64 =
-            sqlx::query_scalar("INSERT INTO search_tenants (tenant_id) VALUES ($1) RETURNING key")
-                .bind(tenant_id)
-                .fetch_one(&mut *conn)
-                .await?;
+        let key = store::assign_tenant_key(conn, tenant_id).await?;
         Ok(TenantKey::new(key, KEY_WIDTH))
     }
 
@@ -62,12 +51,7 @@ impl FullTextIndex for SqliteIndex {
         pool: &SqlitePool,
         tenant_id: &str,
     ) -> anyhow::Result<Option<TenantKey>> {
-        let key: Option<i64> =
-            sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
-                .bind(tenant_id)
-                .fetch_optional(pool)
-                .await
-                .context("reading the tenant's search key")?;
+        let key = store::find_tenant_key(pool, tenant_id).await?;
         Ok(key.map(|key| TenantKey::new(key, KEY_WIDTH)))
     }
 
@@ -78,18 +62,7 @@ impl FullTextIndex for SqliteIndex {
     ) -> anyhow::Result<Vec<Document>> {
         let mut documents = Vec::with_capacity(entity_ids.len());
         for chunk in entity_ids.chunks(CHUNK) {
-            let mut select = QueryBuilder::<Sqlite>::new(
-                "SELECT entity_id, family_code, fields FROM search_documents WHERE tenant_id = ",
-            );
-            select.push_bind(tenant_id).push(" AND entity_id IN (");
-            let mut list = select.separated(", ");
-            for entity_id in chunk {
-                list.push_bind(*entity_id);
-            }
-            select.push(")");
-            let rows: Vec<(String, String, String)> =
-                select.build_query_as().fetch_all(&mut *conn).await?;
-            for (entity_id, family_code, fields) in rows {
+            for (entity_id, family_code, fields) in store::load(conn, tenant_id, chunk).await? {
                 documents.push(Document::from_row(entity_id, family_code, &fields)?);
             }
         }
@@ -107,21 +80,7 @@ impl FullTextIndex for SqliteIndex {
                 .iter()
                 .map(|document| (document, Value::Object(document.fields.clone()).to_string()))
                 .collect();
-            let mut upsert = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO search_documents (tenant_id, entity_id, family_code, fields) ",
-            );
-            upsert.push_values(&rows, |mut row, (document, fields)| {
-                row.push_bind(tenant_id)
-                    .push_bind(&document.entity_id)
-                    .push_bind(&document.family_code)
-                    .push_bind(fields);
-            });
-            upsert.push(
-                " ON CONFLICT (tenant_id, entity_id) DO UPDATE SET
-                   family_code = excluded.family_code, fields = excluded.fields
-                 RETURNING id, entity_id",
-            );
-            let ids: Vec<(i64, String)> = upsert.build_query_as().fetch_all(&mut *conn).await?;
+            let ids = store::upsert_documents(conn, tenant_id, &rows).await?;
             let by_entity: std::collections::HashMap<&str, &Document> = chunk
                 .iter()
                 .map(|document| (document.entity_id.as_str(), document))
@@ -137,14 +96,7 @@ impl FullTextIndex for SqliteIndex {
                     ))
                 })
                 .collect();
-            // A contentless table with `contentless_delete` replaces a rowid's tokens.
-            let mut index = QueryBuilder::<Sqlite>::new(
-                "INSERT OR REPLACE INTO search_index (rowid, tokens, family) ",
-            );
-            index.push_values(&index_rows, |mut row, (id, tokens, family)| {
-                row.push_bind(*id).push_bind(tokens).push_bind(family);
-            });
-            index.build().execute(&mut *conn).await?;
+            store::index(conn, &index_rows).await?;
         }
         Ok(())
     }
@@ -155,36 +107,13 @@ impl FullTextIndex for SqliteIndex {
         entity_ids: &[&str],
     ) -> anyhow::Result<()> {
         for chunk in entity_ids.chunks(CHUNK) {
-            let mut delete =
-                QueryBuilder::<Sqlite>::new("DELETE FROM search_documents WHERE tenant_id = ");
-            delete.push_bind(tenant_id).push(" AND entity_id IN (");
-            let mut list = delete.separated(", ");
-            for entity_id in chunk {
-                list.push_bind(*entity_id);
-            }
-            delete.push(") RETURNING id");
-            let ids: Vec<i64> = delete.build_query_scalar().fetch_all(&mut *conn).await?;
-            // One rowid at a time: the lookup FTS5 plans for `rowid = ?`.
-            for id in ids {
-                sqlx::query("DELETE FROM search_index WHERE rowid = $1")
-                    .bind(id)
-                    .execute(&mut *conn)
-                    .await?;
-            }
+            store::remove(conn, tenant_id, chunk).await?;
         }
         Ok(())
     }
 
     async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
-        sqlx::query("INSERT INTO search_index (search_index) VALUES ('delete-all')")
-            .execute(&mut *conn)
-            .await
-            .context("emptying search_index")?;
-        sqlx::query("DELETE FROM search_documents")
-            .execute(&mut *conn)
-            .await
-            .context("emptying search_documents")?;
-        Ok(())
+        store::clear(conn).await
     }
 
     async fn page(
@@ -193,21 +122,14 @@ impl FullTextIndex for SqliteIndex {
         query: &IndexQuery<'_>,
     ) -> anyhow::Result<(Vec<Hit>, Option<u64>)> {
         let expression = match_expression(key, query.terms, query.family);
-        let rows: Vec<(String, String, String, f64)> = sqlx::query_as(
-            "SELECT d.entity_id, d.family_code, d.fields, -r.rank
-             FROM (SELECT rowid AS id, rank FROM search_index WHERE search_index MATCH $1
-                   ORDER BY rank LIMIT $2 OFFSET $3) AS r
-             JOIN search_documents AS d ON d.id = r.id
-             WHERE d.tenant_id = $4
-             ORDER BY r.rank",
+        let rows = store::page(
+            pool,
+            query.tenant_id,
+            &expression,
+            query.limit,
+            query.offset,
         )
-        .bind(&expression)
-        .bind(query.limit)
-        .bind(query.offset)
-        .bind(query.tenant_id)
-        .fetch_all(pool)
-        .await
-        .context("searching")?;
+        .await?;
         let hits = rows
             .into_iter()
             .map(|(entity_id, family_code, fields, score)| Hit {
@@ -226,12 +148,7 @@ impl FullTextIndex for SqliteIndex {
         query: &IndexQuery<'_>,
     ) -> anyhow::Result<u64> {
         let expression = match_expression(key, query.terms, query.family);
-        let count: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM search_index WHERE search_index MATCH $1")
-                .bind(&expression)
-                .fetch_one(pool)
-                .await
-                .context("counting search matches")?;
+        let count = store::count(pool, &expression).await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
 }

@@ -39,9 +39,8 @@ use super::store::{self, ChainWrite, RunRecord, Workflow, WorkflowRun};
 use super::templates::{self, Context};
 use crate::events::{self, AppendGroup, EntityState, EventContext, NewEvent, StoredEvent};
 use crate::families;
-use crate::intentions::{self, Intention, Prepared, Submitter};
+use crate::intentions::{self, Intention, IntentionError, Prepared, Submitter};
 use crate::projections::Projection;
-use tessera_http::ApiError;
 use tessera_storage::{Tx, time};
 
 /// Events at this depth (three workflow hops from a person's intention) trigger nothing:
@@ -405,7 +404,7 @@ async fn plan_action(
     };
     let intention = match Intention::parse(Some(kind), Some(&payload)) {
         Ok(intention) => intention,
-        Err(errors) => return Ok(Err(describe(&ApiError::Validation(errors)))),
+        Err(errors) => return Ok(Err(describe(&IntentionError::Validation(errors)))),
     };
     let family = match &intention {
         Intention::Create { family, .. } => {
@@ -563,9 +562,9 @@ async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
 }
 
 /// A refused intention, in words for the run's `error`.
-fn describe(refusal: &ApiError) -> String {
+fn describe(refusal: &IntentionError) -> String {
     match refusal {
-        ApiError::Validation(errors) => {
+        IntentionError::Validation(errors) => {
             let details: Vec<String> = errors
                 .fields()
                 .iter()
@@ -573,8 +572,8 @@ fn describe(refusal: &ApiError) -> String {
                 .collect();
             format!("validation failed ({})", details.join("; "))
         }
-        ApiError::NotFound(message) => message.clone(),
-        ApiError::Forbidden => "not permitted".to_owned(),
-        other => other.to_string(),
+        IntentionError::NotFound(message) => message.clone(),
+        IntentionError::Forbidden => "not permitted".to_owned(),
+        other @ (IntentionError::Conflict(_) | IntentionError::Internal(_)) => other.to_string(),
     }
 }

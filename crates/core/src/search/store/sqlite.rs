@@ -1,0 +1,180 @@
+//! The SQL of the SQLite index (`search/sqlite.rs`): tenant keys, documents in
+//! `search_documents` and their tokens in the contentless FTS5 table `search_index` under the
+//! document's rowid, multi-row upserts and deletes, and the ranked page and count of a MATCH
+//! expression (built from tokens only, never from user text).
+
+use anyhow::Context as _;
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+
+use crate::search::Document;
+
+/// A stored document: entity id, family code and fields (JSON object text).
+pub(crate) type DocumentRow = (String, String, String);
+
+/// A hit of a page: entity id, family code, fields and score.
+pub(crate) type HitRow = (String, String, String, f64);
+
+/// The tenant's key, assigned on first use.
+pub(crate) async fn assign_tenant_key(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+) -> anyhow::Result<i64> {
+    let key: Option<i64> =
+        sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
+            .bind(tenant_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some(key) = key {
+        return Ok(key);
+    }
+    let key: i64 =
+        sqlx::query_scalar("INSERT INTO search_tenants (tenant_id) VALUES ($1) RETURNING key")
+            .bind(tenant_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(key)
+}
+
+/// The tenant's key if it has ever had a document.
+pub(crate) async fn find_tenant_key(
+    pool: &SqlitePool,
+    tenant_id: &str,
+) -> anyhow::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .fetch_optional(pool)
+        .await
+        .context("reading the tenant's search key")
+}
+
+/// The stored documents of these entities of the tenant, in one statement.
+pub(crate) async fn load(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+    entity_ids: &[&str],
+) -> anyhow::Result<Vec<DocumentRow>> {
+    let mut select = QueryBuilder::<Sqlite>::new(
+        "SELECT entity_id, family_code, fields FROM search_documents WHERE tenant_id = ",
+    );
+    select.push_bind(tenant_id).push(" AND entity_id IN (");
+    let mut list = select.separated(", ");
+    for entity_id in entity_ids {
+        list.push_bind(*entity_id);
+    }
+    select.push(")");
+    let rows = select.build_query_as().fetch_all(&mut *conn).await?;
+    Ok(rows)
+}
+
+/// Inserts or replaces the tenant's documents (each with its fields as JSON object text) in
+/// one statement; returns each stored document's rowid and entity id.
+pub(crate) async fn upsert_documents(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+    rows: &[(&Document, String)],
+) -> anyhow::Result<Vec<(i64, String)>> {
+    let mut upsert = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO search_documents (tenant_id, entity_id, family_code, fields) ",
+    );
+    upsert.push_values(rows, |mut row, (document, fields)| {
+        row.push_bind(tenant_id)
+            .push_bind(&document.entity_id)
+            .push_bind(&document.family_code)
+            .push_bind(fields);
+    });
+    upsert.push(
+        " ON CONFLICT (tenant_id, entity_id) DO UPDATE SET
+           family_code = excluded.family_code, fields = excluded.fields
+         RETURNING id, entity_id",
+    );
+    let ids = upsert.build_query_as().fetch_all(&mut *conn).await?;
+    Ok(ids)
+}
+
+/// Indexes documents by rowid: `(rowid, tokens, family token)`, the tokens space-separated,
+/// replacing what the rowid had, in one statement.
+pub(crate) async fn index(
+    conn: &mut SqliteConnection,
+    rows: &[(i64, String, String)],
+) -> anyhow::Result<()> {
+    // A contentless table with `contentless_delete` replaces a rowid's tokens.
+    let mut index =
+        QueryBuilder::<Sqlite>::new("INSERT OR REPLACE INTO search_index (rowid, tokens, family) ");
+    index.push_values(rows, |mut row, (id, tokens, family)| {
+        row.push_bind(*id).push_bind(tokens).push_bind(family);
+    });
+    index.build().execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Deletes these entities' documents of the tenant and their tokens.
+pub(crate) async fn remove(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+    entity_ids: &[&str],
+) -> anyhow::Result<()> {
+    let mut delete = QueryBuilder::<Sqlite>::new("DELETE FROM search_documents WHERE tenant_id = ");
+    delete.push_bind(tenant_id).push(" AND entity_id IN (");
+    let mut list = delete.separated(", ");
+    for entity_id in entity_ids {
+        list.push_bind(*entity_id);
+    }
+    delete.push(") RETURNING id");
+    let ids: Vec<i64> = delete.build_query_scalar().fetch_all(&mut *conn).await?;
+    // One rowid at a time: the lookup FTS5 plans for `rowid = ?`.
+    for id in ids {
+        sqlx::query("DELETE FROM search_index WHERE rowid = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Deletes every document of every tenant and every token.
+pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
+    sqlx::query("INSERT INTO search_index (search_index) VALUES ('delete-all')")
+        .execute(&mut *conn)
+        .await
+        .context("emptying search_index")?;
+    sqlx::query("DELETE FROM search_documents")
+        .execute(&mut *conn)
+        .await
+        .context("emptying search_documents")?;
+    Ok(())
+}
+
+/// One page of the tenant's documents matching `expression`, best first: FTS5 ranks and cuts
+/// the page, then only its rows are joined to their documents (filtered by tenant once more).
+pub(crate) async fn page(
+    pool: &SqlitePool,
+    tenant_id: &str,
+    expression: &str,
+    limit: i64,
+    offset: i64,
+) -> anyhow::Result<Vec<HitRow>> {
+    sqlx::query_as(
+        "SELECT d.entity_id, d.family_code, d.fields, -r.rank
+         FROM (SELECT rowid AS id, rank FROM search_index WHERE search_index MATCH $1
+               ORDER BY rank LIMIT $2 OFFSET $3) AS r
+         JOIN search_documents AS d ON d.id = r.id
+         WHERE d.tenant_id = $4
+         ORDER BY r.rank",
+    )
+    .bind(expression)
+    .bind(limit)
+    .bind(offset)
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await
+    .context("searching")
+}
+
+/// The number of documents matching `expression` (whose tokens belong to one tenant).
+pub(crate) async fn count(pool: &SqlitePool, expression: &str) -> anyhow::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM search_index WHERE search_index MATCH $1")
+        .bind(expression)
+        .fetch_one(pool)
+        .await
+        .context("counting search matches")
+}

@@ -1,0 +1,178 @@
+//! The SQL of entities (`entities.rs`): reads by id and by page, the batch lock and upsert of
+//! the intention writer, and deletion. Every query is bounded by the tenant.
+
+use anyhow::Context as _;
+
+use crate::entities::EntitySort;
+use tessera_http::paging::OffsetPage;
+use tessera_storage::{Database, DatabaseKind, Tx};
+use tessera_storage::{on_pool, on_tx};
+
+/// An entity row; `fields` is JSON object text.
+#[derive(sqlx::FromRow)]
+pub(crate) struct EntityRow {
+    pub id: String,
+    pub family_code: String,
+    pub fields: String,
+    pub status: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// An entity row with its tenant and owner, as [`lock`] reads it.
+#[derive(sqlx::FromRow)]
+pub(crate) struct KeyedEntityRow {
+    #[sqlx(flatten)]
+    pub row: EntityRow,
+    pub tenant_id: String,
+    pub created_by: String,
+}
+
+/// An entity to insert or overwrite; `fields` is JSON object text.
+pub(crate) struct EntityWrite<'a> {
+    pub id: &'a str,
+    pub tenant_id: &'a str,
+    pub family_code: &'a str,
+    pub status: &'a str,
+    pub fields: String,
+    pub created_by: &'a str,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
+}
+
+const COLUMNS: &str = "id, family_code, fields, status, created_at, updated_at";
+
+/// The column an [`EntitySort`] orders by.
+fn sort_column(sort: EntitySort) -> &'static str {
+    match sort {
+        EntitySort::CreatedAt => "created_at",
+        EntitySort::UpdatedAt => "updated_at",
+    }
+}
+
+/// A tenant's entity.
+pub(crate) async fn find(
+    database: &Database,
+    tenant_id: &str,
+    entity_id: &str,
+) -> anyhow::Result<Option<EntityRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = $1 AND id = $2");
+    on_pool!(database, pool => sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
+        .bind(tenant_id)
+        .bind(entity_id)
+        .fetch_optional(pool)
+        .await)
+    .context("reading an entity")
+}
+
+/// The entities named by `(tenant id, entity id)` pairs (at most a few hundred: one
+/// statement), with their tenant and owner. Inside a write transaction the rows are locked
+/// until it ends, in id order (PostgreSQL `FOR UPDATE`).
+pub(crate) async fn lock(
+    tx: &mut Tx,
+    keys: &[(String, String)],
+) -> anyhow::Result<Vec<KeyedEntityRow>> {
+    let lock = match tx.kind() {
+        DatabaseKind::Sqlite => "",
+        DatabaseKind::Postgres => " FOR UPDATE",
+    };
+    on_tx!(tx, conn => {
+        let mut select = sqlx::QueryBuilder::new(format!(
+            "SELECT {COLUMNS}, tenant_id, created_by FROM entities WHERE (tenant_id, id) IN (VALUES "
+        ));
+        let mut pairs = select.separated(", ");
+        for (tenant_id, entity_id) in keys {
+            pairs.push("(");
+            pairs.push_bind_unseparated(tenant_id);
+            pairs.push_unseparated(", ");
+            pairs.push_bind_unseparated(entity_id);
+            pairs.push_unseparated(")");
+        }
+        select.push(format!(") ORDER BY id{lock}"));
+        select.build_query_as().fetch_all(&mut **conn).await
+    })
+    .context("reading the entities to change")
+}
+
+/// Inserts new entities and overwrites the fields, status and `updated_at` of existing ones
+/// (of the same tenant), in one multi-row statement.
+pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Result<()> {
+    on_tx!(tx, conn => {
+        let mut upsert = sqlx::QueryBuilder::new(
+            "INSERT INTO entities (id, tenant_id, family_code, status, fields, created_by,
+             created_at, updated_at) ",
+        );
+        upsert.push_values(rows, |mut row, entity| {
+            row.push_bind(entity.id)
+                .push_bind(entity.tenant_id)
+                .push_bind(entity.family_code)
+                .push_bind(entity.status)
+                .push_bind(&entity.fields)
+                .push_bind(entity.created_by)
+                .push_bind(entity.created_at)
+                .push_bind(entity.updated_at);
+        });
+        upsert.push(
+            " ON CONFLICT (id) DO UPDATE SET fields = excluded.fields,
+              status = excluded.status, updated_at = excluded.updated_at
+              WHERE entities.tenant_id = excluded.tenant_id",
+        );
+        upsert.build().execute(&mut **conn).await.map(drop)
+    })
+    .context("writing entities")
+}
+
+/// How many entities the tenant has (of one family).
+pub(crate) async fn count(
+    database: &Database,
+    tenant_id: &str,
+    family: Option<&str>,
+) -> anyhow::Result<i64> {
+    on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM entities
+         WHERE tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR family_code = $2)",
+    )
+    .bind(tenant_id)
+    .bind(family)
+    .fetch_one(pool)
+    .await)
+    .context("counting entities")
+}
+
+/// One page of the tenant's entities (of one family), in the order asked for.
+pub(crate) async fn page(
+    database: &Database,
+    tenant_id: &str,
+    family: Option<&str>,
+    sort: EntitySort,
+    descending: bool,
+    page: &OffsetPage,
+) -> anyhow::Result<Vec<EntityRow>> {
+    let order = if descending { "DESC" } else { "ASC" };
+    // The column and direction come from enums, never from the request text.
+    let sql = format!(
+        "SELECT {COLUMNS} FROM entities
+         WHERE tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR family_code = $2)
+         ORDER BY {column} {order}, id {order} LIMIT $3 OFFSET $4",
+        column = sort_column(sort)
+    );
+    on_pool!(database, pool => sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
+        .bind(tenant_id)
+        .bind(family)
+        .bind(page.limit())
+        .bind(page.offset())
+        .fetch_all(pool)
+        .await)
+    .context("listing entities")
+}
+
+/// Deletes an entity.
+pub(crate) async fn delete(tx: &mut Tx, tenant_id: &str, entity_id: &str) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query("DELETE FROM entities WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant_id)
+        .bind(entity_id)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+    .context("deleting an entity")
+}
