@@ -153,7 +153,7 @@ fn read_draft(req: &Request) -> Result<Draft, ApiError> {
 pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_writer()?;
-    let sender = store::mailbox_owner(ctx)?;
+    let sender = store::mailbox_owner(ctx)?.user;
     let draft = read_draft(req)?;
     let mut internal = Vec::new();
     let mut recipients = Vec::with_capacity(draft.recipients.len());

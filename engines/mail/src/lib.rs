@@ -87,9 +87,9 @@ impl Engine for Mail {
         let previous = tenancy::user_record(&user.user_id)?;
         tenancy::record_user(user)?;
         if let Some(previous) = previous.filter(|previous| {
-            store::address_key(&previous.email) != store::address_key(&user.email)
+            store::address_key(&previous.user.email) != store::address_key(&user.email)
         }) {
-            forget_address(&previous.email, &user.user_id)?;
+            forget_address(&previous.user.email, &user.user_id)?;
         }
         storage::put_json(&store::address_key(&user.email), &user.user_id)?;
         // Complete counters from the start (a new mailbox counts nothing); one kept since
@@ -106,7 +106,7 @@ impl Engine for Mail {
     /// (`tenancy::remove_user_in_chunks`); the user no longer exists for mail either way.
     fn deprovision_user(_tenant_id: &str, user_id: &str) -> Result<(), String> {
         if let Some(record) = tenancy::user_record(user_id)? {
-            forget_address(&record.email, user_id)?;
+            forget_address(&record.user.email, user_id)?;
         }
         tenancy::remove_user_in_chunks(user_id, |chunk, _| store::remove_mailbox(chunk))?;
         Ok(())

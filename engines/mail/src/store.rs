@@ -415,7 +415,7 @@ pub fn user_by_address(address: &str) -> Result<Option<String>, HostError> {
     let Some(user_id) = storage::get_json::<String>(&address_key(address))? else {
         return Ok(None);
     };
-    Ok(tenancy::user_record(&user_id)?.map(|record| record.user_id))
+    Ok(tenancy::user_record(&user_id)?.map(|record| record.user.user_id))
 }
 
 /// `(total, unread)` of each folder of `user_id`'s mailbox, in [`Folder::ALL`] order, from its

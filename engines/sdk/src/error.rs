@@ -117,16 +117,17 @@ impl From<ApiError> for Response {
     }
 }
 
-impl From<ValidationErrors> for ApiError {
-    fn from(errors: ValidationErrors) -> Self {
-        Self::Validation(errors)
-    }
-}
-
 /// A refused JSON body: 400 when it is not JSON, 422 when it has the wrong shape.
 impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
         error.into_api_error(Self::BadRequest, Self::Validation)
+    }
+}
+
+/// A 422 with these field errors.
+impl From<ValidationErrors> for ApiError {
+    fn from(errors: ValidationErrors) -> Self {
+        Self::Validation(errors)
     }
 }
 

@@ -48,34 +48,24 @@ pub fn user_key(user_id: &str) -> String {
     format!("users/{user_id}")
 }
 
-/// What `tenant` holds once the tenant is provisioned.
+/// What `tenant` holds once the tenant is provisioned: the tenant as provisioning gave it,
+/// stored flat (`{tenant_id, tenant_short_id, name, provisioned_at}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantRecord {
-    /// The tenant's id.
-    pub tenant_id: String,
-    /// The tenant's slug.
-    pub tenant_short_id: String,
-    /// The tenant's name.
-    pub name: String,
+    /// The tenant.
+    #[serde(flatten)]
+    pub tenant: TenantInfo,
     /// When it was first provisioned (RFC 3339).
     pub provisioned_at: String,
 }
 
-/// What `users/<user_id>` holds once the user is provisioned.
+/// What `users/<user_id>` holds once the user is provisioned: the user as provisioning gave
+/// it, stored flat (`{tenant_id, user_id, email, …, provisioned_at}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserRecord {
-    /// The user's tenant.
-    pub tenant_id: String,
-    /// The user's id.
-    pub user_id: String,
-    /// The user's e-mail address.
-    pub email: String,
-    /// First name.
-    pub first_name: String,
-    /// Last name.
-    pub last_name: String,
-    /// `user`, `guest` or `agent`.
-    pub user_type: String,
+    /// The user.
+    #[serde(flatten)]
+    pub user: UserInfo,
     /// When it was first provisioned (RFC 3339).
     pub provisioned_at: String,
 }
@@ -85,9 +75,7 @@ pub struct UserRecord {
 pub fn record_tenant(tenant: &TenantInfo) -> Result<TenantRecord, HostError> {
     let provisioned_at = tenant_record()?.map_or_else(now_rfc3339, |old| old.provisioned_at);
     let record = TenantRecord {
-        tenant_id: tenant.tenant_id.clone(),
-        tenant_short_id: tenant.tenant_short_id.clone(),
-        name: tenant.name.clone(),
+        tenant: tenant.clone(),
         provisioned_at,
     };
     storage::put_json(TENANT_KEY, &record)?;
@@ -105,12 +93,7 @@ pub fn record_user(user: &UserInfo) -> Result<UserRecord, HostError> {
     let provisioned_at =
         storage::get_json::<UserRecord>(&key)?.map_or_else(now_rfc3339, |old| old.provisioned_at);
     let record = UserRecord {
-        tenant_id: user.tenant_id.clone(),
-        user_id: user.user_id.clone(),
-        email: user.email.clone(),
-        first_name: user.first_name.clone(),
-        last_name: user.last_name.clone(),
-        user_type: user.user_type.clone(),
+        user: user.clone(),
         provisioned_at,
     };
     storage::put_json(&key, &record)?;

@@ -73,12 +73,7 @@ impl Engine for UserManager {
             let provisioned_at = tenancy::user_record(&user.user_id)?
                 .map_or_else(|| now.clone(), |record| record.provisioned_at);
             let record = UserRecord {
-                tenant_id: user.tenant_id.clone(),
-                user_id: user.user_id.clone(),
-                email: user.email.clone(),
-                first_name: user.first_name.clone(),
-                last_name: user.last_name.clone(),
-                user_type: user.user_type.clone(),
+                user: user.clone(),
                 provisioned_at,
             };
             Ok((Change::Provision(profile, record), changed))
