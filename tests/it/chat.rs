@@ -828,9 +828,16 @@ async fn silent_name_server() -> (
     tokio::net::UdpSocket,
     tokio::task::JoinHandle<()>,
 ) {
-    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let address = udp.local_addr().unwrap();
-    let tcp = tokio::net::TcpListener::bind(address).await.unwrap();
+    // The UDP port the system picks may be taken for TCP: pick again until both bind.
+    let (udp, address, tcp) = loop {
+        let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let address = udp.local_addr().unwrap();
+        match tokio::net::TcpListener::bind(address).await {
+            Ok(tcp) => break (udp, address, tcp),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(error) => panic!("binding the silent name server's TCP side: {error}"),
+        }
+    };
     let silent = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((connection, _)) = tcp.accept().await {
