@@ -21,10 +21,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use tessera_host::auth::caller::Caller;
-use tessera_host::auth::sessions::TokenScope;
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::server::Application;
 use tessera_host::state::AppState;
+use tessera_host::tenancy::Role;
 
 const LATENCY_SAMPLES: usize = 3000;
 const THROUGHPUT_WINDOW: Duration = Duration::from_secs(1);
@@ -119,19 +119,10 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // 2. Latency through HTTP: native handler vs engine route, same token check, same 204.
-    // A real session, as a login opens: the bearer check includes the session lookup.
-    let (_, token_set) = state
-        .auth
-        .sessions
-        .open(&TokenScope {
-            user_id: uuid::Uuid::new_v4().to_string(),
-            tenant_id: uuid::Uuid::new_v4().to_string(),
-            workspace_id: None,
-            role: "editor".into(),
-            user_type: "user".into(),
-        })
-        .await?;
-    let token = token_set.access_token;
+    // A real member's session, as a login opens: the bearer check includes the session and
+    // the membership lookups.
+    let (_, users) = support::provisioned_tenant(&state, "routing", &[Role::Editor]).await?;
+    let token = users[0].token.clone();
     let native_url = format!("http://{address}/native/api/v1/noop");
     let engine_url = format!("http://{address}/echo/api/v1/noop");
     // Measured from a task on the runtime (as the throughput clients are), alternating native

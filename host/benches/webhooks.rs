@@ -7,7 +7,7 @@
 //!
 //! The **receiver** is an axum server over rustls on 127.0.0.1 with a fresh self-signed
 //! certificate for `localhost` / `127.0.0.1`, which the host trusts through
-//! `config.webhook.extra_ca` (private targets allowed). `POST /hook/<n>` answers 204; it verifies
+//! `config.outbound.extra_ca` (private targets allowed). `POST /hook/<n>` answers 204; it verifies
 //! each `X-Service-Signature` with `tessera_signature::verify` against webhook `n`'s secret,
 //! checks the headers and the body (`event_type` `message.created`, `data.message_id`), and
 //! records the arrival time of each distinct `X-Webhook-Delivery` id (a repeated id is counted
@@ -485,8 +485,8 @@ async fn start_chat_host(
     std::fs::copy(engines.join("chat.wasm"), plugins_dir.join("chat.wasm"))
         .context("copying chat.wasm")?;
     let server = Server::start(database, |config| {
-        config.webhook.extra_ca = Some(receiver.pem_path.clone());
-        config.webhook.allow_private_targets = true;
+        config.outbound.extra_ca = Some(receiver.pem_path.clone());
+        config.outbound.allow_private_targets = true;
     })
     .await?;
     anyhow::ensure!(

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -67,6 +68,15 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             connections::body_deadline,
         ))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
+}
+
+/// The auth service's view of the loaded engines (for `meta.services`): the engine registry.
+pub struct LoadedEngines(pub Arc<crate::runtime::registry::EngineRegistry>);
+
+impl crate::auth::state::EngineDirectory for LoadedEngines {
+    fn engine_codes(&self) -> Vec<String> {
+        self.0.codes()
+    }
 }
 
 /// The core's bus relay publishing on the engines' event bus.

@@ -14,8 +14,10 @@ use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
-pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var};
-pub use tessera_runtime::config::{DriveConfig, EngineScanConfig, SmtpConfig, WebhookConfig};
+pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env_var_or_alias};
+pub use tessera_runtime::config::{
+    DriveConfig, EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig,
+};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
 #[derive(Debug, Clone, Args)]
@@ -84,6 +86,7 @@ pub struct Config {
     pub service_secret: Option<Secret>,
     pub http: HttpConfig,
     pub webhook: WebhookConfig,
+    pub outbound: OutboundConfig,
     pub rate_limits: RateLimitConfig,
     pub auth: AuthConfig,
     pub runtime: RuntimeConfig,
@@ -112,6 +115,7 @@ impl Config {
         crate::runtime::RuntimeSetup {
             runtime: &self.runtime,
             webhook: &self.webhook,
+            outbound: &self.outbound,
             drive: &self.drive,
             smtp: &self.smtp,
             engine_scans: self.engine_scans,
@@ -157,16 +161,28 @@ impl Config {
                     }
                     None => parse_retry_schedule("30s,2m,10m,30m")?,
                 },
-                allow_private_targets: env_var("TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS")?
-                    .unwrap_or(false),
-                extra_ca: env_var::<PathBuf>("TESSERA_WEBHOOK_EXTRA_CA")?,
-                dns_servers: match env_var::<String>("TESSERA_WEBHOOK_DNS_SERVERS")? {
+            },
+            outbound: OutboundConfig {
+                allow_private_targets: env_var_or_alias(
+                    "TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS",
+                    "TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS",
+                )?
+                .unwrap_or(false),
+                extra_ca: env_var_or_alias::<PathBuf>(
+                    "TESSERA_OUTBOUND_EXTRA_CA",
+                    "TESSERA_WEBHOOK_EXTRA_CA",
+                )?,
+                dns_servers: match env_var_or_alias::<String>(
+                    "TESSERA_OUTBOUND_DNS_SERVERS",
+                    "TESSERA_WEBHOOK_DNS_SERVERS",
+                )? {
                     Some(text) => crate::runtime::outbound::parse_dns_servers(&text)
                         .map_err(anyhow::Error::msg)
-                        .context("TESSERA_WEBHOOK_DNS_SERVERS")?,
+                        .context("TESSERA_OUTBOUND_DNS_SERVERS")?,
                     None => Vec::new(),
                 },
-                check_dns_timeout: env_var::<humantime::Duration>(
+                check_dns_timeout: env_var_or_alias::<humantime::Duration>(
+                    "TESSERA_OUTBOUND_CHECK_DNS_TIMEOUT",
                     "TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT",
                 )?
                 .map_or(crate::runtime::outbound::CHECK_DNS_TIMEOUT, Into::into),

@@ -71,6 +71,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         service_secret: service_secret.clone(),
         access_tokens,
         sessions,
+        engines: Arc::new(crate::app::LoadedEngines(engines.clone())),
         dummy_password_hash: Arc::from(
             tokio::task::spawn_blocking(crate::auth::password::dummy_hash)
                 .await

@@ -767,3 +767,48 @@ database_test!(
         app.stop().await;
     }
 );
+
+database_test!(
+    the_service_map_names_the_loaded_engines_beside_the_specs_services,
+    |backend| async move {
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["echo"],
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        tenant_with_user(&app, "mapped", "map@example.com");
+        let body = logged_in(&app, "map@example.com").await;
+        let services = body["meta"]["services"].as_object().unwrap();
+        let names: Vec<&str> = services.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "activity",
+                "auth",
+                "chat",
+                "core",
+                "drive",
+                "echo",
+                "mail",
+                "notes",
+                "usermanager",
+                "voip"
+            ],
+            "the spec's nine services, loaded or not, and the loaded engine"
+        );
+        assert_eq!(services["echo"], format!("http://{}/echo", app.address));
+
+        // Removed from the plugins dir: unloaded, and gone from the next answer's map.
+        let plugins = app.database.data_dir.join("plugins");
+        std::fs::remove_file(plugins.join("echo.wasm")).unwrap();
+        crate::engines::wait_for_engine(&app, "echo", false).await;
+        let body = logged_in(&app, "map@example.com").await;
+        let services = body["meta"]["services"].as_object().unwrap();
+        assert!(!services.contains_key("echo"), "{services:?}");
+        assert_eq!(services.len(), 9);
+        app.stop().await;
+    }
+);

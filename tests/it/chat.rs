@@ -183,8 +183,8 @@ async fn chat_host(
     let configure = move |config: &mut Config| {
         without_rate_limits(config);
         config.webhook.retry_schedule = parse_retry_schedule(settings.schedule).unwrap();
-        config.webhook.allow_private_targets = settings.allow_private;
-        config.webhook.extra_ca = settings.extra_ca;
+        config.outbound.allow_private_targets = settings.allow_private;
+        config.outbound.extra_ca = settings.extra_ca;
     };
     spawn_app_with(
         backend,
@@ -855,8 +855,8 @@ database_test!(
         crate::components::install_engines(&database.data_dir.join("plugins"), &["chat"]);
         let configure = move |config: &mut Config| {
             without_rate_limits(config);
-            assert!(!config.webhook.allow_private_targets, "the default");
-            config.webhook.dns_servers = vec![name_server];
+            assert!(!config.outbound.allow_private_targets, "the default");
+            config.outbound.dns_servers = vec![name_server];
         };
         let app = spawn_app_with(
             backend,
@@ -1565,7 +1565,8 @@ database_test!(
         let mut served = serve(
             &database,
             &[
-                ("TESSERA_WEBHOOK_EXTRA_CA", ca.to_str().unwrap()),
+                // The outbound policy's own name, and the CONTRACT's older one still read.
+                ("TESSERA_OUTBOUND_EXTRA_CA", ca.to_str().unwrap()),
                 ("TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true"),
                 ("TESSERA_WEBHOOK_RETRY_SCHEDULE", SCHEDULE),
             ],

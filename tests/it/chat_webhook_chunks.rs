@@ -142,8 +142,8 @@ async fn chunked_chat_host(
     let extra_ca = receiver.certificate.0.clone();
     spawn_app_with_engines(backend, &["chat"], move |config| {
         config.webhook.retry_schedule = parse_retry_schedule(schedule).unwrap();
-        config.webhook.allow_private_targets = true;
-        config.webhook.extra_ca = Some(extra_ca);
+        config.outbound.allow_private_targets = true;
+        config.outbound.extra_ca = Some(extra_ca);
         limit_engine_scans(config, SCAN_PAGE, SCAN_BUDGET);
         config.work.concurrency = concurrency;
     })

@@ -317,7 +317,11 @@ async fn a_component_dropped_into_the_plugins_dir_is_loaded_and_unloaded_live() 
 
 /// Polls the engine list until `code` has the wanted `is_active` (at most 90 s: compiling a
 /// component on a loaded 2-core machine beside the rest of the suite can take a while).
-async fn wait_for_engine(app: &crate::helpers::TestApp, code: &str, active: bool) -> Value {
+pub(crate) async fn wait_for_engine(
+    app: &crate::helpers::TestApp,
+    code: &str,
+    active: bool,
+) -> Value {
     for _ in 0..900 {
         let body = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
         if let Some(engine) = body["data"]

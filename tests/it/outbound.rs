@@ -149,8 +149,8 @@ database_test!(
         let (receiver, certificate) = https_receiver().await;
         let ca = certificate.0.clone();
         let (app, token) = spawn(backend, move |config| {
-            config.webhook.extra_ca = Some(ca);
-            config.webhook.allow_private_targets = true;
+            config.outbound.extra_ca = Some(ca);
+            config.outbound.allow_private_targets = true;
         })
         .await;
 
@@ -210,8 +210,8 @@ database_test!(
         let plain = http_receiver().await;
         let ca = certificate.0.clone();
         let (app, token) = spawn(backend, move |config| {
-            config.webhook.extra_ca = Some(ca);
-            assert!(!config.webhook.allow_private_targets, "the default");
+            config.outbound.extra_ca = Some(ca);
+            assert!(!config.outbound.allow_private_targets, "the default");
         })
         .await;
 
@@ -240,7 +240,7 @@ database_test!(
     |backend| async move {
         let (receiver, _certificate) = https_receiver().await;
         let (app, token) = spawn(backend, |config| {
-            config.webhook.allow_private_targets = true;
+            config.outbound.allow_private_targets = true;
         })
         .await;
 
@@ -263,7 +263,7 @@ database_test!(
     |backend| async move {
         let receiver = http_receiver().await;
         let (app, token) = spawn(backend, |config| {
-            config.webhook.allow_private_targets = true;
+            config.outbound.allow_private_targets = true;
         })
         .await;
         let hook = format!("http://127.0.0.1:{}/hook", receiver.port);
@@ -301,7 +301,7 @@ database_test!(
     |backend| async move {
         let receiver = http_receiver().await;
         let (app, token) = spawn(backend, |config| {
-            config.webhook.allow_private_targets = true;
+            config.outbound.allow_private_targets = true;
             config.engine_outbound_hosts = [
                 (
                     "fetcher-bare".to_owned(),
@@ -329,7 +329,7 @@ database_test!(
 database_test!(a_slow_receiver_times_out, |backend| async move {
     let receiver = http_receiver().await;
     let (app, token) = spawn(backend, |config| {
-        config.webhook.allow_private_targets = true;
+        config.outbound.allow_private_targets = true;
     })
     .await;
 
@@ -355,7 +355,7 @@ database_test!(a_slow_receiver_times_out, |backend| async move {
 database_test!(redirects_are_not_followed, |backend| async move {
     let receiver = http_receiver().await;
     let (app, token) = spawn(backend, |config| {
-        config.webhook.allow_private_targets = true;
+        config.outbound.allow_private_targets = true;
     })
     .await;
 
@@ -384,7 +384,7 @@ database_test!(
     |backend| async move {
         let receiver = http_receiver().await;
         let (app, token) = spawn(backend, |config| {
-            config.webhook.allow_private_targets = true;
+            config.outbound.allow_private_targets = true;
         })
         .await;
         let base = format!("http://127.0.0.1:{}", receiver.port);
@@ -420,7 +420,7 @@ database_test!(
     tunnelled_and_translated_ranges_are_refused_like_private_ones,
     |backend| async move {
         let (app, token) = spawn(backend, |config| {
-            assert!(!config.webhook.allow_private_targets, "the default");
+            assert!(!config.outbound.allow_private_targets, "the default");
         })
         .await;
 

@@ -24,8 +24,11 @@ use tessera_http::envelope::Data;
 use tessera_http::extract::{ApiJson, NoQuery};
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 
-/// The services of `meta.services`, each at `<public-url>/<name>`.
-pub const SERVICES: [&str; 9] = [
+/// The services the spec's `meta.services` always names (CONTRACT §2), each at
+/// `<public-url>/<name>`, whether or not an engine of that code is loaded: clients rely on
+/// the keys. Every loaded engine is added beside them. The one place the host names the
+/// seven engines' codes.
+pub const SPEC_SERVICES: [&str; 9] = [
     "auth",
     "core",
     "chat",
@@ -40,7 +43,9 @@ pub const SERVICES: [&str; 9] = [
 /// `meta` of login and switch-context.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ServicesMeta {
-    pub services: BTreeMap<&'static str, String>,
+    /// Service name to the base URL of its path prefix: the spec's nine services and every
+    /// loaded engine.
+    pub services: BTreeMap<String, String>,
 }
 
 /// `{data: token set, meta: {services}}`.
@@ -51,15 +56,25 @@ pub struct TokenSetWithServices {
 }
 
 pub(super) fn with_services(state: &AuthState, token_set: TokenSet) -> Response {
-    let services = SERVICES
-        .iter()
-        .map(|name| (*name, format!("{}/{name}", state.public_url)))
-        .collect();
+    let services = service_map(&state.public_url, state.engines.engine_codes());
     Json(TokenSetWithServices {
         data: token_set,
         meta: ServicesMeta { services },
     })
     .into_response()
+}
+
+/// The spec's services and the loaded engines' codes, each at `<public_url>/<name>`.
+fn service_map(public_url: &str, engine_codes: Vec<String>) -> BTreeMap<String, String> {
+    SPEC_SERVICES
+        .iter()
+        .map(|name| (*name).to_owned())
+        .chain(engine_codes)
+        .map(|name| {
+            let url = format!("{public_url}/{name}");
+            (name, url)
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

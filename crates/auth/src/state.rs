@@ -33,6 +33,14 @@ impl std::ops::Deref for AuthState {
     }
 }
 
+/// The engines the host serves at this moment, for the service map of token answers
+/// (`meta.services`). The auth crate cannot see the engine runtime: the app implements this
+/// over the engine registry.
+pub trait EngineDirectory: Send + Sync {
+    /// The codes of the engines loaded now, in any order.
+    fn engine_codes(&self) -> Vec<String>;
+}
+
 /// The services behind [`AuthState`].
 pub struct AuthServices {
     pub config: AuthConfig,
@@ -43,6 +51,8 @@ pub struct AuthServices {
     pub service_secret: Secret,
     pub access_tokens: AccessTokens,
     pub sessions: Sessions,
+    /// The engines loaded now: each is in `meta.services` beside the spec's services.
+    pub engines: Arc<dyn EngineDirectory>,
     /// Checked when a login names no account, so unknown logins cost the same time.
     pub dummy_password_hash: Arc<str>,
 }

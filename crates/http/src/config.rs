@@ -81,13 +81,112 @@ where
     T: FromStr,
     T::Err: std::fmt::Display,
 {
+    parse_var(name, read_env(name)?)
+}
+
+/// A setting under its current `name`, or else under an older `alias` still accepted (e.g.
+/// `TESSERA_OUTBOUND_EXTRA_CA`, formerly `TESSERA_WEBHOOK_EXTRA_CA`). Both set to different
+/// values is refused: the operator must say which one holds.
+pub fn env_var_or_alias<T>(name: &str, alias: &str) -> anyhow::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    setting_or_alias(name, alias, read_env)
+}
+
+/// [`env_var_or_alias`] over any source of raw values (`read` answers `None` when unset).
+fn setting_or_alias<T>(
+    name: &str,
+    alias: &str,
+    read: impl Fn(&str) -> anyhow::Result<Option<String>>,
+) -> anyhow::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    match (read(name)?, read(alias)?) {
+        (Some(current), Some(old)) if current.trim() != old.trim() => anyhow::bail!(
+            "{name} and {alias} (its older name) are both set, to different values; \
+             keep {name} only"
+        ),
+        (Some(current), _) => parse_var(name, Some(current)),
+        (None, old) => parse_var(alias, old),
+    }
+}
+
+/// The raw value of the environment variable `name`, `None` when unset.
+fn read_env(name: &str) -> anyhow::Result<Option<String>> {
     match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|error| anyhow::anyhow!("{name}: cannot parse {text:?}: {error}")),
+        Ok(text) => Ok(Some(text)),
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not valid UTF-8"),
+    }
+}
+
+/// `text` (the value of `name`) parsed as `T`.
+fn parse_var<T>(name: &str, text: Option<String>) -> anyhow::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.map(|text| {
+        text.trim()
+            .parse()
+            .map_err(|error| anyhow::anyhow!("{name}: cannot parse {text:?}: {error}"))
+    })
+    .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> anyhow::Result<Option<String>> {
+        move |name| {
+            Ok(pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned()))
+        }
+    }
+
+    #[test]
+    fn the_current_name_wins_and_the_older_one_is_still_read() {
+        let only_old = source(&[("OLD", "true")]);
+        assert_eq!(
+            setting_or_alias::<bool>("NEW", "OLD", only_old).unwrap(),
+            Some(true)
+        );
+        let only_new = source(&[("NEW", "true")]);
+        assert_eq!(
+            setting_or_alias::<bool>("NEW", "OLD", only_new).unwrap(),
+            Some(true)
+        );
+        let both_agree = source(&[("NEW", "true"), ("OLD", " true ")]);
+        assert_eq!(
+            setting_or_alias::<bool>("NEW", "OLD", both_agree).unwrap(),
+            Some(true)
+        );
+        let neither = source(&[]);
+        assert_eq!(
+            setting_or_alias::<bool>("NEW", "OLD", neither).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn both_names_set_differently_or_a_malformed_value_are_refused() {
+        let conflict = source(&[("NEW", "true"), ("OLD", "false")]);
+        let error = setting_or_alias::<bool>("NEW", "OLD", conflict).unwrap_err();
+        assert!(error.to_string().contains("both set"), "{error}");
+        let malformed = source(&[("OLD", "maybe")]);
+        let error = setting_or_alias::<bool>("NEW", "OLD", malformed).unwrap_err();
+        assert!(
+            error.to_string().starts_with("OLD: cannot parse"),
+            "{error}"
+        );
     }
 }

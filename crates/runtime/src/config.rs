@@ -1,5 +1,5 @@
 //! The engine runtime's settings from the host's configuration: engines' outbound HTTP
-//! ([`WebhookConfig`]), the drive's limits, the SMTP relay, the scan bounds, and
+//! ([`OutboundConfig`]), the webhook retry schedule ([`WebhookConfig`]), the drive's limits, the SMTP relay, the scan bounds, and
 //! [`RuntimeSetup`], the view of all of them (and the service secret) the runtime starts from.
 
 use std::path::{Path, PathBuf};
@@ -10,17 +10,28 @@ use tessera_http::config::Secret;
 use crate::RuntimeConfig;
 use crate::work::WorkerConfig;
 
+/// The webhook retry schedule engines read (`settings.get("webhook.retry-schedule-ms")`).
 #[derive(Debug, Clone)]
 pub struct WebhookConfig {
-    /// Delays before attempts 2..5.
+    /// `TESSERA_WEBHOOK_RETRY_SCHEDULE`: delays before attempts 2..5.
     pub retry_schedule: Vec<Duration>,
+}
+
+/// The outbound HTTP policy of every engine (`outbound-http`): where requests may go and how
+/// names resolve. Each setting is `TESSERA_OUTBOUND_<NAME>`; the CONTRACT's
+/// `TESSERA_WEBHOOK_<NAME>` is still read when the new name is unset.
+#[derive(Debug, Clone)]
+pub struct OutboundConfig {
+    /// `TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS` (default false): whether engines may reach
+    /// loopback, private, link-local and other non-public addresses.
     pub allow_private_targets: bool,
+    /// `TESSERA_OUTBOUND_EXTRA_CA`: a PEM file trusted besides the system roots.
     pub extra_ca: Option<PathBuf>,
-    /// `TESSERA_WEBHOOK_DNS_SERVERS` (default: none, the system resolver): name servers
+    /// `TESSERA_OUTBOUND_DNS_SERVERS` (default: none, the system resolver): name servers
     /// (`ip` or `ip:port`, comma-separated) that engines' outbound names resolve through.
     pub dns_servers: Vec<std::net::SocketAddr>,
-    /// `TESSERA_WEBHOOK_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (webhook
-    /// creation and update) waits for a name to resolve; a name not resolved by then passes.
+    /// `TESSERA_OUTBOUND_CHECK_DNS_TIMEOUT` (default 2 s): the longest `check-target` (e.g. a
+    /// webhook's creation) waits for a name to resolve; a name not resolved by then passes.
     pub check_dns_timeout: Duration,
 }
 
@@ -68,6 +79,7 @@ pub struct SmtpConfig {
 pub struct RuntimeSetup<'a> {
     pub runtime: &'a RuntimeConfig,
     pub webhook: &'a WebhookConfig,
+    pub outbound: &'a OutboundConfig,
     pub drive: &'a DriveConfig,
     pub smtp: &'a SmtpConfig,
     pub engine_scans: EngineScanConfig,

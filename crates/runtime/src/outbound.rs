@@ -610,8 +610,8 @@ impl OutboundClient {
     /// `TESSERA_WEBHOOK_EXTRA_CA`, private targets per `TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS`,
     /// the operator's allow-lists of `TESSERA_ENGINE_OUTBOUND_HOSTS`.
     pub fn new(config: RuntimeSetup<'_>) -> anyhow::Result<Self> {
-        let allow_private = config.webhook.allow_private_targets;
-        let lookup = Arc::new(Lookup::new(&config.webhook.dns_servers)?);
+        let allow_private = config.outbound.allow_private_targets;
+        let lookup = Arc::new(Lookup::new(&config.outbound.dns_servers)?);
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .no_proxy()
@@ -628,7 +628,7 @@ impl OutboundClient {
                 allow_private,
                 lookup: lookup.clone(),
             }));
-        if let Some(path) = &config.webhook.extra_ca {
+        if let Some(path) = &config.outbound.extra_ca {
             let pem = std::fs::read(path).with_context(|| {
                 format!("reading TESSERA_WEBHOOK_EXTRA_CA ({})", path.display())
             })?;
@@ -663,7 +663,7 @@ impl OutboundClient {
             http,
             allow_private,
             lookup,
-            check_dns_timeout: config.webhook.check_dns_timeout,
+            check_dns_timeout: config.outbound.check_dns_timeout,
             overrides,
         })
     }

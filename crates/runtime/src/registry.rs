@@ -108,6 +108,16 @@ impl EngineRegistry {
             .cloned()
     }
 
+    /// The codes of the loaded engines, in no particular order.
+    pub fn codes(&self) -> Vec<String> {
+        self.engines
+            .read()
+            .expect("engine registry lock")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// Every loaded engine, ordered by code.
     pub fn loaded(&self) -> Vec<Arc<LoadedEngine>> {
         let mut engines: Vec<_> = self
