@@ -32,6 +32,8 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::runtime::routes::core_router())
         .merge(crate::orchestrator::routes::router())
         .split_for_parts();
+    let mut openapi = openapi;
+    crate::openapi::add_standard_responses(&mut openapi);
     let openapi = std::sync::Arc::new(openapi);
     let body_limit = state.config.http.max_body_bytes;
     let body_timeout = state.config.http.body_timeout;

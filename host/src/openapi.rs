@@ -15,6 +15,9 @@ mod voip;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
+use crate::http::error::ErrorBody;
+use crate::http::rate_limit;
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -157,4 +160,91 @@ impl utoipa::Modify for BearerAuth {
             ),
         );
     }
+}
+
+/// The answers every operation of the host can give besides its own, added to each operation
+/// of the assembled document that does not document them yet (an operation's own description
+/// of a status wins):
+///
+/// - `429` on every rate-limited path (all but the health checks and this document);
+/// - `401` on every operation secured by a bearer token;
+/// - `400` everywhere (every handler refuses unknown query parameters, and a body that is not
+///   JSON);
+/// - `408` (body too slow) and `413` (body too large) on every operation with a request body;
+/// - `500` everywhere (opaque, logged).
+///
+/// Each with the `{message}` body (`ErrorBody`).
+pub fn add_standard_responses(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+    let components = document.components.get_or_insert_with(Default::default);
+    components
+        .schemas
+        .entry("ErrorBody".to_owned())
+        .or_insert_with(<ErrorBody as utoipa::PartialSchema>::schema);
+    let error = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build()
+    };
+    for (path, item) in document.paths.paths.iter_mut() {
+        let methods = [
+            (axum::http::Method::GET, &mut item.get),
+            (axum::http::Method::PUT, &mut item.put),
+            (axum::http::Method::POST, &mut item.post),
+            (axum::http::Method::DELETE, &mut item.delete),
+            (axum::http::Method::PATCH, &mut item.patch),
+        ];
+        for (method, operation) in methods {
+            let Some(operation) = operation else { continue };
+            // Every handler refuses unknown query parameters (`ApiQuery`, `NoQuery`).
+            let mut standard = vec![
+                (
+                    "400",
+                    "Malformed request: an unknown query parameter, or a body that is not JSON",
+                ),
+                ("500", "Internal error; the cause is logged, not answered"),
+            ];
+            if rate_limit::classify(&method, path).is_some() {
+                standard.push((
+                    "429",
+                    "Rate limit exceeded; `Retry-After` says when to retry",
+                ));
+            }
+            if is_bearer_secured(operation) {
+                standard.push(("401", "Missing, invalid or expired bearer token"));
+            }
+            if operation.request_body.is_some() {
+                standard.push(("408", "The body did not arrive in time"));
+                standard.push(("413", "The body is larger than the limit"));
+            }
+            for (status, description) in standard {
+                operation
+                    .responses
+                    .responses
+                    .entry(status.to_owned())
+                    .or_insert_with(|| error(description).into());
+            }
+        }
+    }
+}
+
+/// Whether `operation` requires the `bearer` scheme.
+fn is_bearer_secured(operation: &utoipa::openapi::path::Operation) -> bool {
+    operation.security.iter().flatten().any(|requirement| {
+        serde_json::to_value(requirement)
+            .ok()
+            .and_then(|value| {
+                value
+                    .as_object()
+                    .map(|object| object.contains_key("bearer"))
+            })
+            .unwrap_or(false)
+    })
 }

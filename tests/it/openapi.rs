@@ -176,3 +176,60 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
     operation_ids.dedup();
     assert_eq!(operation_ids.len(), count, "operation ids are unique");
 }
+
+/// The answers the conventions give on every route are in the document: clients (and
+/// schemathesis) see every status an operation can answer.
+#[tokio::test]
+async fn every_operation_documents_the_standard_answers() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let document = app.openapi().await;
+    assert!(
+        document["components"]["schemas"]["ErrorBody"].is_object(),
+        "the error body is a named schema"
+    );
+    let unlimited = [
+        "/auth/api/health",
+        "/core/api/health",
+        "/core/api/health/extended",
+    ];
+    let mut checked = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let responses = operation["responses"].as_object().unwrap();
+            let has = |status: &str| responses.contains_key(status);
+            let what = format!("{} {path}", method.to_uppercase());
+            assert!(has("400") && has("500"), "{what}: 400 and 500");
+            assert_eq!(
+                has("429"),
+                !unlimited.contains(&path.as_str()),
+                "{what}: 429 exactly where rate limits apply"
+            );
+            let secured = operation["security"]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|one| one.get("bearer").is_some()));
+            if secured {
+                assert!(
+                    has("401"),
+                    "{what}: a bearer-secured operation documents 401"
+                );
+            }
+            if operation.get("requestBody").is_some() {
+                assert!(
+                    has("408") && has("413"),
+                    "{what}: a body can be slow or too large"
+                );
+            }
+            assert_eq!(
+                responses["500"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{what}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} operations checked");
+    app.stop().await;
+}
