@@ -233,3 +233,52 @@ async fn every_operation_documents_the_standard_answers() {
     assert!(checked > 100, "only {checked} operations checked");
     app.stop().await;
 }
+
+/// Parameters are where they are sent: a path parameter is a `{name}` of its path (and every
+/// `{name}` is one), a query parameter is never required unless the route needs it, and page
+/// sizes and page numbers start at 1, as the handlers check.
+#[tokio::test]
+async fn parameters_are_documented_where_they_are_sent() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let document = app.openapi().await;
+    let mut query_parameters = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        let template: Vec<&str> = path
+            .split('/')
+            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        for (method, operation) in item.as_object().unwrap() {
+            let Some(parameters) = operation["parameters"].as_array() else {
+                assert!(
+                    template.is_empty(),
+                    "{method} {path}: path parameters undocumented"
+                );
+                continue;
+            };
+            let in_path: Vec<&str> = parameters
+                .iter()
+                .filter(|parameter| parameter["in"] == "path")
+                .map(|parameter| parameter["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(in_path, template, "{method} {path}: path parameters");
+            for parameter in parameters
+                .iter()
+                .filter(|parameter| parameter["in"] == "query")
+            {
+                query_parameters += 1;
+                let name = parameter["name"].as_str().unwrap();
+                if ["limit", "page", "per_page"].contains(&name) {
+                    assert_eq!(
+                        parameter["schema"]["minimum"], 1,
+                        "{method} {path}: `{name}` starts at 1"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        query_parameters > 20,
+        "only {query_parameters} query parameters"
+    );
+    app.stop().await;
+}

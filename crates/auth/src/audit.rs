@@ -469,6 +469,7 @@ pub struct AuditQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, clamped to 100.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub limit: Option<u32>,
     /// Only this event: `login.succeeded`, `login.failed`, `account.locked_out`,
     /// `mfa.challenged`, `mfa.succeeded`, `mfa.failed`, `mfa.recovery_code_used`,

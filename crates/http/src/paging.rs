@@ -127,6 +127,7 @@ pub struct CursorQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, clamped to 100.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub limit: Option<u32>,
 }
 

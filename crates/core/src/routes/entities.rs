@@ -31,14 +31,19 @@ where
 /// Query of the entity list.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EntityListQuery {
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub page: Option<u32>,
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub per_page: Option<u32>,
     /// Only entities of this family code.
     pub family: Option<String>,
     /// `created_at` (default) or `updated_at`.
+    #[param(pattern = "^(created_at|updated_at)$")]
     pub sort: Option<String>,
     /// `asc` or `desc` (default).
+    #[param(pattern = "^(asc|desc)$")]
     pub direction: Option<String>,
 }
 

@@ -31,12 +31,17 @@ where
 /// Query of the family list.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FamilyListQuery {
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub page: Option<u32>,
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub per_page: Option<u32>,
     /// `label` (default), `code` or `created_at`.
+    #[param(pattern = "^(label|code|created_at)$")]
     pub sort: Option<String>,
     /// `asc` or `desc`; default `asc` for names, `desc` for `created_at`.
+    #[param(pattern = "^(asc|desc)$")]
     pub direction: Option<String>,
 }
 

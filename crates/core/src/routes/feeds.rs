@@ -33,30 +33,38 @@ where
 /// Query of the timeline.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TimelineQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, clamped to 100.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub limit: Option<u32>,
     /// Only the events of this entity.
     pub entity_id: Option<String>,
     /// `occurred_at` (the only order).
+    #[param(pattern = "^occurred_at$")]
     pub sort: Option<String>,
     /// `desc` (default, newest first) or `asc`.
+    #[param(pattern = "^(asc|desc)$")]
     pub direction: Option<String>,
 }
 
 /// Query of the inbox.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct InboxQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, clamped to 100.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub limit: Option<u32>,
     /// `created_at` (the only order).
+    #[param(pattern = "^created_at$")]
     pub sort: Option<String>,
     /// `desc` (default, newest first) or `asc`.
+    #[param(pattern = "^(asc|desc)$")]
     pub direction: Option<String>,
 }
 

@@ -42,12 +42,15 @@ pub struct SearchParams {
     /// Required. Words separated by spaces, all required; each matches as the prefix of a
     /// word (`lov` finds "Lovelace"). `field:value` matches in that field only (every word of
     /// the value, as a prefix); `field:"several words"` keeps a value with spaces together.
+    #[param(required = true, min_length = 1)]
     pub q: Option<String>,
     /// A family code: search that family only (default: all, interleaved by score).
     pub family: Option<String>,
     /// Default 1.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub page: Option<u32>,
     /// Default 20; larger values are clamped to 100.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub per_page: Option<u32>,
 }
 

@@ -36,8 +36,11 @@ where
 /// Offset paging of the workflow and run lists.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct WorkflowPageQuery {
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub page: Option<u32>,
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     pub per_page: Option<u32>,
 }
 
