@@ -122,6 +122,26 @@ async fn validation_errors_use_rule_names_and_field_paths() {
     )
     .await;
     assert_eq!(body, json!({ "data": { "name": "ok", "count": 3 } }));
+
+    // A body must be an object: an array of the fields in order is not one.
+    for not_an_object in [json!(["ok", 3]), json!("ok"), json!(null)] {
+        let body = json_with_status(app.post_json("/test/echo", &not_an_object).await, 422).await;
+        assert_eq!(
+            body["errors"],
+            json!({ "body": ["object"] }),
+            "{not_an_object}"
+        );
+    }
+    let body = json_with_status(
+        app.post_json(
+            "/auth/api/v1/auth/login",
+            &json!(["ada@example.com", "Correct1horse"]),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(body["errors"], json!({ "body": ["object"] }));
 }
 
 #[tokio::test]

@@ -41,10 +41,11 @@ where
     }
 }
 
-/// Parses a JSON document, classifying failures as 400 (not JSON, trailing garbage included)
-/// or 422 (wrong shape): `tessera-wire`'s rules, the same as engines'.
+/// Parses a JSON object, classifying failures as 400 (not JSON, trailing garbage included)
+/// or 422 (wrong shape, a document that is not an object included): `tessera-wire`'s rules,
+/// the same as engines'.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    Ok(tessera_wire::parse_json(bytes)?)
+    Ok(tessera_wire::parse_json_object(bytes)?)
 }
 
 fn has_json_content_type(request: &Request) -> bool {
@@ -141,6 +142,17 @@ mod tests {
             validation_fields(parse_json::<Body>(b"{}").unwrap_err()),
             vec![("name".into(), vec!["required".into()])]
         );
+        // A struct's derived `Deserialize` takes an array of its fields in order: refused.
+        for not_an_object in [&b"[\"Ada\"]"[..], b"\"Ada\"", b"null", b" [5] "] {
+            assert_eq!(
+                validation_fields(parse_json::<Body>(not_an_object).unwrap_err()),
+                vec![("body".into(), vec!["object".into()])]
+            );
+        }
+        assert!(matches!(
+            parse_json::<Body>(b"[\"Ada\"").unwrap_err(),
+            ApiError::BadRequest(_)
+        ));
     }
 
     #[derive(Debug, Deserialize)]

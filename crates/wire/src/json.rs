@@ -91,6 +91,39 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
     })
 }
 
+/// [`parse_json`] for a body that must be a JSON object, as every body of the spec's API is: a
+/// well-formed document of another type (an array, a string, …) is a 422 `{"body":
+/// ["object"]}`. Without this an array would pass for a struct, whose derived `Deserialize`
+/// also accepts its fields in order (`[null, null]`).
+///
+/// ```
+/// use serde::Deserialize;
+/// use tessera_wire::{BodyError, parse_json_object};
+///
+/// #[derive(Deserialize)]
+/// struct Switch { tenant_id: Option<String> }
+///
+/// assert!(parse_json_object::<Switch>(b" {} ").is_ok());
+/// let Err(BodyError::Invalid(errors)) = parse_json_object::<Switch>(b"[null]") else {
+///     panic!("expected a 422");
+/// };
+/// assert_eq!(errors.fields()["body"], vec!["object".to_string()]);
+/// ```
+pub fn parse_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
+    let parsed = parse_json::<T>(bytes);
+    let is_object = bytes
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|first| *first == b'{');
+    match parsed {
+        Err(BodyError::Malformed(message)) => Err(BodyError::Malformed(message)),
+        _ if !is_object => Err(BodyError::Invalid(ValidationErrors::single(
+            "body", "object",
+        ))),
+        other => other,
+    }
+}
+
 /// Turns serde's description of a shape error (of a JSON body or of query parameters) into a
 /// field path (`items.0.count`, `body` for the document itself) and a rule name: `required`
 /// for a missing field, `string`, `boolean`, `integer`, `numeric`, `array`, `object` for a

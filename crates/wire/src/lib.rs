@@ -28,7 +28,9 @@ pub mod messages;
 pub mod paging;
 pub mod validation;
 
-pub use json::{BodyError, describe_data_error, is_json_content_type, parse_json};
+pub use json::{
+    BodyError, describe_data_error, is_json_content_type, parse_json, parse_json_object,
+};
 pub use messages::{MESSAGE_EXPECTED_JSON, unknown_query_parameter};
 pub use paging::{
     CursorMeta, CursorPage, DEFAULT_LIMIT, MAX_LIMIT, QueryParameters, decode_cursor, encode_cursor,
