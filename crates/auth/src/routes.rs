@@ -80,18 +80,23 @@ fn service_map(public_url: &str, engine_codes: Vec<String>) -> BTreeMap<String, 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LoginRequest {
     /// The account's e-mail.
+    #[schema(value_type = String, required = true, format = Email, min_length = 1)]
     pub login: Option<String>,
+    #[schema(value_type = String, required = true, min_length = 1)]
     pub password: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RefreshRequest {
+    #[schema(value_type = String, required = true, min_length = 1)]
     pub refresh_token: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SwitchContextRequest {
+    #[schema(format = Uuid)]
     pub tenant_id: Option<String>,
+    #[schema(format = Uuid)]
     pub workspace_id: Option<String>,
 }
 
