@@ -121,14 +121,21 @@ pub struct TotpEnabled {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CodeRequest {
+    /// The current TOTP code (or, where accepted, a recovery code); not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub code: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct VerifyRequest {
+    /// The `mfa_token` of the login's 202 answer.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub mfa_token: Option<String>,
     /// `totp` or `recovery_code`.
+    #[schema(value_type = String, required = true, pattern = "^(totp|recovery_code)$")]
     pub method: Option<String>,
+    /// The code of that method; not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub code: Option<String>,
 }
 

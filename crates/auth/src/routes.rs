@@ -82,13 +82,15 @@ pub struct LoginRequest {
     /// The account's e-mail.
     #[schema(value_type = String, required = true, format = Email, min_length = 1)]
     pub login: Option<String>,
-    #[schema(value_type = String, required = true, min_length = 1)]
+    /// Not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub password: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RefreshRequest {
-    #[schema(value_type = String, required = true, min_length = 1)]
+    /// Not blank.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub refresh_token: Option<String>,
 }
 

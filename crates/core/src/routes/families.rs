@@ -122,9 +122,14 @@ async fn get_family(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewFamily {
     /// 1-50 lower-case letters, digits or `_`, starting with a letter; unique in the tenant.
+    /// Surrounding spaces are trimmed.
+    #[schema(value_type = String, required = true, pattern = r"^\s*[a-z][a-z0-9_]{0,49}\s*$")]
     pub code: Option<String>,
+    /// Not blank; at most 100 characters once trimmed.
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub label: Option<String>,
-    /// At least one; unique; the first is the default status.
+    /// At least one; unique; the first is the default status. Each like `code`, untrimmed.
+    #[schema(value_type = Vec<String>, required = true, min_items = 1)]
     pub statuses: Option<Vec<String>>,
 }
 
