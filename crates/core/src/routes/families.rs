@@ -129,8 +129,25 @@ pub struct NewFamily {
     #[schema(value_type = String, required = true, pattern = r"\S")]
     pub label: Option<String>,
     /// At least one; unique; the first is the default status. Each like `code`, untrimmed.
-    #[schema(value_type = Vec<String>, required = true, min_items = 1)]
+    #[schema(schema_with = statuses_schema, required = true)]
     pub statuses: Option<Vec<String>>,
+}
+
+/// `statuses` of [`NewFamily`]: at least one distinct code.
+fn statuses_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[a-z][a-z0-9_]{0,49}$")),
+        )
+        .min_items(Some(1))
+        .unique_items(true)
+        .description(Some(
+            "At least one; unique; the first is the default status. Each like `code`, untrimmed.",
+        ))
+        .build()
 }
 
 fn is_code(text: &str) -> bool {
