@@ -282,9 +282,10 @@ fn may_run_sql(path: &str) -> bool {
     };
     path.starts_with("crates/storage/")
         || file == "store.rs"
+        || is_test_or_bench(path)
         || folders
             .split('/')
-            .any(|folder| matches!(folder, "store" | "migrations" | "tests" | "benches"))
+            .any(|folder| matches!(folder, "store" | "migrations"))
 }
 
 /// What makes code run SQL: sqlx's query functions and builder.

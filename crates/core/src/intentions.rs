@@ -28,52 +28,31 @@ pub const MAX_VALUE_BYTES: usize = 10_000;
 
 /// Why an intention was refused, or failed: the write path's own error. The route answers it
 /// as the matching [`ApiError`] (`From`); a workflow run records it in words.
-#[derive(Debug)]
+///
+/// Worded as the matching [`ApiError`] is.
+#[derive(Debug, thiserror::Error)]
 pub enum IntentionError {
     /// 422: an invalid payload, an unknown family, or a status outside the pipeline.
+    #[error("validation failed")]
     Validation(ValidationErrors),
     /// 404, with its message: the entity is not in the submitter's tenant.
+    #[error("not found: {0}")]
     NotFound(String),
     /// 403: someone else's entity, and the submitter may not change others' entities.
+    #[error("forbidden")]
     Forbidden,
     /// 409, with its message: skipped, as the previous intention of its chain was refused.
+    #[error("conflict: {0}")]
     Conflict(String),
     /// 500: the database or the writer failed.
-    Internal(anyhow::Error),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
 }
 
 impl IntentionError {
     /// A 404 whose message names what was not found (`Entity not found.`).
     pub fn not_found(what: &str) -> Self {
         Self::NotFound(format!("{what} not found."))
-    }
-}
-
-/// Worded as the matching [`ApiError`] is.
-impl std::fmt::Display for IntentionError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Validation(_) => formatter.write_str("validation failed"),
-            Self::NotFound(message) => write!(formatter, "not found: {message}"),
-            Self::Forbidden => formatter.write_str("forbidden"),
-            Self::Conflict(message) => write!(formatter, "conflict: {message}"),
-            Self::Internal(error) => std::fmt::Display::fmt(error, formatter),
-        }
-    }
-}
-
-impl std::error::Error for IntentionError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Internal(error) => error.source(),
-            _ => None,
-        }
-    }
-}
-
-impl From<anyhow::Error> for IntentionError {
-    fn from(error: anyhow::Error) -> Self {
-        Self::Internal(error)
     }
 }
 
