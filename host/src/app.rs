@@ -1,5 +1,6 @@
 //! The assembly point of the host: every service's router merged under the shared HTTP
-//! conventions, the OpenAPI document of all of them at `/api/openapi.json`, and the traits a
+//! conventions, the OpenAPI document of all of them and of the loaded engines at
+//! `/api/openapi.json`, and the traits a
 //! service owns for what it needs from a sibling, implemented here (the core's [`EventSink`]
 //! by the engines' event bus).
 
@@ -34,7 +35,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .split_for_parts();
     let mut openapi = openapi;
     crate::openapi::add_standard_responses(&mut openapi);
-    let openapi = std::sync::Arc::new(openapi);
+    let openapi = Arc::new(crate::openapi::ServedDocument::new(
+        &openapi,
+        state.engines.clone(),
+    ));
     let body_limit = state.config.http.max_body_bytes;
     let body_timeout = state.config.http.body_timeout;
     let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
@@ -55,7 +59,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             "/api/openapi.json",
             get(move || {
                 let openapi = openapi.clone();
-                async move { axum::Json(openapi.as_ref().clone()) }
+                async move { openapi.response() }
             }),
         )
         .fallback(conventions::fallback)

@@ -15,9 +15,7 @@ use crate::runtime::RuntimeConfig;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env_var_or_alias};
-pub use tessera_runtime::config::{
-    DriveConfig, EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig,
-};
+pub use tessera_runtime::config::{EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
 #[derive(Debug, Clone, Args)]
@@ -95,7 +93,8 @@ pub struct Config {
     /// host patterns, replacing what that engine declares. An empty list forbids outbound
     /// HTTP to the engine.
     pub engine_outbound_hosts: BTreeMap<String, Vec<String>>,
-    pub drive: DriveConfig,
+    /// The operators' values of engines' declared settings (`TESSERA_ENGINES__<CODE>__<NAME>`).
+    pub engine_settings: crate::runtime::engine_settings::OperatorSettings,
     pub smtp: SmtpConfig,
     /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`).
     pub work: crate::runtime::work::WorkerConfig,
@@ -116,7 +115,7 @@ impl Config {
             runtime: &self.runtime,
             webhook: &self.webhook,
             outbound: &self.outbound,
-            drive: &self.drive,
+            engine_settings: &self.engine_settings,
             smtp: &self.smtp,
             engine_scans: self.engine_scans,
             engine_outbound_hosts: &self.engine_outbound_hosts,
@@ -251,12 +250,11 @@ impl Config {
             engine_outbound_hosts: env_var::<EngineOutboundHosts>("TESSERA_ENGINE_OUTBOUND_HOSTS")?
                 .map(|hosts| hosts.0)
                 .unwrap_or_default(),
-            drive: DriveConfig {
-                max_upload_bytes: env_var("TESSERA_DRIVE_MAX_UPLOAD_BYTES")?
-                    .unwrap_or(8 * 1024 * 1024),
-                tenant_quota_bytes: env_var("TESSERA_DRIVE_TENANT_QUOTA_BYTES")?
-                    .unwrap_or(1024 * 1024 * 1024),
-            },
+            engine_settings: crate::runtime::engine_settings::operator_settings(
+                std::env::vars_os().filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                }),
+            ),
             work: {
                 let mut work = crate::runtime::work::WorkerConfig::default();
                 if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {
@@ -305,13 +303,14 @@ impl Config {
                 url: env_var::<String>("TESSERA_SMTP_URL")?
                     .filter(|url| !url.is_empty())
                     .map(Secret::new),
-                engines: env_var::<String>("TESSERA_SMTP_ENGINES")?
-                    .unwrap_or_else(|| "mail".to_owned())
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|code| !code.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
+                engines: env_var::<String>("TESSERA_SMTP_ENGINES")?.map(|codes| {
+                    codes
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|code| !code.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                }),
             },
         })
     }

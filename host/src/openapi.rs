@@ -12,8 +12,15 @@ mod notes;
 mod usermanager;
 mod voip;
 
+use std::sync::{Arc, Mutex};
+
+use axum::http::header;
+use axum::response::IntoResponse;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::runtime::EngineRegistry;
+use crate::runtime::api_description::{DescribedEngine, merge_into};
 
 use crate::http::error::ErrorBody;
 use crate::http::rate_limit;
@@ -247,4 +254,55 @@ fn is_bearer_secured(operation: &utoipa::openapi::path::Operation) -> bool {
             })
             .unwrap_or(false)
     })
+}
+
+/// The document `/api/openapi.json` serves: the host's own operations, plus each loaded
+/// engine's API description (`describe-api`), rebuilt when the loaded engines change (a load,
+/// a replacement, an unload) and otherwise served from the last build.
+pub struct ServedDocument {
+    host: serde_json::Value,
+    engines: Arc<EngineRegistry>,
+    /// The registry generation the bytes were built for.
+    built: Mutex<Option<(u64, axum::body::Bytes)>>,
+}
+
+impl ServedDocument {
+    pub fn new(host: &utoipa::openapi::OpenApi, engines: Arc<EngineRegistry>) -> Self {
+        Self {
+            host: serde_json::to_value(host).expect("the OpenAPI document serializes"),
+            engines,
+            built: Mutex::new(None),
+        }
+    }
+
+    /// The document for the engines loaded now.
+    pub fn current(&self) -> axum::body::Bytes {
+        let generation = self.engines.generation();
+        if let Some((built_for, bytes)) = &*self.built.lock().expect("openapi cache lock")
+            && *built_for == generation
+        {
+            return bytes.clone();
+        }
+        let loaded = self.engines.loaded();
+        let described: Vec<DescribedEngine<'_>> = loaded
+            .iter()
+            .map(|engine| DescribedEngine {
+                code: &engine.descriptor.code,
+                name: &engine.descriptor.name,
+                api: &engine.api,
+            })
+            .collect();
+        let mut document = self.host.clone();
+        merge_into(&mut document, &described);
+        let bytes = axum::body::Bytes::from(
+            serde_json::to_vec(&document).expect("the OpenAPI document serializes"),
+        );
+        *self.built.lock().expect("openapi cache lock") = Some((generation, bytes.clone()));
+        bytes
+    }
+
+    /// [`Self::current`] as a JSON response.
+    pub fn response(&self) -> axum::response::Response {
+        ([(header::CONTENT_TYPE, "application/json")], self.current()).into_response()
+    }
 }

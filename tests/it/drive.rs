@@ -5,7 +5,7 @@
 //! registers), provisioning and deprovisioning, and the OpenAPI entries.
 
 use serde_json::{Value, json};
-use tessera_host::config::Config;
+use tessera_host::config::{Config, Secret};
 
 use crate::database_test;
 use crate::helpers::{
@@ -32,8 +32,19 @@ const QUOTA: u64 = 1024 * 1024;
 /// observer of drive events.
 async fn drive_host(backend: Backend, max_upload_bytes: u64, tenant_quota_bytes: u64) -> TestApp {
     drive_host_with(backend, move |config| {
-        config.drive.max_upload_bytes = max_upload_bytes;
-        config.drive.tenant_quota_bytes = tenant_quota_bytes;
+        // The drive's declared settings, as `TESSERA_ENGINES__DRIVE__…` set them.
+        let drive = config
+            .engine_settings
+            .entry("drive".to_owned())
+            .or_default();
+        drive.insert(
+            "max-upload-bytes".to_owned(),
+            Secret::new(max_upload_bytes.to_string()),
+        );
+        drive.insert(
+            "tenant-quota-bytes".to_owned(),
+            Secret::new(tenant_quota_bytes.to_string()),
+        );
     })
     .await
 }

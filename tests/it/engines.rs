@@ -674,3 +674,37 @@ database_test!(
         app.stop().await;
     }
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_of_the_0_1_world_still_loads_and_routes() {
+    let app = spawn_app_with_plugins(Backend::Sqlite, &["legacy"]).await;
+    let tenant_id = tenant();
+    let token = app.token(&tenant_id, "u", "editor").await;
+    // Its imports reach the host through the 0.1 interfaces: storage keeps the counter, and
+    // the host's settings answer.
+    for counter in [1, 2] {
+        let hello = json_with_status(app.get_as("/legacy/api/v1/hello", &token).await, 200).await;
+        assert_eq!(
+            hello["data"],
+            serde_json::json!({
+                "world": "0.1.0",
+                "tenant_id": tenant_id,
+                "counter": counter,
+                "scan_page": "1000",
+            })
+        );
+    }
+    json_with_status(app.get_as("/legacy/api/v1/nope", &token).await, 404).await;
+
+    let owner = app.token(&tenant_id, "u", "owner").await;
+    let details =
+        json_with_status(app.get_as("/core/api/v1/engines/legacy", &owner).await, 200).await;
+    assert_eq!(details["data"]["world"], "0.1.0");
+    assert_eq!(details["data"]["operations"], 0);
+    assert_eq!(details["data"]["settings"], serde_json::json!([]));
+    // It describes no API: the document has only the generic engine route for it.
+    let document = json_with_status(app.get("/api/openapi.json").await, 200).await;
+    let paths = document["paths"].as_object().unwrap();
+    assert!(!paths.keys().any(|path| path.starts_with("/legacy/")));
+    app.stop().await;
+}

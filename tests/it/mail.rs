@@ -184,7 +184,8 @@ async fn mail_host(backend: Backend, relay: Option<String>) -> TestApp {
     mail_host_with_senders(backend, relay, None).await
 }
 
-/// [`mail_host`] with `TESSERA_SMTP_ENGINES` set to `senders` (`None`: the default, `mail`).
+/// [`mail_host`] with `TESSERA_SMTP_ENGINES` set to `senders` (`None`: unset, so the engines
+/// asking for `send-mail` may send).
 async fn mail_host_with_senders(
     backend: Backend,
     relay: Option<String>,
@@ -196,9 +197,7 @@ async fn mail_host_with_senders(
         without_rate_limits(config);
         config.http.max_body_bytes = 2 * 1024 * 1024;
         config.smtp.url = relay.map(Secret::new);
-        if let Some(senders) = senders {
-            config.smtp.engines = senders;
-        }
+        config.smtp.engines = senders;
     };
     let app = spawn_app_with(
         backend,

@@ -1,11 +1,14 @@
 //! "Writing an engine", end to end: `cargo xtask new-engine` scaffolds a crate in an engine
-//! workspace, cargo builds it for `wasm32-wasip2`, a running host loads the component from its
-//! plugins dir, routes to it and provisions a tenant and a user on it.
+//! workspace, cargo builds it for `wasm32-wasip2`, and dropped into a running host's plugins dir
+//! the component is loaded, routed to, provisioned, documented (its operations, schemas and
+//! settings) and, once removed, gone from the document again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
+
+use tessera_host::config::Secret;
 
 use crate::helpers::{AppOptions, Backend, TestDatabase, json_with_status, spawn_app_with};
 
@@ -93,20 +96,60 @@ async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
     let built = target_dir().join("engines/wasm32-wasip2/release/hello_world.wasm");
     let plugins = database.data_dir.join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::copy(&built, plugins.join("hello-world.wasm")).unwrap();
 
+    // The operator sets the engine's declared setting, as TESSERA_ENGINES__HELLO_WORLD__GREETING.
     let app = spawn_app_with(
         Backend::Sqlite,
         AppOptions {
             database: Some(database),
+            configure: Some(Box::new(|config| {
+                config
+                    .engine_settings
+                    .entry("hello-world".into())
+                    .or_default()
+                    .insert("greeting".into(), Secret::new("hi".into()));
+            })),
             ..AppOptions::default()
         },
     )
     .await;
-    let listed = json_with_status(app.get("/core/api/v1/engines").await, 200).await;
-    assert_eq!(listed["data"][0]["code"], "hello-world", "{listed}");
-    assert_eq!(listed["data"][0]["is_active"], true);
+    let document = json_with_status(app.get("/api/openapi.json").await, 200).await;
+    assert!(document["paths"]["/hello-world/api/v1/hello"].is_null());
 
+    // Dropped into the running host (copied aside, then renamed in, as an operator would).
+    let staging = app.database.data_dir.join("hello-world.wasm.partial");
+    std::fs::copy(&built, &staging).unwrap();
+    std::fs::rename(&staging, plugins.join("hello-world.wasm")).unwrap();
+    let listed = crate::engines::wait_for_engine(&app, "hello-world", true).await;
+    assert_eq!(listed["is_active"], true);
+
+    // Its operations and schemas are in the document, under its prefix.
+    let document = json_with_status(app.get("/api/openapi.json").await, 200).await;
+    let hello = &document["paths"]["/hello-world/api/v1/hello"]["get"];
+    assert_eq!(hello["summary"], "Greet the caller", "{hello}");
+    assert_eq!(hello["operationId"], "hello-world.get_api_v1_hello");
+    assert_eq!(hello["tags"], json!(["hello-world"]));
+    assert_eq!(hello["parameters"][0]["name"], "name");
+    assert_eq!(hello["parameters"][0]["in"], "query");
+    assert_eq!(
+        hello["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["data"]["$ref"],
+        "#/components/schemas/hello-world.Greeting"
+    );
+    for status in ["401", "404", "422", "429", "502", "503", "504"] {
+        assert!(hello["responses"][status].is_object(), "{status}: {hello}");
+    }
+    let greeting_schema = &document["components"]["schemas"]["hello-world.Greeting"];
+    assert_eq!(greeting_schema["properties"]["greeting"]["type"], "string");
+    assert!(document["paths"]["/hello-world/api/v1/status"]["get"].is_object());
+    assert!(
+        document["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tag| tag["name"] == "hello-world")
+    );
+
+    // Its settings: the operator's value reaches the engine, and owners see it.
     let tenant_id = uuid::Uuid::new_v4().to_string();
     let user_id = uuid::Uuid::new_v4().to_string();
     let token = app.token(&tenant_id, &user_id, "viewer").await;
@@ -118,7 +161,33 @@ async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
     .await;
     assert_eq!(
         greeting["data"],
-        json!({ "greeting": "hello, Ada", "user_id": user_id })
+        json!({ "greeting": "hi, Ada", "user_id": user_id })
+    );
+    json_with_status(
+        app.get_as("/core/api/v1/engines/hello-world", &token).await,
+        403,
+    )
+    .await;
+    let owner = app.token(&tenant_id, &user_id, "owner").await;
+    let details = json_with_status(
+        app.get_as("/core/api/v1/engines/hello-world", &owner).await,
+        200,
+    )
+    .await;
+    assert_eq!(details["data"]["world"], "0.2.0");
+    assert_eq!(details["data"]["operations"], 2);
+    assert_eq!(
+        details["data"]["settings"],
+        json!([{
+            "name": "greeting",
+            "kind": "text",
+            "description": "The word greetings start with.",
+            "secret": false,
+            "variable": "TESSERA_ENGINES__HELLO_WORLD__GREETING",
+            "is_set": true,
+            "value": "hi",
+            "default_value": "hello",
+        }])
     );
     json_with_status(app.get("/hello-world/api/v1/hello").await, 401).await;
 
@@ -153,5 +222,17 @@ async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
         json_with_status(app.get_as("/hello-world/api/v1/status", &token).await, 200).await;
     assert_eq!(status["data"]["tenant_provisioned"], true);
     assert_eq!(status["data"]["user_provisioned"], true);
+
+    // Removed: its operations, schemas and settings are gone.
+    std::fs::remove_file(plugins.join("hello-world.wasm")).unwrap();
+    crate::engines::wait_for_engine(&app, "hello-world", false).await;
+    let document = json_with_status(app.get("/api/openapi.json").await, 200).await;
+    assert!(document["paths"]["/hello-world/api/v1/hello"].is_null());
+    assert!(document["components"]["schemas"]["hello-world.Greeting"].is_null());
+    json_with_status(
+        app.get_as("/core/api/v1/engines/hello-world", &owner).await,
+        404,
+    )
+    .await;
     app.stop().await;
 }

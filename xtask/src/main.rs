@@ -240,6 +240,7 @@ fn new_engine(engines: &Path, name: &str) -> anyhow::Result<()> {
                 .unwrap_or_default()
         })
         .collect();
+    let variable_code = name.to_ascii_uppercase().replace('-', "_");
     std::fs::create_dir_all(crate_dir.join("src"))?;
     std::fs::write(
         crate_dir.join("Cargo.toml"),
@@ -258,31 +259,62 @@ crate-type = ["cdylib"]
 
 [dependencies]
 tessera-sdk.workspace = true
+serde.workspace = true
+schemars.workspace = true
 "#
         ),
     )?;
     std::fs::write(
         crate_dir.join("src/lib.rs"),
         format!(
-            r#"//! The {name} engine: served by the host under `/{name}/api/v1/…`.
+            r#"//! The {name} engine: served by the host under `/{name}/api/v1/…`, its routes documented in
+//! the host's OpenAPI document (`/api/openapi.json`) from `router()`.
 //!
 //! Tenant and user provisioning are the SDK's defaults: the tenant is recorded under `tenant`
 //! and each user under `users/<user_id>` (storage is scoped to the engine and tenant by the
 //! host); deprovisioning removes them. Override the `Engine` hooks to keep more.
 
-use tessera_sdk::serde_json::json;
-use tessera_sdk::{{Context, Descriptor, Engine, HandlerResult, Request, Response, Router, tenancy}};
+use schemars::JsonSchema;
+use serde::{{Deserialize, Serialize}};
+use tessera_sdk::{{
+    Context, Descriptor, Engine, HandlerResult, Operation, Request, Response, Router, Setting,
+    SettingKind, settings, tenancy,
+}};
 
 /// The engine code, also its path prefix.
 const CODE: &str = "{name}";
 
+/// The setting of the word greetings start with (`TESSERA_ENGINES__{variable_code}__GREETING`).
+const SETTING_GREETING: &str = "greeting";
+
 struct {type_name};
+
+/// The query of `GET /{name}/api/v1/hello`.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)] // Read by hand below; the type documents the query.
+struct HelloQuery {{
+    /// Who to greet (default `world`).
+    name: Option<String>,
+}}
+
+/// A greeting.
+#[derive(Serialize, JsonSchema)]
+struct Greeting {{
+    /// `<greeting>, <name>`.
+    greeting: String,
+    /// The caller.
+    user_id: String,
+}}
 
 /// `GET /{name}/api/v1/hello?name=…`: a greeting for the verified caller.
 fn hello(ctx: &Context, request: &Request) -> HandlerResult {{
     let query = request.query(&["name"])?;
     let name = query.get("name").unwrap_or("world");
-    Ok(Response::ok(&json!({{ "greeting": format!("hello, {{name}}"), "user_id": ctx.user_id }})))
+    let word = settings::get(SETTING_GREETING).unwrap_or_else(|| "hello".to_owned());
+    Ok(Response::ok(&Greeting {{
+        greeting: format!("{{word}}, {{name}}"),
+        user_id: ctx.user_id.clone(),
+    }}))
 }}
 
 impl Engine for {type_name} {{
@@ -292,11 +324,19 @@ impl Engine for {type_name} {{
             .user_provision(true)
     }}
 
-    fn handle(ctx: &Context, request: Request) -> Response {{
+    fn settings() -> Vec<Setting> {{
+        vec![
+            Setting::new(SETTING_GREETING, SettingKind::Text, "The word greetings start with.")
+                .default_value("hello"),
+        ]
+    }}
+
+    fn router() -> Router {{
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .doc(tenancy::status_operation())
             .get("/api/v1/hello", hello)
-            .handle(ctx, request)
+            .doc(Operation::new("Greet the caller").query::<HelloQuery>().ok::<Greeting>())
     }}
 }}
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use chrono::Utc;
 
-use super::bindings::v0_1::tessera::engine::types as wit;
+use super::bindings::v0_2::tessera::engine::types as wit;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 
 /// An event as the bus stores and delivers it: `tessera-wire`'s, the type engines receive.

@@ -1,6 +1,7 @@
 //! The engine runtime's settings from the host's configuration: engines' outbound HTTP
-//! ([`OutboundConfig`]), the webhook retry schedule ([`WebhookConfig`]), the drive's limits, the SMTP relay, the scan bounds, and
-//! [`RuntimeSetup`], the view of all of them (and the service secret) the runtime starts from.
+//! ([`OutboundConfig`]), the webhook retry schedule ([`WebhookConfig`]), the SMTP relay, the scan
+//! bounds, engines' own declared settings, and [`RuntimeSetup`], the view of all of them (and the
+//! service secret) the runtime starts from.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,15 +55,6 @@ impl Default for EngineScanConfig {
     }
 }
 
-/// What the drive engine reads through `settings` (`drive.*`).
-#[derive(Debug, Clone)]
-pub struct DriveConfig {
-    /// `TESSERA_DRIVE_MAX_UPLOAD_BYTES` (default 8 MiB; never above the engine body limit).
-    pub max_upload_bytes: u64,
-    /// `TESSERA_DRIVE_TENANT_QUOTA_BYTES` (default 1 GiB).
-    pub tenant_quota_bytes: u64,
-}
-
 /// The SMTP relay behind the `mail-transport` import.
 #[derive(Debug, Clone)]
 pub struct SmtpConfig {
@@ -70,8 +62,9 @@ pub struct SmtpConfig {
     /// `smtp://relay.internal:25?tls=required` (it may hold credentials: a [`Secret`]).
     /// `None`: no relay; external mail stays queued.
     pub url: Option<Secret>,
-    /// `TESSERA_SMTP_ENGINES`: the engine codes allowed to send (default `mail`).
-    pub engines: Vec<String>,
+    /// `TESSERA_SMTP_ENGINES`: the engine codes allowed to send; `None` (unset): the engines
+    /// that ask for the `send-mail` permission.
+    pub engines: Option<Vec<String>>,
 }
 
 /// What the runtime reads of the host's configuration when it starts.
@@ -80,9 +73,10 @@ pub struct RuntimeSetup<'a> {
     pub runtime: &'a RuntimeConfig,
     pub webhook: &'a WebhookConfig,
     pub outbound: &'a OutboundConfig,
-    pub drive: &'a DriveConfig,
     pub smtp: &'a SmtpConfig,
     pub engine_scans: EngineScanConfig,
+    /// `TESSERA_ENGINES__<CODE>__<NAME>`: the operator's values of engines' declared settings.
+    pub engine_settings: &'a crate::engine_settings::OperatorSettings,
     /// `TESSERA_ENGINE_OUTBOUND_HOSTS`: engine code → the hosts it may call.
     pub engine_outbound_hosts: &'a std::collections::BTreeMap<String, Vec<String>>,
     pub work: &'a WorkerConfig,

@@ -16,9 +16,8 @@ use wasmtime::{
 };
 
 use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
-use super::bindings::v0_1::{
-    Engine as EngineWorld, EnginePre, exports::tessera::engine::guest::Guest,
-};
+use super::bindings::v0_1;
+use super::bindings::v0_2::{self, tessera::engine::types as wit};
 use super::imports::{CallScope, HostServices, StoreState};
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
@@ -148,11 +147,16 @@ impl EngineRuntime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|error| anyhow::anyhow!("{error:#}"))
             .context("adding WASI to the linker")?;
-        EngineWorld::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
+        v0_2::Engine::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
             state
         })
         .map_err(|error| anyhow::anyhow!("{error:#}"))
-        .context("adding the engine world to the linker")?;
+        .context("adding the engine world 0.2 to the linker")?;
+        v0_1::Engine::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
+            state
+        })
+        .map_err(|error| anyhow::anyhow!("{error:#}"))
+        .context("adding the engine world 0.1 to the linker")?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let ticking = engine.clone();
@@ -280,14 +284,47 @@ impl EngineRuntime {
         Ok(component)
     }
 
-    /// Links a component against the host's imports once, so each call only instantiates.
-    pub fn prepare(&self, component: &Component) -> anyhow::Result<EnginePre<StoreState>> {
+    /// Links a component against the host's imports once, so each call only instantiates. The
+    /// world version is the one whose `guest` the component exports.
+    pub fn prepare(&self, component: &Component) -> anyhow::Result<EnginePre> {
+        let exports: Vec<String> = component
+            .component_type()
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let exports_guest = |version: &str| {
+            exports
+                .iter()
+                .any(|name| name == &format!("tessera:engine/guest@{version}"))
+        };
+        let world = if exports_guest("0.2.0") {
+            WorldVersion::V0_2
+        } else if exports_guest("0.1.0") {
+            WorldVersion::V0_1
+        } else {
+            anyhow::bail!(
+                "the component exports no tessera:engine/guest of a world this host serves (0.1.0, 0.2.0); it exports {exports:?}"
+            );
+        };
         let instance_pre = self
             .linker
             .instantiate_pre(component)
             .map_err(|error| anyhow::anyhow!("{error:#}"))
-            .context("the component does not fit the tessera:engine@0.1.0 world")?;
-        EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))
+            .with_context(|| {
+                format!(
+                    "the component does not fit the tessera:engine@{} world",
+                    world.as_str()
+                )
+            })?;
+        let pre = match world {
+            WorldVersion::V0_1 => EnginePre::V0_1(
+                v0_1::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
+            ),
+            WorldVersion::V0_2 => EnginePre::V0_2(
+                v0_2::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
+            ),
+        };
+        Ok(pre)
     }
 
     /// Runs `call` once admitted (in its tenant's share, or the global budget alone outside a
@@ -296,7 +333,7 @@ impl EngineRuntime {
     /// requests and engine work admit themselves with their own bounds.
     pub async fn call<R>(
         &self,
-        pre: &EnginePre<StoreState>,
+        pre: &EnginePre,
         scope: CallScope,
         timeout: Duration,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
@@ -315,7 +352,7 @@ impl EngineRuntime {
     pub async fn call_admitted<R>(
         &self,
         permit: Permit,
-        pre: &EnginePre<StoreState>,
+        pre: &EnginePre,
         scope: CallScope,
         timeout: Duration,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
@@ -340,8 +377,20 @@ impl EngineRuntime {
             ))
         });
         let work = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            let guest = instance.tessera_engine_guest().clone();
+            let guest = match pre {
+                EnginePre::V0_1(pre) => Guest::V0_1(
+                    pre.instantiate_async(&mut store)
+                        .await?
+                        .tessera_engine_guest()
+                        .clone(),
+                ),
+                EnginePre::V0_2(pre) => Guest::V0_2(
+                    pre.instantiate_async(&mut store)
+                        .await?
+                        .tessera_engine_guest()
+                        .clone(),
+                ),
+            };
             call(&guest, &mut store).await
         };
         let outcome = tokio::time::timeout(timeout, work).await;
@@ -352,6 +401,129 @@ impl EngineRuntime {
             Err(_) => Err(CallError::Timeout(timeout)),
             Ok(Err(error)) => Err(CallError::Trap(format!("{error:#}"))),
             Ok(Ok(value)) => Ok(value),
+        }
+    }
+}
+
+/// The engine world versions the host serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorldVersion {
+    V0_1,
+    V0_2,
+}
+
+impl WorldVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V0_1 => "0.1.0",
+            Self::V0_2 => "0.2.0",
+        }
+    }
+}
+
+/// A component linked against the host's imports, for the world version it was built against.
+pub enum EnginePre {
+    V0_1(v0_1::EnginePre<StoreState>),
+    V0_2(v0_2::EnginePre<StoreState>),
+}
+
+impl EnginePre {
+    pub fn world(&self) -> WorldVersion {
+        match self {
+            Self::V0_1(_) => WorldVersion::V0_1,
+            Self::V0_2(_) => WorldVersion::V0_2,
+        }
+    }
+}
+
+/// The `guest` exports of one instance, whatever its world version; 0.1's lack the
+/// self-description of 0.2 (`describe-api` answers `{}`, `describe-settings` nothing).
+pub enum Guest {
+    V0_1(v0_1::exports::tessera::engine::guest::Guest),
+    V0_2(v0_2::exports::tessera::engine::guest::Guest),
+}
+
+/// Forwards a `guest` export present in every world version.
+macro_rules! forward {
+    ($(#[$doc:meta])* $name:ident($($argument:ident: $type:ty),*) -> $output:ty) => {
+        $(#[$doc])*
+        pub async fn $name(
+            &self,
+            store: &mut Store<StoreState>,
+            $($argument: $type),*
+        ) -> wasmtime::Result<$output> {
+            match self {
+                Self::V0_1(guest) => guest.$name(store, $($argument),*).await,
+                Self::V0_2(guest) => guest.$name(store, $($argument),*).await,
+            }
+        }
+    };
+}
+
+impl Guest {
+    forward!(call_describe() -> wit::Descriptor);
+    forward!(call_handle(caller: &wit::Caller, request: &wit::Request) -> wit::Response);
+    forward!(call_provision_tenant(tenant: &wit::TenantInfo) -> Result<(), String>);
+    forward!(call_deprovision_tenant(tenant_id: &str) -> Result<(), String>);
+    forward!(call_provision_user(user: &wit::UserInfo) -> Result<(), String>);
+    forward!(call_deprovision_user(tenant_id: &str, user_id: &str) -> Result<(), String>);
+    forward!(call_on_event(event: &wit::Event) -> Result<(), String>);
+    forward!(call_run_job(job: &wit::Job) -> Result<(), String>);
+
+    /// The engine's OpenAPI fragment (JSON text); `{}` from a 0.1 engine.
+    pub async fn call_describe_api(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<String> {
+        match self {
+            Self::V0_1(_) => Ok("{}".to_owned()),
+            Self::V0_2(guest) => guest.call_describe_api(store).await,
+        }
+    }
+
+    /// The permissions the engine asks for; none from a 0.1 engine.
+    pub async fn call_describe_permissions(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<tessera_wire::engine::Permission>> {
+        match self {
+            Self::V0_1(_) => Ok(Vec::new()),
+            Self::V0_2(guest) => Ok(guest
+                .call_describe_permissions(store)
+                .await?
+                .into_iter()
+                .map(|permission| match permission {
+                    wit::Permission::SendMail => tessera_wire::engine::Permission::SendMail,
+                })
+                .collect()),
+        }
+    }
+
+    /// The settings the engine declares; none from a 0.1 engine.
+    pub async fn call_describe_settings(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<tessera_wire::engine::Setting>> {
+        use tessera_wire::engine::{Setting, SettingKind};
+        match self {
+            Self::V0_1(_) => Ok(Vec::new()),
+            Self::V0_2(guest) => Ok(guest
+                .call_describe_settings(store)
+                .await?
+                .into_iter()
+                .map(|setting| Setting {
+                    name: setting.name,
+                    kind: match setting.kind {
+                        wit::SettingKind::Text => SettingKind::Text,
+                        wit::SettingKind::Integer => SettingKind::Integer,
+                        wit::SettingKind::Boolean => SettingKind::Boolean,
+                        wit::SettingKind::IntegerList => SettingKind::IntegerList,
+                    },
+                    default_value: setting.default_value,
+                    description: setting.description,
+                    secret: setting.secret,
+                })
+                .collect()),
         }
     }
 }

@@ -10,8 +10,9 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::batch_reader::BatchReader;
 use super::batch_writer::{BatchWriter, StorageBatch};
-use super::bindings::v0_1::tessera::engine as world;
+use super::bindings::v0_2::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
+use super::engine_settings::SharedSettingValues;
 use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::vault::Vault;
@@ -41,6 +42,25 @@ pub struct CallScope {
     /// The outbound hosts the engine declared (`LoadedEngine::outbound_hosts`); the operator's
     /// list replaces them at call time when it names the engine. Empty outside an engine.
     pub outbound_hosts: Arc<AllowedHosts>,
+    /// The engine's declared settings and their values (`settings.get`).
+    pub settings: SharedSettingValues,
+    /// Whether `mail-transport.send` is granted to the engine (`MailTransport::grants`).
+    pub may_send_mail: bool,
+}
+
+impl CallScope {
+    /// The scope of a call outside any engine and tenant (`describe`).
+    pub fn outside_engines() -> Self {
+        Self {
+            engine_code: String::new(),
+            tenant_id: None,
+            correlation_id: None,
+            actor_id: None,
+            outbound_hosts: Arc::default(),
+            settings: Arc::default(),
+            may_send_mail: false,
+        }
+    }
 }
 
 /// What the host lends every store.
@@ -65,16 +85,15 @@ pub struct HostServices {
     pub mail_transport: Arc<MailTransport>,
 }
 
-/// The operator settings engines may read (`settings.get`); names in `wit/engine.wit`.
+/// The host's own settings every engine may read (`settings.get` of a name with a dot); names
+/// in `wit/engine.wit`. An engine's declared settings are in its call scope.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
     /// `webhook.retry-schedule-ms`.
     pub webhook_retry_schedule_ms: String,
-    /// `drive.max-upload-bytes` (capped by the engine request body limit).
-    pub drive_max_upload_bytes: u64,
-    /// `drive.tenant-quota-bytes`.
-    pub drive_tenant_quota_bytes: u64,
-    /// `mail.relay-configured`.
+    /// `engine.max-body-bytes`.
+    pub max_body_bytes: u64,
+    /// Whether an SMTP relay is configured (half of `mail-transport.available`).
     pub mail_relay_configured: bool,
     /// `storage.scan-page` and `storage.scan-budget`: what one call may scan.
     pub scans: crate::config::EngineScanConfig,
@@ -82,7 +101,6 @@ pub struct EngineSettings {
 
 impl EngineSettings {
     pub fn new(config: crate::config::RuntimeSetup<'_>) -> Self {
-        let engine_body_limit = u64::try_from(config.runtime.max_request_bytes).unwrap_or(u64::MAX);
         Self {
             webhook_retry_schedule_ms: config
                 .webhook
@@ -91,19 +109,21 @@ impl EngineSettings {
                 .map(|delay| delay.as_millis().to_string())
                 .collect::<Vec<_>>()
                 .join(","),
-            drive_max_upload_bytes: config.drive.max_upload_bytes.min(engine_body_limit),
-            drive_tenant_quota_bytes: config.drive.tenant_quota_bytes,
+            max_body_bytes: u64::try_from(config.runtime.max_request_bytes).unwrap_or(u64::MAX),
             mail_relay_configured: config.smtp.url.is_some(),
             scans: config.engine_scans,
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<String> {
+    /// The host setting `name` as `scope`'s engine reads it; `None` for a name the host does
+    /// not have.
+    pub fn get(&self, name: &str, scope: &CallScope) -> Option<String> {
         match name {
             "webhook.retry-schedule-ms" => Some(self.webhook_retry_schedule_ms.clone()),
-            "drive.max-upload-bytes" => Some(self.drive_max_upload_bytes.to_string()),
-            "drive.tenant-quota-bytes" => Some(self.drive_tenant_quota_bytes.to_string()),
-            "mail.relay-configured" => Some(self.mail_relay_configured.to_string()),
+            "engine.max-body-bytes" => Some(self.max_body_bytes.to_string()),
+            "mail-transport.available" => {
+                Some((self.mail_relay_configured && scope.may_send_mail).to_string())
+            }
             "storage.scan-page" => Some(self.scans.page.to_string()),
             "storage.scan-budget" => Some(self.scans.budget.to_string()),
             _ => None,
@@ -670,9 +690,14 @@ impl world::vault::Host for StoreState {
     }
 }
 
+/// A name with a dot is one of the host's settings; any other, one the engine declared.
 impl world::settings::Host for StoreState {
     async fn get(&mut self, name: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.services.settings.get(&name))
+        Ok(if name.contains('.') {
+            self.services.settings.get(&name, &self.scope)
+        } else {
+            self.scope.settings.get(&name).map(str::to_owned)
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 //! admitted within the pool's size and its tenant's share of it.
 
 pub mod admission;
+pub mod api_description;
 pub mod batch_reader;
 pub mod batch_writer;
 pub mod bindings;
@@ -10,6 +11,7 @@ pub mod blobs;
 pub mod bus;
 pub mod config;
 pub mod engine;
+pub mod engine_settings;
 pub mod imports;
 pub mod registry;
 
@@ -22,6 +24,7 @@ mod store;
 pub mod vault;
 pub mod watcher;
 pub mod work;
+mod world_v0_1;
 
 use std::sync::Arc;
 
@@ -46,6 +49,7 @@ pub async fn start_engines(
         Arc::new(runtime),
         database.clone(),
         role,
+        config.engine_settings.clone(),
     ));
     if role == RegistryRole::Serving {
         engines.mark_all_inactive().await?;

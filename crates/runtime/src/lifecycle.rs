@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::bindings::v0_1::tessera::engine::types as wit;
+use super::bindings::v0_2::tessera::engine::types as wit;
 use super::engine::EngineRuntime;
 use super::registry::LoadedEngine;
 use crate::state::RuntimeState;

@@ -1,7 +1,7 @@
 //! The host side of the `mail-transport` import: e-mail out of the platform through the
-//! operator's SMTP relay (`TESSERA_SMTP_URL`, lettre over rustls), for the engines the operator
-//! allows (`TESSERA_SMTP_ENGINES`, default `mail`). Without a relay every send is refused and
-//! the engine keeps the mail queued.
+//! operator's SMTP relay (`TESSERA_SMTP_URL`, lettre over rustls), for the engines that ask for
+//! it (`send-mail` permission), or only those the operator names (`TESSERA_SMTP_ENGINES`).
+//! Without a relay every send is refused and the engine keeps the mail queued.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use lettre::message::header::ContentType;
 use lettre::message::{Mailbox, Message};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use super::bindings::v0_1::tessera::engine as world;
+use super::bindings::v0_2::tessera::engine as world;
 use super::imports::StoreState;
 use crate::config::SmtpConfig;
 
@@ -21,7 +21,8 @@ const MAX_RECIPIENTS: usize = 100;
 /// The relay (when configured) and who may use it.
 pub struct MailTransport {
     relay: Option<AsyncSmtpTransport<Tokio1Executor>>,
-    engines: Vec<String>,
+    /// `TESSERA_SMTP_ENGINES`; `None`: the engines that ask.
+    engines: Option<Vec<String>>,
 }
 
 impl MailTransport {
@@ -46,15 +47,26 @@ impl MailTransport {
         self.relay.is_some()
     }
 
-    /// Sends `mail` for `engine_code`; `Err` says why it was not accepted.
+    /// Whether engine `engine_code`, which `asks` (or not) for the `send-mail` permission, may
+    /// send: the operator's list decides when there is one, else the engine's asking.
+    pub fn grants(&self, engine_code: &str, asks: bool) -> bool {
+        match &self.engines {
+            Some(engines) => engines.iter().any(|code| code == engine_code),
+            None => asks,
+        }
+    }
+
+    /// Sends `mail` for `engine_code`, which may send when `granted` ([`Self::grants`]); `Err`
+    /// says why it was not accepted.
     pub async fn send(
         &self,
         engine_code: &str,
+        granted: bool,
         mail: world::mail_transport::OutgoingMail,
     ) -> Result<(), String> {
-        if !self.engines.iter().any(|code| code == engine_code) {
+        if !granted {
             return Err(format!(
-                "the engine {engine_code:?} may not send mail (TESSERA_SMTP_ENGINES)"
+                "the engine {engine_code:?} may not send mail: it does not ask for the send-mail permission, or TESSERA_SMTP_ENGINES does not name it"
             ));
         }
         let Some(relay) = &self.relay else {
@@ -97,6 +109,8 @@ impl world::mail_transport::Host for StoreState {
         mail: world::mail_transport::OutgoingMail,
     ) -> wasmtime::Result<Result<(), String>> {
         let transport = self.services.mail_transport.clone();
-        Ok(transport.send(&self.scope.engine_code, mail).await)
+        Ok(transport
+            .send(&self.scope.engine_code, self.scope.may_send_mail, mail)
+            .await)
     }
 }

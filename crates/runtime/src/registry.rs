@@ -4,15 +4,17 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use anyhow::Context as _;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bindings::v0_1::EnginePre;
-use super::engine::{CallError, EngineRuntime};
-use super::imports::{CallScope, StoreState};
+use super::api_description::ApiDescription;
+use super::engine::{CallError, EnginePre, EngineRuntime, WorldVersion};
+use super::engine_settings::{EngineSettingValues, OperatorSettings, SettingListing};
+use super::imports::CallScope;
 use super::outbound::AllowedHosts;
 use super::store::engines as store;
 use tessera_storage::Database;
@@ -30,9 +32,15 @@ pub struct LoadedEngine {
     pub descriptor: EngineDescriptor,
     pub path: PathBuf,
     pub sha256: String,
-    pub pre: EnginePre<StoreState>,
+    pub pre: EnginePre,
     /// `descriptor.outbound_hosts`, parsed; handed to every call's scope.
     pub outbound_hosts: Arc<AllowedHosts>,
+    /// Its API (`describe-api`), prefixed for the host's document.
+    pub api: ApiDescription,
+    /// Its declared settings and their values; handed to every call's scope.
+    pub settings: Arc<EngineSettingValues>,
+    /// Whether it may send mail (asked for `send-mail`, or named by the operator).
+    pub may_send_mail: bool,
 }
 
 impl LoadedEngine {
@@ -44,8 +52,36 @@ impl LoadedEngine {
             correlation_id,
             actor_id: None,
             outbound_hosts: self.outbound_hosts.clone(),
+            settings: self.settings.clone(),
+            may_send_mail: self.may_send_mail,
         }
     }
+
+    /// The world version the component was built against.
+    pub fn world(&self) -> WorldVersion {
+        self.pre.world()
+    }
+}
+
+/// `GET /core/api/v1/engines/{code}`: an engine as this host loaded it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EngineDetails {
+    pub code: String,
+    pub name: String,
+    pub version: String,
+    pub url: String,
+    /// The engine world version it was built against (`0.1.0`, `0.2.0`).
+    pub world: String,
+    pub requires_tenant_provision: bool,
+    pub requires_user_provision: bool,
+    pub subscriptions: Vec<String>,
+    pub outbound_hosts: Vec<String>,
+    /// Whether it may send mail through the operator's relay.
+    pub may_send_mail: bool,
+    /// How many operations its API description documents.
+    pub operations: usize,
+    /// Its declared settings, with the effective values of the non-secret ones.
+    pub settings: Vec<SettingListing>,
 }
 
 /// An item of `GET /core/api/v1/engines`.
@@ -75,6 +111,10 @@ pub struct EngineRegistry {
     database: Database,
     role: RegistryRole,
     engines: RwLock<HashMap<String, Arc<LoadedEngine>>>,
+    /// The operators' values of engines' settings.
+    operator_settings: OperatorSettings,
+    /// Bumped whenever an engine is loaded, replaced or unloaded (the document is rebuilt).
+    generation: AtomicU64,
 }
 
 fn valid_code(code: &str) -> bool {
@@ -87,13 +127,25 @@ fn valid_code(code: &str) -> bool {
 }
 
 impl EngineRegistry {
-    pub fn new(runtime: Arc<EngineRuntime>, database: Database, role: RegistryRole) -> Self {
+    pub fn new(
+        runtime: Arc<EngineRuntime>,
+        database: Database,
+        role: RegistryRole,
+        operator_settings: OperatorSettings,
+    ) -> Self {
         Self {
             runtime,
             database,
             role,
             engines: RwLock::new(HashMap::new()),
+            operator_settings,
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Changes whenever the set of loaded engines does (a load, a replacement, an unload).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     pub fn runtime(&self) -> &Arc<EngineRuntime> {
@@ -188,20 +240,19 @@ impl EngineRegistry {
         }
         let component = self.runtime.compile(bytes, &sha256).await?;
         let pre = self.runtime.prepare(&component)?;
-        let scope = CallScope {
-            engine_code: String::new(),
-            tenant_id: None,
-            correlation_id: None,
-            actor_id: None,
-            outbound_hosts: Arc::default(),
-        };
-        let described = self
+        let (described, api, declared_settings, permissions) = self
             .runtime
             .call(
                 &pre,
-                scope,
+                CallScope::outside_engines(),
                 self.runtime.config().lifecycle_timeout,
-                async |guest, store| guest.call_describe(store).await,
+                async |guest, store| {
+                    let descriptor = guest.call_describe(&mut *store).await?;
+                    let api = guest.call_describe_api(&mut *store).await?;
+                    let settings = guest.call_describe_settings(&mut *store).await?;
+                    let permissions = guest.call_describe_permissions(store).await?;
+                    Ok((descriptor, api, settings, permissions))
+                },
             )
             .await
             .map_err(|error: CallError| anyhow::anyhow!("describe failed: {error}"))?;
@@ -222,6 +273,22 @@ impl EngineRegistry {
         let outbound_hosts = AllowedHosts::parse(&descriptor.outbound_hosts).map_err(|error| {
             anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code)
         })?;
+        let api = ApiDescription::parse(&descriptor.code, &api).map_err(|error| {
+            anyhow::anyhow!(
+                "the engine {:?} describes its API wrongly: {error}",
+                descriptor.code
+            )
+        })?;
+        let settings = EngineSettingValues::resolve(
+            &descriptor.code,
+            declared_settings,
+            self.operator_settings.get(&descriptor.code),
+        )
+        .map_err(|error| anyhow::anyhow!("the engine {:?}: {error}", descriptor.code))?;
+        let may_send_mail = self.runtime.services().mail_transport.grants(
+            &descriptor.code,
+            permissions.contains(&tessera_wire::engine::Permission::SendMail),
+        );
         {
             let engines = self.engines.read().expect("engine registry lock");
             if let Some(other) = engines.get(&descriptor.code)
@@ -247,11 +314,15 @@ impl EngineRegistry {
             sha256,
             pre,
             outbound_hosts: Arc::new(outbound_hosts),
+            api,
+            settings: Arc::new(settings),
+            may_send_mail,
         });
         self.engines
             .write()
             .expect("engine registry lock")
             .insert(descriptor.code.clone(), loaded);
+        self.generation.fetch_add(1, Ordering::AcqRel);
         self.runtime
             .services()
             .bus
@@ -269,6 +340,9 @@ impl EngineRegistry {
             .write()
             .expect("engine registry lock")
             .remove(code);
+        if removed.is_some() {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
         self.runtime.services().bus.subscriptions().remove(code);
         if removed.is_some() && self.role == RegistryRole::Serving {
             store::mark_inactive(&self.database, code).await?;
@@ -293,6 +367,38 @@ impl EngineRegistry {
     /// so the list reflects what this host actually serves.
     pub async fn mark_all_inactive(&self) -> anyhow::Result<()> {
         store::mark_all_inactive(&self.database).await
+    }
+
+    /// A loaded engine as owners see it (`GET /core/api/v1/engines/{code}`).
+    pub fn details(&self, code: &str, public_url: &str) -> Option<EngineDetails> {
+        let engine = self.get(code)?;
+        let descriptor = &engine.descriptor;
+        Some(EngineDetails {
+            code: descriptor.code.clone(),
+            name: descriptor.name.clone(),
+            version: descriptor.version.clone(),
+            url: format!("{public_url}/{}", descriptor.code),
+            world: engine.world().as_str().to_owned(),
+            requires_tenant_provision: descriptor.requires_tenant_provision,
+            requires_user_provision: descriptor.requires_user_provision,
+            subscriptions: descriptor.subscriptions.clone(),
+            outbound_hosts: descriptor.outbound_hosts.clone(),
+            may_send_mail: engine.may_send_mail,
+            operations: engine
+                .api
+                .paths
+                .values()
+                .filter_map(serde_json::Value::as_object)
+                .map(|item| {
+                    item.keys()
+                        .filter(|key| {
+                            !matches!(key.as_str(), "summary" | "description" | "parameters")
+                        })
+                        .count()
+                })
+                .sum(),
+            settings: engine.settings.listing(&descriptor.code),
+        })
     }
 
     /// Every engine ever recorded, loaded ones active, with their public URL.

@@ -11,10 +11,10 @@ use axum::routing::any;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::admission::{CallKind, Refused};
-use super::bindings::v0_1::tessera::engine::types as wit;
+use super::bindings::v0_2::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::imports::CallScope;
-use super::registry::EngineRecord;
+use super::registry::{EngineDetails, EngineRecord};
 use crate::state::RuntimeState;
 use axum::extract::FromRef;
 use tessera_auth::AuthState;
@@ -38,8 +38,11 @@ pub fn core_router<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     RuntimeState: FromRef<S>,
+    AuthState: FromRef<S>,
 {
-    OpenApiRouter::new().routes(routes!(list_engines))
+    OpenApiRouter::new()
+        .routes(routes!(list_engines))
+        .routes(routes!(show_engine))
 }
 
 /// The catch-all route of every engine (documented in `openapi.rs`).
@@ -66,6 +69,35 @@ async fn list_engines(
 ) -> ApiResult<Json<Data<Vec<EngineRecord>>>> {
     let records = state.engines.records(&state.public_url).await?;
     Ok(Json(Data { data: records }))
+}
+
+/// A loaded engine as this host runs it: its world version, permissions and declared settings
+/// with their effective values (a secret setting shows only whether it is set). Owners only.
+#[utoipa::path(
+    get,
+    path = "/core/api/v1/engines/{code}",
+    operation_id = "show_engine",
+    tag = "engines",
+    params(("code" = String, Path, description = "The engine code")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The engine", body = Data<EngineDetails>),
+        (status = 403, description = "The caller is not an owner"),
+        (status = 404, description = "No engine with that code is loaded"),
+    )
+)]
+async fn show_engine(
+    State(state): State<RuntimeState>,
+    caller: Caller,
+    Path(code): Path<String>,
+    _: NoQuery,
+) -> ApiResult<Json<Data<EngineDetails>>> {
+    caller.require_owner()?;
+    let details = state
+        .engines
+        .details(&code, &state.public_url)
+        .ok_or_else(|| ApiError::NotFound("Engine not found.".into()))?;
+    Ok(Json(Data { data: details }))
 }
 
 async fn handle_engine_request(

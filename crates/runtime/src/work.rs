@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::admission::{CallKind, Permit};
-use super::bindings::v0_1::tessera::engine::types as wit;
+use super::bindings::v0_2::tessera::engine::types as wit;
 use super::bus::{BusEvent, event_to_wit};
 use super::registry::EngineRegistry;
 use super::store::work as store;

@@ -197,3 +197,138 @@ mod tests {
         assert!(event.payload_json::<Vec<u8>>().is_err());
     }
 }
+
+/// What a declared [`Setting`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SettingKind {
+    /// Any text.
+    Text,
+    /// A signed 64-bit decimal integer.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// Non-negative decimal integers separated by commas (`30000,120000`).
+    IntegerList,
+}
+
+impl SettingKind {
+    /// Whether `value` is a value of this kind; the reason when it is not.
+    pub fn check(self, value: &str) -> Result<(), String> {
+        let fits = match self {
+            Self::Text => true,
+            Self::Integer => value.parse::<i64>().is_ok(),
+            Self::Boolean => matches!(value, "true" | "false"),
+            Self::IntegerList => value.split(',').all(|item| {
+                !item.is_empty()
+                    && item.bytes().all(|b| b.is_ascii_digit())
+                    && item.parse::<u64>().is_ok()
+            }),
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(format!("{value:?} is not {}", self.describe()))
+        }
+    }
+
+    /// The kind in words, for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Integer => "a 64-bit integer",
+            Self::Boolean => "true or false",
+            Self::IntegerList => "a comma-separated list of non-negative integers",
+        }
+    }
+}
+
+/// An operator setting an engine declares and reads with `settings::get`. The operator sets it
+/// as `TESSERA_ENGINES__<CODE>__<NAME>` (code and name upper-cased, `-` as `_`).
+///
+/// ```
+/// use tessera_wire::engine::{Setting, SettingKind};
+///
+/// let setting = Setting::new("max-upload-bytes", SettingKind::Integer, "The largest upload.")
+///     .default_value("8388608");
+/// assert_eq!(setting.check(), Ok(()));
+/// assert_eq!(setting.variable("drive"), "TESSERA_ENGINES__DRIVE__MAX_UPLOAD_BYTES");
+/// assert!(Setting::new("Bad Name", SettingKind::Text, "").check().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    /// 1 to 64 of `a-z`, `0-9` and `-`, starting with a letter.
+    pub name: String,
+    /// What it holds.
+    pub kind: SettingKind,
+    /// The value when the operator sets none (`None`: unset).
+    pub default_value: Option<String>,
+    /// What it does, for operators.
+    pub description: String,
+    /// Never shown back (API keys, passwords).
+    pub secret: bool,
+}
+
+impl Setting {
+    /// A non-secret setting without a default.
+    pub fn new(name: &str, kind: SettingKind, description: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            default_value: None,
+            description: description.to_owned(),
+            secret: false,
+        }
+    }
+
+    /// Sets the default value.
+    pub fn default_value(mut self, value: impl ToString) -> Self {
+        self.default_value = Some(value.to_string());
+        self
+    }
+
+    /// Marks the setting secret.
+    pub fn secret(mut self) -> Self {
+        self.secret = true;
+        self
+    }
+
+    /// Whether the declaration is well-formed: its name, and its default against its kind.
+    pub fn check(&self) -> Result<(), String> {
+        let name = &self.name;
+        let valid_name = (1..=64).contains(&name.len())
+            && name.as_bytes()[0].is_ascii_lowercase()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid_name {
+            return Err(format!(
+                "the setting name {name:?} is not 1-64 of a-z, 0-9 and '-' starting with a letter"
+            ));
+        }
+        if let Some(default) = &self.default_value {
+            self.kind
+                .check(default)
+                .map_err(|reason| format!("the default of setting {name:?}: {reason}"))?;
+        }
+        Ok(())
+    }
+
+    /// The environment variable that sets it for engine `code`.
+    pub fn variable(&self, code: &str) -> String {
+        format!(
+            "TESSERA_ENGINES__{}__{}",
+            code.to_ascii_uppercase().replace('-', "_"),
+            self.name.to_ascii_uppercase().replace('-', "_")
+        )
+    }
+}
+
+/// A host capability beyond storage that an engine asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Permission {
+    /// Sending mail out through the operator's SMTP relay (`mail_transport::send`). Granted to
+    /// the engines that ask, unless the operator names the engines (`TESSERA_SMTP_ENGINES`).
+    SendMail,
+}

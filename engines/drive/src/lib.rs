@@ -32,8 +32,8 @@ use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::tenancy::{RemovalChunk, RemovalJob, RemovedChunk};
 use tessera_sdk::{
     ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Job, Request, Response,
-    Router, TenantInfo, UserInfo, ValidationErrors, blobs, events, log, settings, storage, tenancy,
-    time,
+    Router, Setting, SettingKind, TenantInfo, UserInfo, ValidationErrors, blobs, events, log,
+    settings, storage, tenancy, time,
 };
 
 use crate::store::{Folder, Node, ROOT_ID};
@@ -53,6 +53,23 @@ impl Engine for Drive {
         Descriptor::new(CODE, "Drive", env!("CARGO_PKG_VERSION"))
             .tenant_provision(true)
             .user_provision(true)
+    }
+
+    fn settings() -> Vec<Setting> {
+        vec![
+            Setting::new(
+                SETTING_MAX_UPLOAD_BYTES,
+                SettingKind::Integer,
+                "The largest file an upload may carry, in bytes (never above the host's engine body limit, TESSERA_ENGINE_MAX_BODY_BYTES).",
+            )
+            .default_value(DEFAULT_MAX_UPLOAD_BYTES),
+            Setting::new(
+                SETTING_TENANT_QUOTA_BYTES,
+                SettingKind::Integer,
+                "The bytes of files one tenant may keep.",
+            )
+            .default_value(DEFAULT_TENANT_QUOTA_BYTES),
+        ]
     }
 
     fn handle(ctx: &Context, request: Request) -> Response {
@@ -141,7 +158,12 @@ fn ensure_top_folder(id: &str, name: &str, owner_id: Option<&str>) -> Result<(),
     storage::put_json_if_absent(&folder.key(), || folder.clone()).map(drop)
 }
 
-/// The host's upload limit and tenant quota.
+/// The setting of the largest upload.
+const SETTING_MAX_UPLOAD_BYTES: &str = "max-upload-bytes";
+/// The setting of a tenant's quota.
+const SETTING_TENANT_QUOTA_BYTES: &str = "tenant-quota-bytes";
+
+/// The operator's upload limit (capped by the host's body limit) and tenant quota.
 struct Limits {
     max_upload_bytes: u64,
     quota_bytes: u64,
@@ -155,8 +177,9 @@ impl Limits {
                 .unwrap_or(default)
         };
         Self {
-            max_upload_bytes: read("drive.max-upload-bytes", DEFAULT_MAX_UPLOAD_BYTES),
-            quota_bytes: read("drive.tenant-quota-bytes", DEFAULT_TENANT_QUOTA_BYTES),
+            max_upload_bytes: read(SETTING_MAX_UPLOAD_BYTES, DEFAULT_MAX_UPLOAD_BYTES)
+                .min(read("engine.max-body-bytes", u64::MAX)),
+            quota_bytes: read(SETTING_TENANT_QUOTA_BYTES, DEFAULT_TENANT_QUOTA_BYTES),
         }
     }
 }

@@ -173,7 +173,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
         }
     }
     let external_count = recipients.iter().filter(|r| !r.internal).count();
-    let relay_configured = settings::get("mail.relay-configured").as_deref() == Some("true");
+    let relay_configured = settings::get("mail-transport.available").as_deref() == Some("true");
     let now = time::now_rfc3339();
     let template = Message {
         id: String::new(),

@@ -27,8 +27,8 @@ mod store;
 use serde::Serialize;
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, Job, Request, Response, Router, TenantInfo, UserInfo,
-    events, log, storage, tenancy, time,
+    ApiError, Context, Descriptor, Engine, Job, Permission, Request, Response, Router, TenantInfo,
+    UserInfo, events, log, storage, tenancy, time,
 };
 
 use crate::store::{Folder, Message};
@@ -43,6 +43,11 @@ impl Engine for Mail {
         Descriptor::new(CODE, "Mail", env!("CARGO_PKG_VERSION"))
             .tenant_provision(true)
             .user_provision(true)
+    }
+
+    /// Mail to addresses outside the platform goes through the operator's relay.
+    fn permissions() -> Vec<Permission> {
+        vec![Permission::SendMail]
     }
 
     fn handle(ctx: &Context, request: Request) -> Response {

@@ -4,11 +4,13 @@
 use crate::context::Context;
 use crate::request::Request;
 use crate::response::Response;
-use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
+use crate::router::Router;
+use crate::types::{Descriptor, Event, Job, Permission, Setting, TenantInfo, UserInfo};
 
 /// An engine. Every hook runs with storage and the other imports scoped by the host to the
-/// engine and to the tenant of the call. Only [`describe`](Engine::describe) and
-/// [`handle`](Engine::handle) are required.
+/// engine and to the tenant of the call. Only [`describe`](Engine::describe) is required; an
+/// engine with an HTTP API gives its [`router`](Engine::router), which both answers requests
+/// and describes the API (`describe-api`).
 ///
 /// A hook returning `Err(reason)` fails that call: the host records `reason` (e.g. as the
 /// engine's provisioning `error`) and, for jobs, retries later.
@@ -16,9 +18,31 @@ pub trait Engine {
     /// The engine's code, name, version, provisioning flags and event subscriptions.
     fn describe() -> Descriptor;
 
-    /// Answers an HTTP request under the engine's prefix (usually through a
-    /// [`Router`](crate::Router)).
-    fn handle(ctx: &Context, request: Request) -> Response;
+    /// The engine's routes, documented ([`Router::doc`]): what [`handle`](Engine::handle)
+    /// dispatches to, and what the host's OpenAPI document shows under the engine's prefix.
+    /// Default: no routes.
+    fn router() -> Router {
+        Router::new()
+    }
+
+    /// The operator settings the engine reads with [`settings::get`](crate::settings::get):
+    /// the host checks operators' values against them before the engine loads, and lists the
+    /// non-secret ones. Default: none.
+    fn settings() -> Vec<Setting> {
+        Vec::new()
+    }
+
+    /// The host capabilities the engine asks for (e.g. [`Permission::SendMail`] for
+    /// [`mail_transport::send`](crate::mail_transport::send)). Default: none.
+    fn permissions() -> Vec<Permission> {
+        Vec::new()
+    }
+
+    /// Answers an HTTP request under the engine's prefix. Default: [`router`](Engine::router)
+    /// dispatches it.
+    fn handle(ctx: &Context, request: Request) -> Response {
+        Self::router().handle(ctx, request)
+    }
 
     /// Creates the tenant's state. Must be idempotent: the host may call it again (retries).
     /// Default: records the tenant under `tenant` (`tenancy::record_tenant`); engines with
@@ -68,7 +92,7 @@ pub trait Engine {
 /// in the engine's `cdylib` crate:
 ///
 /// ```
-/// use tessera_sdk::{Context, Descriptor, Engine, Request, Response, Router};
+/// use tessera_sdk::{Descriptor, Engine, Operation, Response, Router};
 ///
 /// struct Hello;
 ///
@@ -77,10 +101,10 @@ pub trait Engine {
 ///         Descriptor::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
 ///     }
 ///
-///     fn handle(ctx: &Context, request: Request) -> Response {
+///     fn router() -> Router {
 ///         Router::new()
 ///             .get("/api/v1/hello", |_, _| Ok(Response::ok(&"hello")))
-///             .handle(ctx, request)
+///             .doc(Operation::new("Say hello").ok::<String>())
 ///     }
 /// }
 ///

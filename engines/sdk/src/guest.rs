@@ -1,4 +1,4 @@
-//! The only place that touches the generated WIT bindings of `tessera:engine/engine@0.1.0`:
+//! The only place that touches the generated WIT bindings of `tessera:engine/engine@0.2.0`:
 //! the `generate!` invocation, and the [`Adapter`] that implements the generated `Guest` trait
 //! for any [`Engine`] by converting between WIT records and the SDK's plain types.
 
@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::engine::Engine;
 use crate::request::Request;
 use crate::response::Response;
-use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
+use crate::types::{Descriptor, Event, Job, Permission, SettingKind, TenantInfo, UserInfo};
 
 /// The generated bindings. Not part of the API: use the SDK's modules instead.
 #[doc(hidden)]
@@ -16,7 +16,7 @@ use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "tessera:engine/engine@0.1.0",
+        world: "tessera:engine/engine@0.2.0",
         pub_export_macro: true,
         export_macro_name: "__export_tessera_engine",
         default_bindings_module: "::tessera_sdk::__private::bindings",
@@ -50,6 +50,39 @@ impl<E: Engine> wit::Guest for Adapter<E> {
             subscriptions,
             outbound_hosts,
         }
+    }
+
+    fn describe_api() -> String {
+        E::router().openapi().to_string()
+    }
+
+    fn describe_settings() -> Vec<wit::Setting> {
+        E::settings()
+            .into_iter()
+            .map(|setting| wit::Setting {
+                name: setting.name,
+                kind: match setting.kind {
+                    SettingKind::Text => bindings::tessera::engine::types::SettingKind::Text,
+                    SettingKind::Integer => bindings::tessera::engine::types::SettingKind::Integer,
+                    SettingKind::Boolean => bindings::tessera::engine::types::SettingKind::Boolean,
+                    SettingKind::IntegerList => {
+                        bindings::tessera::engine::types::SettingKind::IntegerList
+                    }
+                },
+                default_value: setting.default_value,
+                description: setting.description,
+                secret: setting.secret,
+            })
+            .collect()
+    }
+
+    fn describe_permissions() -> Vec<wit::Permission> {
+        E::permissions()
+            .into_iter()
+            .map(|permission| match permission {
+                Permission::SendMail => wit::Permission::SendMail,
+            })
+            .collect()
     }
 
     fn handle(caller: wit::Caller, request: wit::Request) -> wit::Response {

@@ -188,11 +188,15 @@ pub mod vault {
     }
 }
 
-/// Operator settings the host shares with engines (names in `wit/engine.wit`).
+/// Operator settings: the engine's own, declared by [`Engine::settings`](crate::Engine::settings)
+/// (plain names: `max-upload-bytes`), and the host's, which every engine may read (names with a
+/// dot: `webhook.retry-schedule-ms`, `engine.max-body-bytes`, `mail-transport.available`,
+/// `storage.scan-page`, `storage.scan-budget`; see `wit/engine.wit`).
 pub mod settings {
     use crate::guest::bindings::tessera::engine::settings as host;
 
-    /// The setting `name`, or `None` when the host has no such setting.
+    /// The setting `name` (the operator's value, else the declared default), or `None` when it
+    /// is unset or not a setting of the engine or the host.
     pub fn get(name: &str) -> Option<String> {
         host::get(name)
     }
@@ -251,9 +255,10 @@ pub mod blobs {
     }
 }
 
-/// E-mail out of the platform through the operator's SMTP relay; only for engines the operator
-/// allows (`TESSERA_SMTP_ENGINES`, default `mail`). Whether a relay exists:
-/// `settings::get("mail.relay-configured")`.
+/// E-mail out of the platform through the operator's SMTP relay; only for engines that ask for
+/// [`Permission::SendMail`](crate::Permission::SendMail) (or, when the operator names engines in
+/// `TESSERA_SMTP_ENGINES`, only those). Whether sending can succeed now:
+/// `settings::get("mail-transport.available")`.
 pub mod mail_transport {
     use crate::error::HostError;
     use crate::guest::bindings::tessera::engine::mail_transport as host;

@@ -1,5 +1,5 @@
 //! `tessera-sdk`: the guest-side SDK for Tessera engines (WebAssembly components of the
-//! `tessera:engine/engine@0.1.0` world).
+//! `tessera:engine/engine@0.2.0` world).
 //!
 //! An engine author implements [`Engine`], routes requests with a [`Router`] to handlers that
 //! return `Result<Response, ApiError>`, and exports it with [`export_engine!`]. The WIT bindings
@@ -121,6 +121,7 @@ mod guest;
 mod host;
 pub mod json;
 pub mod log;
+pub mod openapi;
 pub mod paging;
 mod request;
 mod response;
@@ -138,13 +139,15 @@ pub use error::{
     MESSAGE_SERVER_ERROR, MESSAGE_UNAUTHENTICATED,
 };
 pub use host::{blobs, events, http, mail_transport, scheduler, settings, vault};
+pub use openapi::Operation;
 pub use paging::{CursorMeta, CursorPage};
 pub use request::{Query, Request};
 pub use response::Response;
 pub use router::{HandlerResult, Router};
+pub use schemars;
 pub use serde_json;
 pub use time::{new_id, now_rfc3339};
-pub use types::{Descriptor, Event, Job, TenantInfo, UserInfo};
+pub use types::{Descriptor, Event, Job, Permission, Setting, SettingKind, TenantInfo, UserInfo};
 pub use validation::{ValidationErrors, is_email};
 
 /// Used by [`export_engine!`]; not part of the API.

@@ -3,6 +3,7 @@
 
 use crate::context::Context;
 use crate::error::ApiError;
+use crate::openapi::{DocumentedRoute, Operation};
 use crate::request::{Request, percent_decode};
 use crate::response::Response;
 
@@ -21,6 +22,7 @@ struct Route {
     method: String,
     segments: Vec<Segment>,
     handler: Handler,
+    doc: Option<Operation>,
 }
 
 /// Routes requests to handlers by method and path pattern.
@@ -60,8 +62,53 @@ impl Router {
             method: method.to_ascii_uppercase(),
             segments: parse_pattern(pattern),
             handler: Box::new(handler),
+            doc: None,
         });
         self
+    }
+
+    /// Documents the route added last (see [`Operation`]); its schemas come from the types
+    /// the operation names. Without it the route is still in [`Router::openapi`], with its
+    /// method, path and the standard answers only.
+    pub fn doc(mut self, operation: Operation) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.doc = Some(operation);
+        }
+        self
+    }
+
+    /// The OpenAPI 3.1 fragment of the routes (`describe-api`): paths relative to the engine's
+    /// prefix, the schemas of the documented types under `components.schemas`.
+    pub fn openapi(&self) -> serde_json::Value {
+        let routes: Vec<DocumentedRoute<'_>> = self
+            .routes
+            .iter()
+            .map(|route| DocumentedRoute {
+                method: &route.method,
+                pattern: format!(
+                    "/{}",
+                    route
+                        .segments
+                        .iter()
+                        .map(|segment| match segment {
+                            Segment::Literal(literal) => literal.clone(),
+                            Segment::Capture(name) => format!("{{{name}}}"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("/")
+                ),
+                captures: route
+                    .segments
+                    .iter()
+                    .filter_map(|segment| match segment {
+                        Segment::Capture(name) => Some(name.as_str()),
+                        Segment::Literal(_) => None,
+                    })
+                    .collect(),
+                operation: route.doc.as_ref(),
+            })
+            .collect();
+        crate::openapi::document(&routes)
     }
 
     /// Adds a `GET` route.

@@ -113,17 +113,33 @@ pub fn forget_user(user_id: &str) -> Result<(), HostError> {
     Ok(())
 }
 
-/// `GET /api/v1/status`: 200 `{"data": {"engine": code, "tenant_provisioned": bool,
-/// "user_provisioned": bool}}` for the caller's tenant and user; takes no query parameters.
+/// Whether the engine is provisioned for the caller's tenant and the caller (`GET
+/// /api/v1/status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProvisioningStatus {
+    /// The engine code.
+    pub engine: String,
+    /// Whether the tenant is provisioned on the engine.
+    pub tenant_provisioned: bool,
+    /// Whether the caller is provisioned on the engine.
+    pub user_provisioned: bool,
+}
+
+/// `GET /api/v1/status`: 200 `{"data": ProvisioningStatus}` for the caller's tenant and user;
+/// takes no query parameters. Document the route with [`status_operation`].
 pub fn status(code: &str, ctx: &Context, request: &Request) -> HandlerResult {
     request.query(&[])?;
-    let tenant_provisioned = storage::exists(TENANT_KEY)?;
-    let user_provisioned = storage::exists(&user_key(&ctx.user_id))?;
-    Ok(Response::ok(&serde_json::json!({
-        "engine": code,
-        "tenant_provisioned": tenant_provisioned,
-        "user_provisioned": user_provisioned,
-    })))
+    Ok(Response::ok(&ProvisioningStatus {
+        engine: code.to_owned(),
+        tenant_provisioned: storage::exists(TENANT_KEY)?,
+        user_provisioned: storage::exists(&user_key(&ctx.user_id))?,
+    }))
+}
+
+/// The documentation of [`status`]'s route.
+pub fn status_operation() -> crate::Operation {
+    crate::Operation::new("Whether the tenant and the caller are provisioned on the engine")
+        .ok::<ProvisioningStatus>()
 }
 
 /// Most storage entries one chunk of a user's removal scans (see the

@@ -6,7 +6,9 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use tessera_wire::engine::{Descriptor, Event, TenantInfo, UserInfo};
+pub use tessera_wire::engine::{
+    Descriptor, Event, Permission, Setting, SettingKind, TenantInfo, UserInfo,
+};
 
 /// A job the engine scheduled, now due.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
