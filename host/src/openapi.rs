@@ -1,16 +1,8 @@
-//! The OpenAPI 3.1 document: the info block here; the paths come from each router's
-//! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged. Engine
-//! routes are served by components behind a catch-all, so they are documented here by
-//! documentation-only entries (the generic catch-all, plus each route of each engine in its
-//! own submodule: `chat`, `notes`, …, merged by [`document`]).
-
-mod activity;
-mod chat;
-mod drive;
-mod mail;
-mod notes;
-mod usermanager;
-mod voip;
+//! The OpenAPI 3.1 document: the info block here; the host's paths come from each router's
+//! `#[utoipa::path]` handlers, collected by `utoipa_axum` as the routers are merged, plus the
+//! documentation-only entries of the engine catch-all and the engines' signed lifecycle
+//! endpoints. Each loaded engine's own operations and schemas come from the engine
+//! (`describe-api`), merged in by [`ServedDocument`] whenever the loaded engines change.
 
 use std::sync::{Arc, Mutex};
 
@@ -35,40 +27,19 @@ use crate::http::rate_limit;
     paths(
         engine_get, engine_post, engine_put, engine_patch, engine_delete,
         engine_provision_tenant, engine_deprovision_tenant, engine_provision_user, engine_deprovision_user,
-        chat::chat_conversations_list, chat::chat_conversations_create, chat::chat_conversations_show,
-        chat::chat_conversations_update,
-        chat::chat_messages_list, chat::chat_messages_create, chat::chat_messages_update,
-        chat::chat_messages_delete,
-        chat::chat_members_add, chat::chat_members_remove,
-        chat::chat_webhooks_list, chat::chat_webhooks_create, chat::chat_webhooks_show,
-        chat::chat_webhooks_update, chat::chat_webhooks_delete, chat::chat_webhooks_test,
-        chat::chat_webhook_deliveries_list, chat::chat_webhook_deliveries_retry,
-        chat::chat_webhook_dlq_list, chat::chat_webhook_dlq_retry,
     ),
     tags(
         (name = "health", description = "Health and liveness"),
         (name = "engines", description = "The engine registry and engine routes"),
         (name = "orchestration", description = "Provisioning tenants and users across engines (internal, signed)"),
-        (name = "chat", description = "The chat engine: conversations, messages, members and webhooks"),
     )
 )]
 pub struct ApiDoc;
 
-/// The whole static document: [`ApiDoc`] with each engine's documentation-only part merged in
-/// (the host's own routers add theirs as they are merged).
+/// The host's static part of the document (the host's own routers add theirs as they are
+/// merged).
 pub fn document() -> utoipa::openapi::OpenApi {
-    let mut document = ApiDoc::openapi();
-    for part in [
-        activity::Doc::openapi(),
-        drive::Doc::openapi(),
-        mail::Doc::openapi(),
-        notes::Doc::openapi(),
-        usermanager::Doc::openapi(),
-        voip::Doc::openapi(),
-    ] {
-        document.merge(part);
-    }
-    document
+    ApiDoc::openapi()
 }
 
 /// Documents one method of the engine catch-all route under its own operation id.
@@ -81,7 +52,7 @@ macro_rules! engine_route_doc {
             path = "/{engine}/api/v1/{path}",
             tag = "engines",
             params(
-                ("engine" = String, Path, description = "The engine code, e.g. `chat`"),
+                ("engine" = String, Path, description = "The engine code"),
                 ("path" = String, Path, description = "The rest of the path, handled by the engine"),
             ),
             security(("bearer" = [])),

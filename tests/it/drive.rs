@@ -10,7 +10,7 @@ use tessera_host::config::{Config, Secret};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, json_with_status,
-    observe_events, observed_events, spawn_app, spawn_app_with, without_rate_limits,
+    observe_events, observed_events, spawn_app_with, without_rate_limits,
 };
 
 const API: &str = "/drive/api/v1";
@@ -1507,9 +1507,9 @@ database_test!(
     }
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_drive_route_is_documented_with_bearer_security() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let app = crate::helpers::spawn_app_with_engines(Backend::Sqlite, &["drive"], |_| {}).await;
     let document = app.openapi().await;
     assert_engine_documented(
         &document,
@@ -1528,13 +1528,13 @@ async fn every_drive_route_is_documented_with_bearer_security() {
             ("get", "/drive/api/v1/files/{id}/content"),
         ],
         &[
-            "DriveFolder",
-            "DriveFile",
-            "DriveItem",
-            "DriveUsage",
-            "DriveFolderCreate",
-            "DriveFolderUpdate",
-            "DriveFileUpdate",
+            "drive.Folder",
+            "drive.File",
+            "drive.Item",
+            "drive.Usage",
+            "drive.FolderCreate",
+            "drive.FolderUpdate",
+            "drive.FileUpdate",
         ],
     );
     let paths = &document["paths"];

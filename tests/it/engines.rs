@@ -696,7 +696,9 @@ async fn a_component_of_the_0_1_world_still_loads_and_routes() {
     }
     json_with_status(app.get_as("/legacy/api/v1/nope", &token).await, 404).await;
 
-    let owner = app.token(&tenant_id, "u", "owner").await;
+    let owner = app
+        .token(&tenant_id, &uuid::Uuid::new_v4().to_string(), "owner")
+        .await;
     let details =
         json_with_status(app.get_as("/core/api/v1/engines/legacy", &owner).await, 200).await;
     assert_eq!(details["data"]["world"], "0.1.0");

@@ -16,8 +16,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, eventually,
-    json_with_status, limit_engine_scans, observe_events, observed_events, spawn_app,
-    spawn_app_with, spawn_app_with_engines, without_rate_limits,
+    json_with_status, limit_engine_scans, observe_events, observed_events, spawn_app_with,
+    spawn_app_with_engines, without_rate_limits,
 };
 
 const MAIL: &str = "/mail/api/v1";
@@ -998,12 +998,19 @@ database_test!(
     an_engine_the_operator_does_not_name_cannot_use_the_relay,
     |backend| async move {
         // The relay is configured, but `TESSERA_SMTP_ENGINES` names another engine: the mail
-        // engine's attempt is refused by the host before any connection to the relay.
+        // engine asks for `send-mail` yet is not granted it, so `mail-transport.available` is
+        // false for it and the external copy stays queued, no attempt made.
         let sink = SmtpSink::start(false).await;
         let app =
             mail_host_with_senders(backend, Some(sink.url()), Some(vec!["notes".to_owned()])).await;
         let tenant = tenant(&app).await;
         let owner = &tenant.owner;
+        let details = json_with_status(
+            app.get_as("/core/api/v1/engines/mail", &owner.token).await,
+            200,
+        )
+        .await;
+        assert_eq!(details["data"]["may_send_mail"], false, "{details}");
         let sent = send(
             &app,
             &owner.token,
@@ -1011,19 +1018,14 @@ database_test!(
         )
         .await;
         let own_id = text(&sent["id"]);
-        let attempted = eventually(30, "the first attempt", || async {
-            let message = show(&app, &owner.token, &own_id).await;
-            (message["delivery"]["attempts"] == 1).then_some(message)
-        })
-        .await;
-        assert_eq!(attempted["folder"], "outbox");
-        assert_eq!(attempted["delivery"]["status"], "queued");
-        assert!(
-            attempted["delivery"]["last_error"]
-                .as_str()
-                .is_some_and(|error| error.contains("may not send mail")
-                    && error.contains("TESSERA_SMTP_ENGINES")),
-            "{attempted}"
+        let message = show(&app, &owner.token, &own_id).await;
+        assert_eq!(message["folder"], "outbox");
+        assert_eq!(message["delivery"]["status"], "queued");
+        assert_eq!(message["delivery"]["attempts"], 0);
+        assert_eq!(
+            message["delivery"]["next_attempt_at"],
+            Value::Null,
+            "{message}"
         );
         assert!(sink.mails().is_empty());
         assert_eq!(sink.refused(), 0);
@@ -1531,9 +1533,9 @@ database_test!(
     }
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mail_route_is_documented_with_bearer_security() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let app = crate::helpers::spawn_app_with_engines(Backend::Sqlite, &["mail"], |_| {}).await;
     let document = app.openapi().await;
     assert_engine_documented(
         &document,
@@ -1547,12 +1549,12 @@ async fn every_mail_route_is_documented_with_bearer_security() {
             ("delete", "/mail/api/v1/messages/{id}"),
         ],
         &[
-            "MailFolder",
-            "MailMessage",
-            "MailMessageSummary",
-            "MailDelivery",
-            "MailSend",
-            "MailUpdate",
+            "mail.Folder",
+            "mail.Message",
+            "mail.MessageSummary",
+            "mail.Delivery",
+            "mail.MessageSend",
+            "mail.MessageUpdate",
         ],
     );
     app.stop().await;

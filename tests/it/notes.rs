@@ -9,7 +9,7 @@ use tessera_host::config::Config;
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, TestApp, TestDatabase, assert_engine_documented, json_with_status,
-    observe_events, observed_events, spawn_app, spawn_app_with, without_rate_limits,
+    observe_events, observed_events, spawn_app_with, without_rate_limits,
 };
 
 const NOTES: &str = "/notes/api/v1/notes";
@@ -1220,9 +1220,9 @@ database_test!(
     }
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_notes_route_is_documented_with_bearer_security() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let app = crate::helpers::spawn_app_with_engines(Backend::Sqlite, &["notes"], |_| {}).await;
     let document = app.openapi().await;
     assert_engine_documented(
         &document,
@@ -1237,11 +1237,11 @@ async fn every_notes_route_is_documented_with_bearer_security() {
             ("delete", "/notes/api/v1/notes/{id}/shares/{user_id}"),
         ],
         &[
-            "NotesNote",
-            "NotesNoteSummary",
-            "NotesNoteCreate",
-            "NotesNoteUpdate",
-            "NotesShareWrite",
+            "notes.Note",
+            "notes.NoteSummary",
+            "notes.NoteCreate",
+            "notes.NoteUpdate",
+            "notes.ShareWrite",
         ],
     );
     app.stop().await;

@@ -168,7 +168,9 @@ async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
         403,
     )
     .await;
-    let owner = app.token(&tenant_id, &user_id, "owner").await;
+    let owner = app
+        .token(&tenant_id, &uuid::Uuid::new_v4().to_string(), "owner")
+        .await;
     let details = json_with_status(
         app.get_as("/core/api/v1/engines/hello-world", &owner).await,
         200,

@@ -985,9 +985,10 @@ database_test!(
     }
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_usermanager_route_is_documented() {
-    let app = crate::helpers::spawn_app(Backend::Sqlite).await;
+    let app =
+        crate::helpers::spawn_app_with_engines(Backend::Sqlite, &["usermanager"], |_| {}).await;
     let document = app.openapi().await;
     assert_engine_documented(
         &document,
@@ -1001,7 +1002,7 @@ async fn every_usermanager_route_is_documented() {
             ("post", "/usermanager/api/v1/users/{user_id}/deactivate"),
             ("post", "/usermanager/api/v1/users/{user_id}/reactivate"),
         ],
-        &["UserManagerProfile", "UserManagerProfileUpdate"],
+        &["usermanager.Profile", "usermanager.ProfileUpdate"],
     );
     app.stop().await;
 }

@@ -11,8 +11,8 @@ use tessera_host::config::Config;
 
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app,
-    spawn_app_with, without_rate_limits,
+    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
+    without_rate_limits,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -890,9 +890,9 @@ database_test!(calls_publish_identifier_only_events, |backend| async move {
     assert_eq!(received, expected);
 });
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_voip_route_is_documented_with_bearer_security() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let app = crate::helpers::spawn_app_with_engines(Backend::Sqlite, &["voip"], |_| {}).await;
     let document = app.openapi().await;
     let paths = &document["paths"];
     for (method, path) in [
@@ -915,7 +915,7 @@ async fn every_voip_route_is_documented_with_bearer_security() {
         );
     }
     let schemas = &document["components"]["schemas"];
-    for schema in ["VoipCall", "VoipCallCreate", "VoipParticipant"] {
+    for schema in ["voip.Call", "voip.NewCall", "voip.Participant"] {
         assert!(
             schemas[schema].is_object(),
             "the schema {schema} is documented"

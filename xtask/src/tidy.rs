@@ -12,6 +12,9 @@
 //!    service crate takes its own state by `FromRef`, so nothing below the binary can reach
 //!    a sibling through the app state.
 //! 5. The engines (`engines/*` but the SDK) depend only on Tessera crates that build for wasm32.
+//! 6. The host names no engine: outside the spec's service-map keys (`SPEC_SERVICES`), no
+//!    string literal of the host's code (`crates/`, `host/src/`; tests aside) is an engine code
+//!    of `engines/`, or a path, setting or key prefixed by one (`"/chat/…"`, `"drive.…"`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -259,6 +262,74 @@ fn engines_depend_only_on_crates_that_build_for_wasm() {
     assert_no_failures("engines depend only on wasm32 crates", &failures);
 }
 
+/// The one place that may name the built-in engines: the spec's service-map keys.
+const SERVICE_MAP_KEYS: (&str, &str) = ("crates/auth/src/routes.rs", "pub const SPEC_SERVICES");
+
+/// Rule 6: the host names no engine. Engine codes come from `engines/` (every folder but the
+/// SDK), so a new engine there is covered too.
+#[test]
+fn the_host_names_no_engine() {
+    let root = crate::workspace_root();
+    let mut codes: Vec<String> = std::fs::read_dir(root.join("engines"))
+        .unwrap_or_else(|error| panic!("reading {}/engines: {error}", root.display()))
+        .map(|entry| entry.expect("reading engines/"))
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "sdk")
+        .collect();
+    codes.sort();
+    assert!(
+        codes.len() >= 7,
+        "fewer engines than expected under engines/: {codes:?}"
+    );
+    let mut failures = Vec::new();
+    for path in rust_files(&root) {
+        let is_host = path.starts_with("crates/") || path.starts_with("host/src/");
+        if !is_host || is_test_or_bench(&path) {
+            continue;
+        }
+        let text = read(&root, &path);
+        for literal in engine_names_in(&path, &text, &codes) {
+            failures.push(format!(
+                "{path}: names the engine {literal:?}; the host knows engines only through the \
+                 registry (engine-specific settings are the engine's declared settings)"
+            ));
+        }
+    }
+    assert_no_failures("the host names no engine", &failures);
+}
+
+/// The string literals of `text` (the file at `path`) that name one of `codes`: the code itself,
+/// a path with it as a segment, or a name prefixed by it and a `.`, `/` or `:`. Unit tests
+/// (from the first `#[cfg(test)]`) and the service-map keys are skipped.
+fn engine_names_in(path: &str, text: &str, codes: &[String]) -> Vec<String> {
+    let mut text = text
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if path == SERVICE_MAP_KEYS.0
+        && let Some(start) = text.find(SERVICE_MAP_KEYS.1)
+        && let Some(length) = text[start..].find("];")
+    {
+        text.replace_range(start..start + length, "");
+    }
+    lex(&text)
+        .strings
+        .into_iter()
+        .filter(|literal| {
+            codes.iter().any(|code| {
+                literal == code
+                    || literal.contains(&format!("/{code}/"))
+                    || literal.ends_with(&format!("/{code}"))
+                    || [".", "/", ":"]
+                        .iter()
+                        .any(|separator| literal.starts_with(&format!("{code}{separator}")))
+            })
+        })
+        .collect()
+}
+
 /// Whether the file at `path` is a test or a benchmark (their own rules are looser).
 fn is_test_or_bench(path: &str) -> bool {
     path.split('/')
@@ -313,7 +384,10 @@ fn sql_in(text: &str) -> Option<String> {
         let start = literal.trim_start_matches(|c: char| c.is_whitespace() || c == '\\');
         SQL_KEYWORDS.iter().find_map(|keyword| {
             let after = start.strip_prefix(keyword)?;
-            let goes_on = after.starts_with(char::is_whitespace) && !after.trim().is_empty();
+            // `"DELETE /api/v1/…"` is an HTTP method and a path, not a statement.
+            let goes_on = after.starts_with(char::is_whitespace)
+                && !after.trim().is_empty()
+                && !after.trim_start().starts_with('/');
             goes_on.then(|| format!("the string literal \"{keyword} …\""))
         })
     })
@@ -618,6 +692,52 @@ fn assert_no_failures(rule: &str, failures: &[String]) {
     );
 }
 
+/// The engine-name detector finds codes, paths and prefixes in string literals, not words in
+/// prose, comments, unit tests or the service-map keys.
+#[test]
+fn engine_name_detector_sees_codes_not_words() {
+    let codes = ["chat".to_owned(), "mail".to_owned()];
+    let found = |path: &str, text: &str| engine_names_in(path, text, &codes);
+    assert_eq!(found("host/src/x.rs", r#"let c = "chat";"#), ["chat"]);
+    assert_eq!(
+        found("host/src/x.rs", r#"get("/chat/api/v1/x")"#),
+        ["/chat/api/v1/x"]
+    );
+    assert_eq!(
+        found("host/src/x.rs", r#"get("mail.relay-configured")"#),
+        ["mail.relay-configured"]
+    );
+    assert!(
+        found(
+            "host/src/x.rs",
+            r#"// "chat"
+        let m = "the relay did not accept the mail"; let t = "mail-transport.available";"#
+        )
+        .is_empty()
+    );
+    assert!(
+        found(
+            "host/src/x.rs",
+            "fn f() {}\n#[cfg(test)]\nmod tests { const C: &str = \"chat\"; }"
+        )
+        .is_empty()
+    );
+    assert!(
+        found(
+            SERVICE_MAP_KEYS.0,
+            "pub const SPEC_SERVICES: [&str; 2] = [\"chat\", \"mail\"];\nfn f() {}"
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        found(
+            SERVICE_MAP_KEYS.0,
+            "pub const SPEC_SERVICES: [&str; 0] = [];\nconst X: &str = \"mail\";"
+        ),
+        ["mail"]
+    );
+}
+
 /// The SQL detector sees queries in code and string literals, not in comments, and not HTTP
 /// methods.
 #[test]
@@ -635,6 +755,7 @@ fn sql_detector_sees_queries_not_comments() {
     assert!(sql_in(r#"router.route("DELETE", "/api/v1/notes", handler);"#).is_none());
     assert!(sql_in(r#"let message = "sqlx::query failed";"#).is_none());
     assert!(sql_in(r#"let quote = '"'; let text = "not SQL"; fn f<'a>(x: &'a str) {}"#).is_none());
+    assert!(sql_in(r#"let route = "DELETE /api/v1/notes/{id}";"#).is_none());
     assert!(sql_in(r#"let escaped = "a \" SELECT x FROM y";"#).is_none());
 }
 

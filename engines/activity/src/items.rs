@@ -16,6 +16,7 @@
 //!   ending in `_ids` with an array of strings, and core's descriptive names `family`, `field`,
 //!   `old_status`, `new_status`. Never field values, titles or text.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::{Map, Value};
 use tessera_sdk::{Event, HostError, storage};
@@ -31,17 +32,39 @@ const PARENT_ID_KEYS: [&str; 4] = ["conversation_id", "folder_id", "call_id", "u
 /// Event nouns whose payload's `user_id` names the user who acted (chat's events).
 const USER_ID_IS_ACTOR: [&str; 2] = ["message", "conversation"];
 
-/// One item of the feed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One item of the feed: one event of the bus (core's `entity.*`, chat's `message.*`,
+/// `conversation.*`, `member.*`, and `note.*`, `file.*`, `folder.*`, `call.*`, `user.*`).
+// What the feed's storage holds is exactly what `GET /api/v1/feed` answers: the schema derived
+// here documents it (the doc comments are its descriptions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::api::always_present)]
 pub struct FeedItem {
-    /// UUID v7 taken when the item was recorded: ids sort in the order items arrived.
+    /// UUID v7 taken when the item was recorded: ids sort in the order items arrived (the feed
+    /// lists newest first).
+    #[schemars(extend("format" = "uuid"))]
     pub id: String,
+    /// The bus event's id; an event delivered several times is one item.
     pub event_id: String,
+    /// The event type, e.g. `message.created`, `entity.status_changed`.
     #[serde(rename = "type")]
     pub event_type: String,
+    /// Who acted: the event's actor, else the payload's `actor_id`, else (chat's `message.*`
+    /// and `conversation.*`) its `user_id`; null when none.
     pub actor_id: Option<String>,
+    /// What the event is about: the payload's `entity_id`, else the id named after the event's
+    /// noun (`message_id` for `message.*`, …), else the first of `conversation_id`,
+    /// `folder_id`, `call_id`, `user_id`; null when none.
     pub entity_id: Option<String>,
+    /// RFC 3339, when the event happened.
     pub occurred_at: String,
+    /// The payload's identifiers only (`*_id` strings, `*_ids` string arrays, and core's
+    /// `family`, `field`, `old_status`, `new_status`); never values or text.
+    #[schemars(extend("additionalProperties" = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    }))]
     pub data: Map<String, Value>,
 }
 

@@ -4,7 +4,8 @@
 //! "since last seen" count.
 //!
 //! Routes (every member reads; guest tokens, which see only what is shared with them, get 403):
-//! `GET /api/v1/feed`, `GET /api/v1/feed/unseen`, `POST /api/v1/feed/seen`, `GET /api/v1/status`.
+//! `GET /api/v1/feed`, `GET /api/v1/feed/unseen`, `POST /api/v1/feed/seen`, `GET /api/v1/status`
+//! (routed and documented in `api.rs`).
 //!
 //! Each delivered event becomes exactly one item (`items.rs`), however often the bus delivers
 //! it. Events of a tenant the engine has not provisioned (or has deprovisioned) are ignored.
@@ -21,6 +22,7 @@
 //! | `users/<user_id>/seen` | the user's last-seen mark (`seen.rs`) |
 //! | `retention-schedule` | the pending daily pruning run (`retention.rs`) |
 
+mod api;
 mod feed;
 mod items;
 mod retention;
@@ -29,8 +31,7 @@ mod seen;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::storage::{self, Update};
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, Event, Job, Request, Response, Router, TenantInfo,
-    UserInfo, tenancy, time,
+    ApiError, Context, Descriptor, Engine, Event, Job, Router, TenantInfo, UserInfo, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -83,13 +84,8 @@ impl Engine for Activity {
         )
     }
 
-    fn handle(ctx: &Context, request: Request) -> Response {
-        Router::new()
-            .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
-            .get("/api/v1/feed", feed::list)
-            .get("/api/v1/feed/unseen", seen::unseen)
-            .post("/api/v1/feed/seen", seen::mark_seen)
-            .handle(ctx, request)
+    fn router() -> Router {
+        api::router()
     }
 
     /// Creates (or brings up to date) the settings, the tenant record and the pruning job.

@@ -15,6 +15,7 @@ use tessera_sdk::serde_json::Value;
 use tessera_sdk::storage::{self, Update};
 use tessera_sdk::{ApiError, Context, HandlerResult, HostError, Request, Response, tenancy, time};
 
+use crate::api::Unseen;
 use crate::items::{ITEMS_PREFIX, is_identifier, item_key};
 use crate::require_reader;
 
@@ -32,14 +33,6 @@ struct SeenMark {
     position: String,
     /// When the user last moved it (RFC 3339).
     last_seen_at: String,
-}
-
-/// What both endpoints answer.
-#[derive(Debug, Serialize)]
-struct Unseen {
-    count: usize,
-    capped: bool,
-    last_seen_at: Option<String>,
 }
 
 /// Only what counting needs of an item.

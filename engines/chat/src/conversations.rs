@@ -17,13 +17,13 @@ use crate::events::{self, ChatEvent};
 use crate::{new_ordered_id, object_body};
 
 /// Longest conversation title, in characters.
-const MAX_TITLE_CHARS: usize = 200;
+pub const MAX_TITLE_CHARS: usize = 200;
 /// Longest message body, in characters.
-const MAX_BODY_CHARS: usize = 10_000;
+pub const MAX_BODY_CHARS: usize = 10_000;
 /// Most members a conversation is created with.
-const MAX_INITIAL_MEMBERS: usize = 500;
+pub const MAX_INITIAL_MEMBERS: usize = 500;
 /// Most users one message notifies by mention.
-const MAX_MENTIONS: usize = 20;
+pub const MAX_MENTIONS: usize = 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Conversation {

@@ -2,7 +2,9 @@
 //! folder `root`); each provisioned user also has a private home folder (`home-<user_id>`, or
 //! `home` in paths and bodies for the caller's own) that nobody else sees. File bytes are
 //! host blobs, written in the same transaction as the file's metadata and refused beyond the
-//! tenant's quota; an upload is limited to the host's `drive.max-upload-bytes`.
+//! tenant's quota (the setting `tenant-quota-bytes`); an upload is limited by the setting
+//! `max-upload-bytes` (and the host's engine body limit). The routes and their documentation
+//! are in `api.rs`.
 //!
 //! Storage (tenant-scoped by the host; see `store.rs`):
 //!
@@ -23,12 +25,13 @@
 //! `folder.created`, `folder.updated`, `folder.deleted`, `file.uploaded`, `file.updated`,
 //! `file.deleted`.
 
+mod api;
 mod files;
 mod folders;
 mod input;
 mod store;
 
-use tessera_sdk::serde_json::{Value, json};
+use tessera_sdk::serde_json::Value;
 use tessera_sdk::tenancy::{RemovalChunk, RemovalJob, RemovedChunk};
 use tessera_sdk::{
     ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Job, Request, Response,
@@ -41,9 +44,9 @@ use crate::store::{Folder, Node, ROOT_ID};
 /// The engine code, also its path prefix.
 const CODE: &str = "drive";
 
-/// `drive.max-upload-bytes` when the host does not say.
+/// `max-upload-bytes` when the operator does not say.
 const DEFAULT_MAX_UPLOAD_BYTES: u64 = 8 * 1024 * 1024;
-/// `drive.tenant-quota-bytes` when the host does not say.
+/// `tenant-quota-bytes` when the operator does not say.
 const DEFAULT_TENANT_QUOTA_BYTES: u64 = 1024 * 1024 * 1024;
 
 struct Drive;
@@ -72,21 +75,8 @@ impl Engine for Drive {
         ]
     }
 
-    fn handle(ctx: &Context, request: Request) -> Response {
-        Router::new()
-            .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
-            .get("/api/v1/usage", usage)
-            .post("/api/v1/folders", folders::create)
-            .get("/api/v1/folders/{id}", folders::show)
-            .patch("/api/v1/folders/{id}", folders::update)
-            .delete("/api/v1/folders/{id}", folders::destroy)
-            .get("/api/v1/folders/{id}/children", folders::children)
-            .post("/api/v1/folders/{id}/files", files::upload)
-            .get("/api/v1/files/{id}", files::show)
-            .patch("/api/v1/files/{id}", files::update)
-            .delete("/api/v1/files/{id}", files::destroy)
-            .get("/api/v1/files/{id}/content", files::download)
-            .handle(ctx, request)
+    fn router() -> Router {
+        api::router()
     }
 
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {
@@ -188,11 +178,11 @@ impl Limits {
 fn usage(_ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     let limits = Limits::from_settings();
-    Ok(Response::ok(&json!({
-        "used_bytes": blobs::usage()?,
-        "quota_bytes": limits.quota_bytes,
-        "max_upload_bytes": limits.max_upload_bytes,
-    })))
+    Ok(Response::ok(&api::Usage {
+        used_bytes: blobs::usage()?,
+        quota_bytes: limits.quota_bytes,
+        max_upload_bytes: limits.max_upload_bytes,
+    }))
 }
 
 /// Whether the caller may see an item of the drive `owner_id` (`None`: the shared drive, which

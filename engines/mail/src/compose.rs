@@ -15,13 +15,13 @@ use crate::store::{self, Batch, Delivery, Folder, Message, Recipient, Status};
 use crate::{new_ordered_id, object_body, outbound, publish, view};
 
 /// Most distinct recipients of one message (`to` and `cc` together).
-const MAX_RECIPIENTS: usize = 100;
+pub const MAX_RECIPIENTS: usize = 100;
 /// Longest subject, in characters (RFC 5322's line limit).
-const MAX_SUBJECT_CHARS: usize = 998;
+pub const MAX_SUBJECT_CHARS: usize = 998;
 /// Largest body, in bytes of UTF-8.
 const MAX_BODY_BYTES: usize = 1_000_000;
 /// Longest address (RFC 5321's path limit less the angle brackets).
-const MAX_ADDRESS_CHARS: usize = 254;
+pub const MAX_ADDRESS_CHARS: usize = 254;
 
 /// An address the relay and every mail system accept: `local@domain`, the local part of
 /// letters, digits and ``.!#$%&'*+/=?^_`{|}~-``, the domain of dot-separated labels of
@@ -173,7 +173,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
         }
     }
     let external_count = recipients.iter().filter(|r| !r.internal).count();
-    let relay_configured = settings::get("mail-transport.available").as_deref() == Some("true");
+    let transport_available = settings::get("mail-transport.available").as_deref() == Some("true");
     let now = time::now_rfc3339();
     let template = Message {
         id: String::new(),
@@ -201,7 +201,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
             recipients,
             attempts: 0,
             last_attempt_at: None,
-            next_attempt_at: (external_count > 0 && relay_configured).then(|| now.clone()),
+            next_attempt_at: (external_count > 0 && transport_available).then(|| now.clone()),
             last_error: None,
             sent_at: None,
         }),
@@ -220,7 +220,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
         batch.add_copy(user_id, &copy)?;
         received.push((user_id, copy.id));
     }
-    if external_count > 0 && relay_configured {
+    if external_count > 0 && transport_available {
         outbound::schedule_first(&mut batch, &sender.user_id, &own.id)?;
     }
     // New copies only: no condition that could fail.

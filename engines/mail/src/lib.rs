@@ -19,6 +19,7 @@
 //! `{message_id, sender_id, internal_recipient_ids, external_count}` and `mail.received`
 //! `{message_id, recipient_id, copy_id}` per internal recipient.
 
+mod api;
 mod compose;
 mod handlers;
 mod outbound;
@@ -27,7 +28,7 @@ mod store;
 use serde::Serialize;
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, Job, Permission, Request, Response, Router, TenantInfo,
+    ApiError, Descriptor, Engine, Job, Operation, Permission, Request, Router, TenantInfo,
     UserInfo, events, log, storage, tenancy, time,
 };
 
@@ -50,16 +51,106 @@ impl Engine for Mail {
         vec![Permission::SendMail]
     }
 
-    fn handle(ctx: &Context, request: Request) -> Response {
+    fn router() -> Router {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .doc(tenancy::status_operation())
             .get("/api/v1/folders", handlers::folders)
+            .doc(
+                Operation::new("The caller's four folders with their total and unread counts")
+                    .answers::<Vec<api::Folder>>(200, "Inbox, sent, outbox and trash")
+                    .error(404, "The caller has no mailbox (not provisioned)"),
+            )
             .get("/api/v1/folders/{folder}/messages", handlers::list)
+            .doc(
+                Operation::new("A folder's messages, newest first, without bodies")
+                    .description(
+                        "With `unread`, a page stays full by reading on past the messages the \
+                         filter leaves out, up to a bounded number per request: then it comes \
+                         back short (perhaps empty) with `has_more`, and `meta.next_cursor` \
+                         goes on from there.",
+                    )
+                    .path_parameter("folder", "`inbox`, `sent`, `outbox` or `trash`")
+                    .query::<api::ListQuery>()
+                    .page::<api::MessageSummary>()
+                    .error(404, "No such folder, or the caller has no mailbox")
+                    .invalid("Invalid `unread`, `cursor` or `limit`"),
+            )
             .post("/api/v1/messages", compose::send)
+            .doc(
+                Operation::new("Send a message from the caller's address")
+                    .description(
+                        "Users of the tenant among the recipients get a copy in their inbox, \
+                         unread, at once. Other addresses are external: the sender's copy waits \
+                         in `outbox` with their status `queued`. When the host's mail transport \
+                         is available as the message is sent (the host setting \
+                         `mail-transport.available`: the operator configured an SMTP relay and \
+                         lets the engine send), a job hands them to the relay, retried after 1, \
+                         5 and 30 minutes; once accepted they are `sent` and the copy moves to \
+                         `sent`, after the last failed attempt they are `failed` and it stays in \
+                         `outbox` with `last_error`. When it is not available, no attempt is \
+                         scheduled and they stay `queued`. With only internal recipients the \
+                         copy goes straight to `sent`.\n\n\
+                         Emits `mail.sent` `{message_id, sender_id, internal_recipient_ids, \
+                         external_count}` and `mail.received` `{message_id, recipient_id, \
+                         copy_id}` per internal recipient.",
+                    )
+                    .body::<api::MessageSend>()
+                    .answers::<api::Message>(201, "The sender's copy")
+                    .error(
+                        400,
+                        "An unknown query parameter, or a body that is not a JSON object",
+                    )
+                    .error(403, "Viewers and guests cannot send")
+                    .error(404, "The caller has no mailbox (not provisioned)")
+                    .invalid(
+                        "`to` (`required`, `array`, `min:1`, `max:100`), `to.N` / `cc.N` \
+                         (`email`, `string`), `cc` (`array`, `max:N`), `subject` (`string`, \
+                         `single_line`, `max:998`), `body` (`string`, `max:1000000`)",
+                    ),
+            )
             .get("/api/v1/messages/{id}", handlers::show)
+            .doc(
+                Operation::new("Show the caller's copy of a message, with its body")
+                    .path_parameter("id", "The copy's id")
+                    .answers::<api::Message>(200, "The message")
+                    .error(404, "No such copy in the caller's mailbox"),
+            )
             .patch("/api/v1/messages/{id}", handlers::update)
+            .doc(
+                Operation::new(
+                    "Mark the caller's copy read or unread, or move it to the trash or back",
+                )
+                .path_parameter("id", "The copy's id")
+                .body::<api::MessageUpdate>()
+                .answers::<api::Message>(200, "The message")
+                .error(
+                    400,
+                    "An unknown query parameter, or a body that is not a JSON object",
+                )
+                .error(403, "Viewers and guests cannot change mail")
+                .error(404, "No such copy in the caller's mailbox")
+                .error(
+                    409,
+                    "The copy kept changing under concurrent changes; try again",
+                )
+                .invalid("`read` (`boolean`), `folder` (`string`, `in`)"),
+            )
             .delete("/api/v1/messages/{id}", handlers::destroy)
-            .handle(ctx, request)
+            .doc(
+                Operation::new(
+                    "Move the caller's copy to the trash, or delete it for good when it is \
+                     there already",
+                )
+                .path_parameter("id", "The copy's id")
+                .no_content()
+                .error(403, "Viewers and guests cannot change mail")
+                .error(404, "No such copy in the caller's mailbox")
+                .error(
+                    409,
+                    "The copy kept changing under concurrent changes; try again",
+                ),
+            )
     }
 
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {

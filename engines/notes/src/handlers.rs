@@ -301,3 +301,69 @@ pub fn unshare(ctx: &Context, req: &Request) -> HandlerResult {
     );
     Ok(Response::no_content())
 }
+
+#[cfg(test)]
+mod tests {
+    use tessera_sdk::Engine;
+    use tessera_sdk::serde_json::{Value, to_value};
+
+    use super::*;
+    use crate::Notes;
+
+    /// The property names of the documented schema `name`.
+    fn documented(name: &str) -> Vec<String> {
+        let document = Notes::router().openapi();
+        let mut names: Vec<String> = document["components"]["schemas"][name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no schema {name}"))
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The keys of the JSON object `value` serialises to.
+    fn keys(value: impl Serialize) -> Vec<String> {
+        let Value::Object(object) = to_value(value).unwrap() else {
+            panic!("not an object");
+        };
+        let mut names: Vec<String> = object.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn answers_have_the_documented_shapes() {
+        let note = Note {
+            id: "0190e1f2-0000-7000-8000-000000000000".into(),
+            title: "Title".into(),
+            body: "Body".into(),
+            tags: vec!["tag".into()],
+            pinned: false,
+            owner_id: "u1".into(),
+            created_at: "2025-01-01T00:00:00Z".into(),
+            updated_at: "2025-01-01T00:00:00Z".into(),
+        };
+        let share = Share {
+            user_id: "u2".into(),
+            permission: Permission::Edit,
+        };
+        let view = NoteView {
+            note: &note,
+            shares: vec![share.clone()],
+            permission: Permission::Owner,
+        };
+        assert_eq!(keys(&view), documented("Note"));
+        assert_eq!(keys(&share), documented("Share"));
+        assert_eq!(
+            keys(NoteSummary::new(note.clone(), Permission::Read)),
+            documented("NoteSummary")
+        );
+        let share_view = ShareView {
+            note_id: &note.id,
+            share: &share,
+        };
+        assert_eq!(keys(&share_view), documented("NoteShare"));
+    }
+}

@@ -21,6 +21,7 @@
 //! Events (identifiers only): `note.created`, `note.updated`, `note.deleted`, `note.shared`,
 //! `note.unshared`.
 
+mod api;
 mod handlers;
 mod input;
 mod store;
@@ -28,8 +29,8 @@ mod store;
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::tenancy::RemovalJob;
 use tessera_sdk::{
-    ApiError, Context, Descriptor, Engine, HostError, Job, Request, Response, Router, TenantInfo,
-    UserInfo, events, log, storage, tenancy, time,
+    ApiError, Descriptor, Engine, HostError, Job, Operation, Request, Router, TenantInfo, UserInfo,
+    events, log, storage, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -47,17 +48,128 @@ impl Engine for Notes {
             .user_provision(true)
     }
 
-    fn handle(ctx: &Context, request: Request) -> Response {
+    fn router() -> Router {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
+            .doc(tenancy::status_operation())
             .get("/api/v1/notes", handlers::list)
+            .doc(
+                Operation::new(
+                    "List the caller's notes and the notes shared with them, newest first",
+                )
+                .description(
+                    "Filters combine: `tag`, `pinned` and `scope`. Items have no body and no \
+                     shares. A page stays full by reading on past the notes the filters leave \
+                     out, up to a bounded number per request: then it comes back short \
+                     (perhaps empty) with `has_more`, and `meta.next_cursor` goes on from there.",
+                )
+                .query::<api::ListQuery>()
+                .page::<api::NoteSummary>()
+                .invalid("Invalid `tag`, `pinned`, `scope`, `cursor` or `limit`"),
+            )
             .post("/api/v1/notes", handlers::create)
+            .doc(
+                Operation::new("Create a note, owned by the caller")
+                    .description("Emits `note.created` `{note_id, owner_id}`.")
+                    .body::<api::NoteCreate>()
+                    .created::<api::Note>()
+                    .error(
+                        400,
+                        "An unknown query parameter, or a body that is not a JSON object",
+                    )
+                    .error(403, "Viewers and guests cannot create notes")
+                    .invalid(
+                        "Invalid `title` (`required`, `string`, `max:200`), `body` (`string`, \
+                         `max:N`), `tags` (`array`, `max:20`), `tags.N` (`string`, `distinct`, \
+                         `min:1`, `max:50`, `regex`) or `pinned` (`boolean`)",
+                    ),
+            )
             .get("/api/v1/notes/{id}", handlers::show)
+            .doc(
+                Operation::new("Show a note the caller owns or that is shared with them")
+                    .path_parameter("id", "The note id")
+                    .ok::<api::Note>()
+                    .error(404, "No such note, or not shared with the caller"),
+            )
             .patch("/api/v1/notes/{id}", handlers::update)
+            .doc(
+                Operation::new("Change a note (its owner, or a user it is shared with for `edit`)")
+                    .description(
+                        "Any subset of `title`, `body`, `tags` and `pinned`; `updated_at` moves. \
+                         Emits `note.updated` `{note_id, owner_id, user_id}` (an empty body \
+                         changes nothing).",
+                    )
+                    .path_parameter("id", "The note id")
+                    .body::<api::NoteUpdate>()
+                    .ok::<api::Note>()
+                    .error(
+                        400,
+                        "An unknown query parameter, or a body that is not a JSON object",
+                    )
+                    .error(
+                        403,
+                        "A viewer or guest, or a user the note is shared with for `read`",
+                    )
+                    .error(404, "No such note, or not shared with the caller")
+                    .invalid(
+                        "Invalid fields, with the rules of creation (`title` may not be `null`)",
+                    ),
+            )
             .delete("/api/v1/notes/{id}", handlers::destroy)
+            .doc(
+                Operation::new("Delete a note (its owner only), with all its shares")
+                    .description("Emits `note.deleted` `{note_id, owner_id}`.")
+                    .path_parameter("id", "The note id")
+                    .no_content()
+                    .error(403, "A viewer or guest, or a user the note is shared with")
+                    .error(404, "No such note, or not shared with the caller"),
+            )
             .put("/api/v1/notes/{id}/shares/{user_id}", handlers::share)
+            .doc(
+                Operation::new(
+                    "Share a note with a user of the tenant, or change the share's permission \
+                     (the owner only)",
+                )
+                .description(
+                    "Emits `note.shared` `{note_id, owner_id, user_id, permission}` when \
+                     something changed.",
+                )
+                .path_parameter("id", "The note id")
+                .path_parameter("user_id", "A provisioned user of the tenant, not the owner")
+                .body::<api::ShareWrite>()
+                .answers::<api::NoteShare>(
+                    200,
+                    "The share existed (its permission is now the one sent)",
+                )
+                .answers::<api::NoteShare>(201, "The share is new")
+                .error(
+                    400,
+                    "An unknown query parameter, or a body that is not a JSON object",
+                )
+                .error(403, "A viewer or guest, or not the note's owner")
+                .error(404, "No such note, or not shared with the caller")
+                .invalid(
+                    "`permission` (`required`, `string`, `in`), `user_id` (`not_owner`, \
+                     `exists`), `shares` (`max:500`: a note is shared with at most 500 users)",
+                ),
+            )
             .delete("/api/v1/notes/{id}/shares/{user_id}", handlers::unshare)
-            .handle(ctx, request)
+            .doc(
+                Operation::new(
+                    "Remove a share: the owner removes anyone's, a user removes their own \
+                     (leaves the note)",
+                )
+                .description("Emits `note.unshared` `{note_id, owner_id, user_id}`.")
+                .path_parameter("id", "The note id")
+                .path_parameter("user_id", "The user the note is shared with")
+                .no_content()
+                .error(
+                    403,
+                    "A viewer or guest (leaving a note needs a writer token too), or someone \
+                     else's share",
+                )
+                .error(404, "No such note or share"),
+            )
     }
 
     fn provision_tenant(tenant: &TenantInfo) -> Result<(), String> {

@@ -268,6 +268,7 @@ struct ValidationErrorBody {
 struct CursorMeta {
     /// Pass as `cursor` to continue after the last item returned; null only when nothing was
     /// returned and no cursor was given.
+    #[schemars(required, extend("type" = ["string", "null"]))]
     next_cursor: Option<String>,
     /// Whether more items follow.
     has_more: bool,
@@ -473,6 +474,9 @@ fn without_null(mut schema: Value) -> Value {
         if types.len() == 1 {
             let kind = types.remove(0);
             schema["type"] = kind;
+        }
+        if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut) {
+            values.retain(|value| !value.is_null());
         }
         return schema;
     }

@@ -2,6 +2,7 @@
 //! it: the host owns e-mail, names and user type; the user (or an owner) owns display name,
 //! title, phone and avatar URL; owners own the status.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::UserInfo;
 
@@ -9,7 +10,7 @@ use tessera_sdk::UserInfo;
 pub const MAX_NAME_CHARS: usize = 100;
 
 /// Whether a user is listed as active.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Active,
@@ -27,21 +28,38 @@ impl Status {
     }
 }
 
-/// One user of the tenant's directory, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One user of the tenant's directory, as the API shows it (every field is always present).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::api::all_required)]
 pub struct Profile {
+    /// The user's id.
     pub user_id: String,
+    /// From provisioning.
     pub email: String,
+    /// From provisioning.
     pub first_name: String,
+    /// From provisioning.
     pub last_name: String,
+    /// "First Last" (or the e-mail address) until edited; at most 100 characters.
+    #[schemars(length(max = 100))]
     pub display_name: String,
+    /// Null until set; at most 100 characters.
+    #[schemars(length(min = 1, max = 100))]
     pub title: Option<String>,
+    /// Null until set: 3 to 32 digits, spaces, `+`, `-`, `(`, `)`.
+    #[schemars(length(min = 3, max = 32))]
     pub phone: Option<String>,
+    /// Null until set: an `https://` URL.
+    #[schemars(length(max = 2048), extend("format" = "uri"))]
     pub avatar_url: Option<String>,
-    /// `user`, `guest` or `agent`.
+    /// `user`, `guest` or `agent`, from provisioning.
     pub user_type: String,
     pub status: Status,
+    /// When the user was first provisioned (RFC 3339).
+    #[schemars(extend("format" = "date-time"))]
     pub created_at: String,
+    /// When the profile last changed (RFC 3339).
+    #[schemars(extend("format" = "date-time"))]
     pub updated_at: String,
 }
 

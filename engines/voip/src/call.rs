@@ -3,11 +3,13 @@
 //! joined participant ends it; a call that is still ringing when it ends, or when its ring
 //! timeout passes, is `missed`. Times are Unix microseconds in, RFC 3339 UTC out.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::ApiError;
 use tessera_sdk::time::format_rfc3339_micros;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Audio or video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallKind {
     Audio,
@@ -24,7 +26,9 @@ impl CallKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a call is: `ringing` until the first invited participant joins, `active` until it
+/// ends; `ended` once answered and over, `missed` when it ended unanswered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     Ringing,
@@ -49,7 +53,9 @@ impl CallStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a participant is in a call: `invited` until they join, `joined` while in it, `left`
+/// once they left (or the call ended around them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParticipantState {
     Joined,
@@ -57,29 +63,49 @@ pub enum ParticipantState {
     Left,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A participant of a call.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::api::all_required)]
 pub struct Participant {
+    /// The user's id.
     pub user_id: String,
     pub state: ParticipantState,
     /// The last time the participant joined (RFC 3339); null until they do.
+    #[schemars(extend("format" = "date-time"))]
     pub joined_at: Option<String>,
     /// The last time the participant left (RFC 3339); null while joined or never joined.
+    #[schemars(extend("format" = "date-time"))]
     pub left_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A call record (also what the API answers: every field is always present).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::api::all_required)]
 pub struct Call {
+    /// The call's id, a UUID v7.
+    #[schemars(extend("format" = "uuid"))]
     pub id: String,
     pub kind: CallKind,
     pub status: CallStatus,
+    /// The user who started the call.
     pub initiator_id: String,
+    /// Seconds the call rings before it becomes `missed`.
+    #[schemars(range(min = 1, max = 300))]
     pub ring_timeout_seconds: u32,
     /// The initiator first, then the invited users in the order given.
+    #[schemars(length(min = 2, max = 51))]
     pub participants: Vec<Participant>,
+    /// When the call started (RFC 3339).
+    #[schemars(extend("format" = "date-time"))]
     pub created_at: String,
+    /// When the first invited participant joined (RFC 3339); null until then.
+    #[schemars(extend("format" = "date-time"))]
     pub answered_at: Option<String>,
+    /// When the call became `ended` or `missed` (RFC 3339); null until then.
+    #[schemars(extend("format" = "date-time"))]
     pub ended_at: Option<String>,
-    /// `ended_at − answered_at` in whole seconds once ended, 0 when missed, null before.
+    /// `ended_at − answered_at` in whole seconds once ended, 0 when missed, null before the call
+    /// is over.
     pub duration_seconds: Option<u64>,
 }
 

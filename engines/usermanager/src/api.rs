@@ -1,0 +1,83 @@
+//! The API description's own types: the PATCH body and the list query the handlers read by
+//! hand (`edits.rs` and `users.rs` check them field by field, to name every failing rule), and
+//! the schema transforms the documented types share. Nothing here is constructed; the profile
+//! itself (`profile.rs`) documents the answers.
+
+use schemars::{JsonSchema, Schema};
+use tessera_sdk::serde_json::Value;
+
+use crate::profile::Status;
+
+/// `PATCH /api/v1/users/{user_id}`: a JSON object whose fields are all optional; any other field
+/// is 422 `prohibited` (e-mail, names and type come from provisioning, the status from owners).
+/// Strings are trimmed; an empty `title`, `phone` or `avatar_url` clears it like null. Nothing
+/// is applied unless every field is valid.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "documentation only: the handler reads the body by hand"
+)]
+pub struct ProfileUpdate {
+    /// 1 to 100 characters after trimming; never null or blank (rules `required`, `string`,
+    /// `max:100`).
+    #[schemars(length(min = 1, max = 100), transform = not_null)]
+    display_name: Option<String>,
+    /// Null or empty clears it; at most 100 characters after trimming (rules `string`,
+    /// `max:100`).
+    #[schemars(length(max = 100))]
+    title: Option<String>,
+    /// Null or empty clears it; else 3 to 32 characters after trimming: digits, spaces, `+`,
+    /// `-`, `(`, `)`, with at least three digits (rules `string`, `min:3`, `max:32`, `phone`).
+    #[schemars(length(max = 32))]
+    phone: Option<String>,
+    /// Null or empty clears it; else an `https://` URL with a host, at most 2048 characters
+    /// (rules `string`, `max:2048`, `https`, `url`).
+    #[schemars(length(max = 2048), extend("format" = "uri"))]
+    avatar_url: Option<String>,
+}
+
+/// The query of the directory list.
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "documentation only: the handler reads the query by hand"
+)]
+pub struct UsersQuery {
+    /// Case-insensitive substring of the display name, first or last name or e-mail address;
+    /// empty means no filter (422 rule `max:100`).
+    #[schemars(length(max = 100))]
+    q: Option<String>,
+    /// Only users in this status; empty means all (422 rule `in` otherwise).
+    status: Option<Status>,
+    /// Opaque cursor from a previous page's `meta.next_cursor` (422 rule `invalid` when it is
+    /// not one of this list's).
+    cursor: Option<String>,
+    /// Page size: default 50; larger values than 100 are taken as 100 (422 rules `integer`,
+    /// `min:1`).
+    #[schemars(range(min = 1), extend("default" = 50))]
+    limit: Option<u32>,
+}
+
+/// Makes every property of an object schema required: for answers, whose fields are always
+/// written (`null` when unset) rather than left out.
+pub fn all_required(schema: &mut Schema) {
+    let names: Vec<Value> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().map(Value::from).collect())
+        .unwrap_or_default();
+    schema.insert("required".into(), names.into());
+}
+
+/// Drops the `null` alternative of an `Option` field's schema: for a field that may be left out
+/// but is refused as null.
+pub fn not_null(schema: &mut Schema) {
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|kind| kind != "null");
+        if let [kind] = types.as_slice() {
+            let kind = kind.clone();
+            schema.insert("type".into(), kind);
+        }
+    }
+}
