@@ -1,9 +1,12 @@
 //! The OpenAPI document the host serves.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use tessera_host::http::schema::{UUID, trimmed, trimmed_one_of, trimmed_text};
 
 use crate::components::{ENGINES, install_engines};
-use crate::helpers::{AppOptions, Backend, TestDatabase, spawn_app, spawn_app_with};
+use crate::helpers::{
+    AppOptions, Backend, TestDatabase, json_with_status, spawn_app, spawn_app_with,
+};
 
 #[tokio::test]
 async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
@@ -216,6 +219,307 @@ async fn parameters_are_documented_where_they_are_sent() {
         query_parameters > 20,
         "only {query_parameters} query parameters"
     );
+    app.stop().await;
+}
+
+/// The schema of an operation's JSON body, its `$ref` followed.
+fn body_schema<'a>(document: &'a Value, method: &str, path: &str) -> &'a Value {
+    let schema =
+        &document["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"];
+    resolved(document, schema)
+}
+
+/// `schema`, or the named schema it refers to.
+fn resolved<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            let name = reference
+                .strip_prefix("#/components/schemas/")
+                .unwrap_or_else(|| panic!("{reference} is not a schema"));
+            let named = &document["components"]["schemas"][name];
+            assert!(named.is_object(), "{reference} resolves");
+            named
+        }
+        None => schema,
+    }
+}
+
+/// The forms of a `oneOf`, each keyed by the single `enum` value (or trimmed pattern) of its
+/// discriminating property.
+fn forms<'a>(schema: &'a Value, key: &str) -> Vec<(String, &'a Value)> {
+    schema["oneOf"]
+        .as_array()
+        .unwrap_or_else(|| panic!("one form per `{key}`: {schema}"))
+        .iter()
+        .map(|form| {
+            let property = &form["properties"][key];
+            let name = match property["enum"].as_array() {
+                Some(names) => {
+                    assert_eq!(names.len(), 1, "{property}");
+                    names[0].as_str().unwrap().to_owned()
+                }
+                None => property["pattern"].as_str().unwrap().to_owned(),
+            };
+            (name, form)
+        })
+        .collect()
+}
+
+/// The bodies the handlers check by hand (intentions, workflows, switch-context, the MFA
+/// codes) are documented as they are checked: every key the code requires is `required` and
+/// not nullable, types, patterns and bounds are the code's, and where the shape depends on a
+/// kind (`type`, `method`, `operator`) there is one form per kind.
+#[tokio::test]
+async fn hand_checked_bodies_are_documented_as_checked() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let document = app.openapi().await;
+    let field_code = "^[A-Za-z][A-Za-z0-9_]{0,63}$";
+
+    // POST /core/api/v1/intentions: `type` a non-null string, one form per type.
+    let intention = body_schema(&document, "post", "/core/api/v1/intentions");
+    let intention_forms = forms(intention, "type");
+    let kinds: Vec<&str> = intention_forms
+        .iter()
+        .map(|(kind, _)| kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "entity.create",
+            "entity.update",
+            "entity.delete",
+            "entity.status_change"
+        ]
+    );
+    for (kind, form) in &intention_forms {
+        assert_eq!(form["required"], json!(["type", "payload"]), "{kind}");
+        assert_eq!(form["properties"]["type"]["type"], "string", "{kind}");
+        assert_eq!(form["properties"]["payload"]["type"], "object", "{kind}");
+    }
+    let payload = |index: usize| &intention_forms[index].1["properties"]["payload"];
+    assert_eq!(payload(0)["required"], json!(["family", "fields"]));
+    assert_eq!(payload(0)["properties"]["family"]["type"], "string");
+    assert_eq!(
+        payload(0)["properties"]["status"]["type"],
+        json!(["string", "null"])
+    );
+    let fields = &payload(0)["properties"]["fields"];
+    assert_eq!(fields["propertyNames"]["pattern"], field_code);
+    assert_eq!(fields["maxProperties"], 100);
+    assert!(fields.get("minProperties").is_none());
+    assert_eq!(payload(1)["required"], json!(["entity_id", "fields"]));
+    assert_eq!(payload(1)["properties"]["fields"]["minProperties"], 1);
+    assert_eq!(payload(1)["properties"]["entity_id"]["pattern"], UUID);
+    assert_eq!(payload(2)["required"], json!(["entity_id"]));
+    assert_eq!(payload(3)["required"], json!(["entity_id", "status"]));
+
+    // POST /core/api/v1/workflows and PATCH …/{id}: the same keys, required only to create.
+    let new = body_schema(&document, "post", "/core/api/v1/workflows");
+    let patch = body_schema(&document, "patch", "/core/api/v1/workflows/{id}");
+    assert_eq!(new["required"], json!(["name", "trigger_event", "actions"]));
+    assert!(patch.get("required").is_none(), "{patch}");
+    assert_eq!(new["properties"], patch["properties"]);
+    let keys = &new["properties"];
+    assert_eq!(keys["name"]["type"], "string");
+    assert_eq!(keys["name"]["pattern"], trimmed_text(200));
+    assert_eq!(keys["trigger_event"]["type"], "string");
+    assert_eq!(
+        keys["trigger_event"]["pattern"],
+        trimmed_one_of(&[
+            "entity.created",
+            "entity.updated",
+            "entity.deleted",
+            "entity.status_changed"
+        ])
+    );
+    assert_eq!(keys["description"]["type"], json!(["string", "null"]));
+    assert_eq!(keys["family"]["type"], json!(["string", "null"]));
+    assert_eq!(keys["conditions"]["type"], json!(["array", "null"]));
+    assert_eq!(keys["conditions"]["maxItems"], 50);
+    assert_eq!(keys["actions"]["type"], "array");
+    assert_eq!(keys["actions"]["minItems"], 1);
+    assert_eq!(keys["actions"]["maxItems"], 20);
+    let action = resolved(&document, &keys["actions"]["items"]);
+    let action_forms = forms(action, "type");
+    let configs: Vec<(&str, &Value)> = action_forms
+        .iter()
+        .map(|(kind, form)| {
+            assert_eq!(form["required"], json!(["type", "config"]), "{kind}");
+            (kind.as_str(), &form["properties"]["config"])
+        })
+        .collect();
+    assert_eq!(configs[0].0, trimmed_one_of(&["update_field"]));
+    assert_eq!(configs[0].1["required"], json!(["field", "value"]));
+    assert_eq!(configs[1].0, trimmed_one_of(&["send_notification"]));
+    assert_eq!(configs[1].1["required"], json!(["recipient", "title"]));
+    assert_eq!(
+        configs[1].1["properties"]["message"]["type"],
+        json!(["string", "null"])
+    );
+    assert_eq!(configs[2].0, trimmed_one_of(&["create_entity"]));
+    assert_eq!(configs[2].1["required"], json!(["family"]));
+    assert_eq!(
+        configs[2].1["properties"]["fields"]["propertyNames"]["pattern"],
+        field_code
+    );
+    let condition = resolved(&document, &keys["conditions"]["items"]);
+    let condition_forms = forms(condition, "operator");
+    assert_eq!(condition_forms.len(), 4, "one form per kind of value");
+    for (operators, form) in &condition_forms {
+        let takes_value = !operators.contains("is_empty");
+        let mut required = vec!["field", "operator"];
+        if takes_value {
+            required.push("value");
+        }
+        assert_eq!(form["required"], json!(required), "{operators}");
+        assert_eq!(
+            form["properties"]["field"]["pattern"],
+            trimmed(&field_code[1..field_code.len() - 1])
+        );
+    }
+    let value = resolved(&document, &configs[0].1["properties"]["value"]);
+    assert!(
+        value["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|branch| branch["items"]["$ref"] == "#/components/schemas/WorkflowValue"),
+        "values nest: {value}"
+    );
+
+    // POST /auth/api/v1/auth/switch-context: `null` or a UUID, never blank.
+    let switch = body_schema(&document, "post", "/auth/api/v1/auth/switch-context");
+    assert!(switch.get("required").is_none(), "{switch}");
+    for key in ["tenant_id", "workspace_id"] {
+        assert_eq!(switch["properties"][key]["type"], json!(["string", "null"]));
+        assert_eq!(switch["properties"][key]["pattern"], UUID);
+    }
+
+    // The MFA codes: six digits at confirm; at verify, by `method`, six digits or a recovery
+    // code.
+    let totp = trimmed("[0-9](?: *[0-9]){5}");
+    let confirm = body_schema(&document, "post", "/auth/api/v1/auth/mfa/totp/confirm");
+    assert_eq!(confirm["required"], json!(["code"]));
+    assert_eq!(confirm["properties"]["code"]["type"], "string");
+    assert_eq!(confirm["properties"]["code"]["pattern"], totp);
+    assert_eq!(confirm["properties"]["code"]["maxLength"], 24);
+    let verify = body_schema(&document, "post", "/auth/api/v1/auth/mfa/verify");
+    let verify_forms = forms(verify, "method");
+    assert_eq!(verify_forms[0].0, "totp");
+    assert_eq!(verify_forms[1].0, "recovery_code");
+    for (method, form) in &verify_forms {
+        assert_eq!(
+            form["required"],
+            json!(["mfa_token", "method", "code"]),
+            "{method}"
+        );
+    }
+    assert_eq!(
+        verify_forms[0].1["properties"]["code"],
+        confirm["properties"]["code"]
+    );
+    let recovery = verify_forms[1].1["properties"]["code"]["pattern"]
+        .as_str()
+        .unwrap();
+    assert!(recovery.ends_with("{12}$"), "{recovery}");
+    app.stop().await;
+}
+
+/// What the documents of those bodies newly admit, the server accepts (a braced UUID, padded
+/// names and kinds, nested placeholders, blank optional texts), and what they newly refuse,
+/// it refuses (the bodies schemathesis found schema-valid and refused).
+#[tokio::test]
+async fn hand_checked_bodies_accept_what_their_documents_admit() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let tenant_id = app.create_tenant("documented");
+    let owner = app
+        .token(&tenant_id, &uuid::Uuid::new_v4().to_string(), "owner")
+        .await;
+    let braced = |id: &str| format!(" {{{}}}\t", id.to_uppercase());
+
+    let workflow = json!({
+        "name": "  Padded  ",
+        "description": "  ",
+        "trigger_event": " entity.created\n",
+        "family": "",
+        "conditions": [{"field": " status ", "operator": " is_empty ", "value": {"ignored": 1}}],
+        "actions": [
+            {"type": " send_notification ", "config": {
+                "recipient": braced(&uuid::Uuid::new_v4().to_string()),
+                "title": "{ Hi }} {{ entity.title }}",
+                "message": null,
+            }},
+            {"type": "update_field", "config": {
+                "field": "done",
+                "value": ["{{now}}", {"by": "{{current_user}}"}, null],
+            }},
+            {"type": "create_entity", "config": {"family": "task", "fields": null, "status": ""}},
+        ],
+    });
+    let created = json_with_status(
+        app.post_as("/core/api/v1/workflows", &owner, &workflow)
+            .await,
+        201,
+    )
+    .await;
+    assert_eq!(created["data"]["name"], "Padded");
+    let refused = json_with_status(
+        app.post_as("/core/api/v1/workflows", &owner, &json!({}))
+            .await,
+        422,
+    )
+    .await;
+    for key in ["name", "trigger_event", "actions"] {
+        assert_eq!(refused["errors"][key], json!(["required"]), "{key}");
+    }
+
+    // A well-formed id of no entity is a 404, not a 422.
+    let missing = braced(&uuid::Uuid::new_v4().to_string());
+    let response = app
+        .intention(&owner, "entity.delete", json!({"entity_id": missing}))
+        .await;
+    json_with_status(response, 404).await;
+    let refused = json_with_status(
+        app.post_as(
+            "/core/api/v1/intentions",
+            &owner,
+            &json!({"payload": {}, "type": null}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(refused["errors"]["type"], json!(["required"]));
+
+    let switch = "/auth/api/v1/auth/switch-context";
+    let switched = json_with_status(
+        app.post_as(switch, &owner, &json!({"tenant_id": braced(&tenant_id)}))
+            .await,
+        200,
+    )
+    .await;
+    assert!(switched["data"]["access_token"].is_string(), "{switched}");
+    json_with_status(
+        app.post_as(
+            switch,
+            &owner,
+            &json!({"tenant_id": null, "workspace_id": null}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let refused = json_with_status(
+        app.post_as(
+            switch,
+            &owner,
+            &json!({"tenant_id": null, "workspace_id": ""}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(refused["errors"]["workspace_id"], json!(["uuid"]));
     app.stop().await;
 }
 

@@ -121,23 +121,80 @@ pub struct TotpEnabled {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CodeRequest {
-    /// The current TOTP code (or, where accepted, a recovery code); not blank.
-    #[schema(value_type = String, required = true, pattern = r"\S")]
+    /// The current TOTP code.
+    #[schema(schema_with = totp_code_schema, required = true)]
     pub code: Option<String>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+/// The second step of a login with MFA: which of the two forms is documented by hand
+/// (`PartialSchema` below), as the code's shape depends on `method`.
+#[derive(Debug, Deserialize)]
 pub struct VerifyRequest {
-    /// The `mfa_token` of the login's 202 answer.
-    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub mfa_token: Option<String>,
-    /// `totp` or `recovery_code`.
-    #[schema(value_type = String, required = true, pattern = "^(totp|recovery_code)$")]
     pub method: Option<String>,
-    /// The code of that method; not blank.
-    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub code: Option<String>,
 }
+
+/// A TOTP code as `totp::verify` reads it: six ASCII digits, spaces allowed between them and
+/// white space around them, at most 24 bytes in all (`max_length`). Anything else is a wrong
+/// code.
+fn totp_code_schema() -> utoipa::openapi::Object {
+    use tessera_http::schema::{string, trimmed};
+    string(trimmed("[0-9](?: *[0-9]){5}"))
+        .max_length(Some(4 * totp::DIGITS))
+        .description(Some(
+            "The current TOTP code: 6 digits, spaces allowed between them (`123 456`) and \
+             white space around them; at most 24 bytes",
+        ))
+        .build()
+}
+
+/// A recovery code as `totp::hash_recovery_code` reads it: twelve symbols of Crockford's
+/// base32 (either case; `o`, `i` and `l` read as `0`, `1`, `1`; no `u`), hyphens and white
+/// space anywhere. Anything else is a wrong code.
+fn recovery_code_schema() -> utoipa::openapi::Object {
+    use tessera_http::schema::{WHITE_SPACE_CHARACTERS as SPACE, string};
+    string(format!(
+        "^[-{SPACE}]*(?:[0-9A-TV-Za-tv-z][-{SPACE}]*){{12}}$"
+    ))
+    .description(Some(
+        "One of the recovery codes handed out when MFA was enabled (`xxxxxx-xxxxxx`): case, \
+             hyphens and white space do not matter",
+    ))
+    .build()
+}
+
+impl utoipa::PartialSchema for VerifyRequest {
+    /// One object per `method`: `totp` with a TOTP code, `recovery_code` with a recovery code;
+    /// all three fields required, `mfa_token` not blank.
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use tessera_http::schema::{NOT_BLANK, string, string_enum};
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let form = |method: &str, code: utoipa::openapi::Object| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property(
+                    "mfa_token",
+                    string(NOT_BLANK)
+                        .description(Some("The `mfa_token` of the login's 202 answer")),
+                )
+                .required("mfa_token")
+                .property("method", string_enum(&[method]))
+                .required("method")
+                .property("code", code)
+                .required("code")
+        };
+        OneOfBuilder::new()
+            .item(form("totp", totp_code_schema()))
+            .item(form("recovery_code", recovery_code_schema()))
+            .description(Some(
+                "`mfa_token`, `method` (`totp` or `recovery_code`) and the `code` of that method",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for VerifyRequest {}
 
 /// Starts a TOTP enrolment: a new secret, pending until confirmed.
 #[utoipa::path(

@@ -96,10 +96,30 @@ pub struct RefreshRequest {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SwitchContextRequest {
-    #[schema(format = Uuid)]
+    #[schema(schema_with = tenant_id_schema)]
     pub tenant_id: Option<String>,
-    #[schema(format = Uuid)]
+    #[schema(schema_with = workspace_id_schema)]
     pub workspace_id: Option<String>,
+}
+
+/// `tenant_id` of [`SwitchContextRequest`].
+fn tenant_id_schema() -> utoipa::openapi::Object {
+    context_id_schema("A tenant the caller belongs to; absent or `null`: the current one")
+}
+
+/// `workspace_id` of [`SwitchContextRequest`].
+fn workspace_id_schema() -> utoipa::openapi::Object {
+    context_id_schema("A workspace of that tenant; absent or `null`: its default workspace")
+}
+
+/// `null`, or a UUID as `ValidationErrors::uuid` reads it (never blank).
+fn context_id_schema(what: &str) -> utoipa::openapi::Object {
+    tessera_http::schema::nullable_string(tessera_http::schema::UUID)
+        .description(Some(format!(
+            "{what}. A UUID: hyphenated, simple, braced or `urn:uuid:`, either case, \
+             surrounding white space allowed"
+        )))
+        .build()
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -203,6 +203,11 @@ pub fn is_field_code(code: &str) -> bool {
         && code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// What [`is_field_code`] accepts, as a pattern without anchors (for the API's documentation).
+pub fn field_code_pattern() -> String {
+    format!("[A-Za-z][A-Za-z0-9_]{{0,{}}}", MAX_FIELD_CODE - 1)
+}
+
 fn fields(
     errors: &mut ValidationErrors,
     payload: &Map<String, Value>,

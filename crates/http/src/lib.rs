@@ -1,7 +1,8 @@
 //! The HTTP kit every service of the host builds on: the API's error type and its bodies,
 //! extractors that refuse bad input in the API's shapes, `{data}` envelopes, offset and cursor
 //! paging, the request conventions (correlation id, logs, JSON error bodies, panics), rate
-//! limits, the listener with its connection limits, and the extractor of signed internal calls.
+//! limits, the listener with its connection limits, the extractor of signed internal calls, and
+//! the patterns that document request bodies as exactly as they are checked.
 //! It knows no service: each service crate exports its own router, and the binary merges them.
 
 pub mod config;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod paging;
 pub mod rate_limit;
+pub mod schema;
 pub mod signature;
 
 pub use error::{ApiError, ApiResult, ValidationErrors};

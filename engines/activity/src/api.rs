@@ -105,7 +105,7 @@ pub struct FeedQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, larger values are taken as 100.
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     pub limit: Option<u32>,
 }
 

@@ -159,13 +159,18 @@ pub struct CreatedWebhook {
     pub updated_at: String,
 }
 
+/// What a webhook `url` looks like, surrounding whitespace (trimmed) included: `https://` (any
+/// case), a host without `@`, then a path, query or fragment, no whitespace. Whether its host
+/// is private is decided when it is created (`not_private`), not by the pattern.
+const WEBHOOK_URL_PATTERN: &str = r"^\s*[Hh][Tt][Tt][Pp][Ss]://[^/?#@\s]+(?:[/?#]\S*)?\s*$";
+
 /// `POST /chat/api/v1/webhooks`.
 #[derive(JsonSchema)]
 pub struct WebhookCreate {
     /// HTTPS only, at most 2048 characters, and not to a private, loopback or link-local
     /// address unless the host allows private targets (422 rules `required`, `string`,
     /// `max:2048`, `https`, `url`, `not_private`).
-    #[schemars(length(max = MAX_URL_CHARS), extend("format" = "uri"))]
+    #[schemars(length(max = MAX_URL_CHARS), regex(pattern = WEBHOOK_URL_PATTERN))]
     pub url: String,
     /// At least one event (422 rule `required` when empty, `in` on `events.N` for an unknown
     /// one); repeated events are kept once.
@@ -184,7 +189,7 @@ pub struct WebhookUpdate {
     #[schemars(
         with = "String",
         length(max = MAX_URL_CHARS),
-        extend("format" = "uri")
+        regex(pattern = WEBHOOK_URL_PATTERN)
     )]
     pub url: Option<String>,
     /// Same rules as on creation; replaces the subscribed events.
@@ -293,7 +298,7 @@ pub struct PageQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor` (422 rule `invalid` otherwise).
     pub cursor: Option<String>,
     /// Page size; default 50, larger values are clamped to 100 (422 rules `integer`, `min:1`).
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     pub limit: Option<u32>,
 }
 
@@ -305,6 +310,6 @@ pub struct DeliveriesQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor` (422 rule `invalid` otherwise).
     pub cursor: Option<String>,
     /// Page size; default 50, larger values are clamped to 100 (422 rules `integer`, `min:1`).
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     pub limit: Option<u32>,
 }

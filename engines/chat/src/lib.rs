@@ -643,7 +643,11 @@ mod tests {
 
         let create = schema(&document, "WebhookCreate");
         assert_eq!(required(create), ["url", "events", "secret"]);
-        assert_eq!(create["properties"]["url"]["format"], "uri");
+        let url_pattern = create["properties"]["url"]["pattern"].as_str().unwrap();
+        assert!(
+            url_pattern.contains("[Hh][Tt][Tt][Pp][Ss]://"),
+            "{url_pattern}"
+        );
         assert_eq!(create["properties"]["url"]["maxLength"], 2048);
         assert_eq!(create["properties"]["events"]["minItems"], 1);
         assert_eq!(create["properties"]["secret"]["minLength"], 32);

@@ -116,7 +116,7 @@ pub fn router() -> Router {
             )
             .path_parameter("id", FOLDER_ID)
             .query::<UploadQuery>()
-            .binary_body("application/octet-stream")
+            .optional_binary_body("application/octet-stream")
             .created::<File>()
             .error(403, "Viewers and guests cannot write")
             .error(
@@ -287,8 +287,8 @@ pub struct FolderCreate {
     /// `..`, not only spaces; unique in the parent among folders and files, whatever the case.
     #[schemars(length(min = 1, max = 255), regex(pattern = NAME_PATTERN))]
     pub name: String,
-    /// A folder id, or `home` for the caller's home folder.
-    #[schemars(extend("type" = "string", "default" = "root"))]
+    /// A folder id, or `home` for the caller's home folder; absent or null: the root.
+    #[schemars(extend("default" = "root"))]
     pub parent_id: Option<String>,
 }
 
@@ -298,13 +298,11 @@ pub struct FolderUpdate {
     /// The new name, with the rules of a new folder's.
     #[schemars(
         length(min = 1, max = 255),
-        regex(pattern = NAME_PATTERN),
-        extend("type" = "string")
+        regex(pattern = NAME_PATTERN)
     )]
     pub name: Option<String>,
     /// The new parent (`home` for the caller's home folder): a folder of the same drive, not
     /// the folder itself nor a folder inside it.
-    #[schemars(extend("type" = "string"))]
     pub parent_id: Option<String>,
 }
 
@@ -314,13 +312,11 @@ pub struct FileUpdate {
     /// The new name, with the rules of folder names.
     #[schemars(
         length(min = 1, max = 255),
-        regex(pattern = NAME_PATTERN),
-        extend("type" = "string")
+        regex(pattern = NAME_PATTERN)
     )]
     pub name: Option<String>,
     /// Any folder the caller sees (`home` for their own): into a home drive the file becomes
     /// private, out of it shared.
-    #[schemars(extend("type" = "string"))]
     pub folder_id: Option<String>,
 }
 
@@ -330,7 +326,7 @@ pub struct ChildrenQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, larger values are taken as 100.
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     pub limit: Option<u32>,
 }
 
@@ -444,19 +440,26 @@ mod tests {
         assert_eq!(create["required"], json!(["name"]));
         assert_eq!(create["properties"]["name"]["maxLength"], 255);
         assert_eq!(create["properties"]["name"]["minLength"], 1);
-        // Absent means `root`; the field is not nullable.
+        // Absent or null means `root`.
         assert_eq!(
             create["properties"]["parent_id"],
             json!({
-                "type": "string",
+                "type": ["string", "null"],
                 "default": "root",
-                "description": "A folder id, or `home` for the caller's home folder."
+                "description": "A folder id, or `home` for the caller's home folder; absent or null: the root."
             })
         );
+        // Null changes nothing, as absent does.
         let update = schema(&document, "FileUpdate");
         assert!(update.get("required").is_none());
-        assert_eq!(update["properties"]["folder_id"]["type"], "string");
-        assert_eq!(update["properties"]["name"]["type"], "string");
+        assert_eq!(
+            update["properties"]["folder_id"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(
+            update["properties"]["name"]["type"],
+            json!(["string", "null"])
+        );
         assert_eq!(schema(&document, "FolderKind")["enum"], json!(["folder"]));
         assert_eq!(schema(&document, "FileKind")["enum"], json!(["file"]));
 

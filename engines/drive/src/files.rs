@@ -111,7 +111,7 @@ pub fn download(ctx: &Context, req: &Request) -> HandlerResult {
 pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     let file = visible_file(ctx, req)?;
     ctx.require_writer()?;
-    let body: FileFields = req.json()?;
+    let body: FileFields = req.json_object()?;
     require_may_change(ctx, &file)?;
     let mut errors = ValidationErrors::new();
     let mut updated = file.clone();

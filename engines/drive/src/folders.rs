@@ -46,7 +46,7 @@ fn changeable_folder(ctx: &Context, req: &Request) -> Result<Folder, ApiError> {
 pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_writer()?;
-    let body: FolderFields = req.json()?;
+    let body: FolderFields = req.json_object()?;
     let mut errors = ValidationErrors::new();
     let name = input::name(body.name.as_deref(), "name", &mut errors);
     let parent_id = body.parent_id.as_deref().unwrap_or(ROOT_ID);
@@ -104,7 +104,7 @@ pub fn children(ctx: &Context, req: &Request) -> HandlerResult {
 /// parent_id, actor_id}` unless nothing changed.
 pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     let folder = changeable_folder(ctx, req)?;
-    let body: FolderFields = req.json()?;
+    let body: FolderFields = req.json_object()?;
     let mut errors = ValidationErrors::new();
     let mut updated = folder.clone();
     if let Some(name) = body.name.as_deref()

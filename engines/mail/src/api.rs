@@ -177,7 +177,7 @@ pub struct ListQuery {
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,
     /// Page size; default 50, and a larger value than 100 is taken as 100.
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     pub limit: Option<u32>,
 }
 

@@ -143,6 +143,13 @@ impl Operation {
         self
     }
 
+    /// A request body of raw bytes of `media_type` that may be empty or absent (an empty
+    /// file).
+    pub fn optional_binary_body(mut self, media_type: &str) -> Self {
+        self.body = Some((Body::Binary(media_type.to_owned()), false));
+        self
+    }
+
     fn answer(
         mut self,
         status: u16,

@@ -104,6 +104,20 @@ impl Request {
         crate::json::parse_json(&self.body)
     }
 
+    /// [`Request::json`] for a body that must be a JSON object (the usual case: a struct's
+    /// fields): any other JSON value is 422 `{"body": ["object"]}`, as on the host, rather than
+    /// an array read field by field into the struct.
+    pub fn json_object<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        if let Some(content_type) = self.header("content-type")
+            && !tessera_wire::is_json_content_type(content_type)
+        {
+            return Err(ApiError::BadRequest(
+                tessera_wire::MESSAGE_EXPECTED_JSON.into(),
+            ));
+        }
+        Ok(tessera_wire::parse_json_object(&self.body)?)
+    }
+
     /// The body as UTF-8 text; 400 when it is not.
     pub fn text(&self) -> Result<&str, ApiError> {
         std::str::from_utf8(&self.body)
@@ -249,6 +263,28 @@ fn hex(byte: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn object_bodies_refuse_other_json() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Fields {
+            name: Option<String>,
+        }
+        let request =
+            |body: &str| Request::new("POST", "/", "").with_body(body.as_bytes().to_vec());
+        assert!(request(r#"{"name": "x"}"#).json_object::<Fields>().is_ok());
+        // An array would fill the struct's fields in order; it is refused instead.
+        assert_eq!(
+            request(r#"["x"]"#).json_object::<Fields>().unwrap_err(),
+            ApiError::invalid("body", "object")
+        );
+        assert!(matches!(
+            request("{").json_object::<Fields>(),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
+
     use super::*;
 
     #[test]

@@ -151,49 +151,57 @@ impl Router {
         self.route("DELETE", pattern, handler)
     }
 
-    /// Dispatches `request`: the best matching route's handler (its error turned into the error
-    /// response), else 404 `{"message": "Not found."}` when no pattern matches the path, else
-    /// 405 `{"message": "Method not allowed."}` with an `allow` header.
+    /// Dispatches `request`: the path picks the most specific matching pattern first (a
+    /// literal segment beats a capture, from the left), then the method picks among that
+    /// pattern's routes, so `GET /webhooks/dlq` never falls through to `PATCH /webhooks/{id}`.
+    /// The route's handler answers (its error turned into the error response); 404
+    /// `{"message": "Not found."}` when no pattern matches the path; 405 `{"message": "Method
+    /// not allowed."}` with an `allow` header listing that pattern's methods otherwise.
     pub fn handle(&self, ctx: &Context, mut request: Request) -> Response {
         let path_segments: Vec<&str> = split_path(&request.path);
-        let mut best: Option<(&Route, Vec<bool>)> = None;
-        let mut allowed: Vec<&str> = Vec::new();
+        let mut best: Option<Vec<bool>> = None;
+        let mut candidates: Vec<&Route> = Vec::new();
         for route in &self.routes {
             let Some(specificity) = specificity(&route.segments, &path_segments) else {
                 continue;
             };
-            if route.method != request.method {
+            match best.as_ref().map(|best| specificity.cmp(best)) {
+                Some(std::cmp::Ordering::Less) => continue,
+                Some(std::cmp::Ordering::Equal) => candidates.push(route),
+                None | Some(std::cmp::Ordering::Greater) => {
+                    best = Some(specificity);
+                    candidates = vec![route];
+                }
+            }
+        }
+        if candidates.is_empty() {
+            return Response::error(404, "Not found.");
+        }
+        let Some(route) = candidates
+            .iter()
+            .find(|route| route.method == request.method)
+        else {
+            let mut allowed: Vec<&str> = Vec::new();
+            for route in &candidates {
                 if !allowed.contains(&route.method.as_str()) {
                     allowed.push(&route.method);
                 }
-                continue;
             }
-            if best
-                .as_ref()
-                .is_none_or(|(_, best_specificity)| specificity > *best_specificity)
-            {
-                best = Some((route, specificity));
-            }
-        }
-        match best {
-            Some((route, _)) => {
-                let params = route
-                    .segments
-                    .iter()
-                    .zip(&path_segments)
-                    .filter_map(|(segment, value)| match segment {
-                        Segment::Capture(name) => Some((name.clone(), percent_decode(value))),
-                        Segment::Literal(_) => None,
-                    })
-                    .collect();
-                request.set_params(params);
-                (route.handler)(ctx, &request).unwrap_or_else(ApiError::into_response)
-            }
-            None if allowed.is_empty() => Response::error(404, "Not found."),
-            None => ApiError::MethodNotAllowed
+            return ApiError::MethodNotAllowed
                 .into_response()
-                .with_header("allow", allowed.join(", ")),
-        }
+                .with_header("allow", allowed.join(", "));
+        };
+        let params = route
+            .segments
+            .iter()
+            .zip(&path_segments)
+            .filter_map(|(segment, value)| match segment {
+                Segment::Capture(name) => Some((name.clone(), percent_decode(value))),
+                Segment::Literal(_) => None,
+            })
+            .collect();
+        request.set_params(params);
+        (route.handler)(ctx, &request).unwrap_or_else(ApiError::into_response)
     }
 }
 
@@ -321,6 +329,13 @@ mod tests {
             call("PATCH", "/api/v1/notes/x").2.as_deref(),
             Some("GET, DELETE")
         );
+    }
+
+    #[test]
+    fn a_literal_path_answers_405_with_its_own_methods_only() {
+        // `/api/v1/notes/archive` is its own resource (GET only), not a `{id}` of DELETE.
+        let (status, _, allow) = call("DELETE", "/api/v1/notes/archive");
+        assert_eq!((status, allow.as_deref()), (405, Some("GET")));
     }
 
     #[test]

@@ -8,6 +8,16 @@ use tessera_sdk::serde_json::Value;
 
 use crate::profile::Status;
 
+/// What `avatar_url` accepts, surrounding whitespace (trimmed) included: empty (clears it), or
+/// `https://` (any case) and a host without `@`, then a path, query or fragment, no whitespace
+/// or control characters.
+const AVATAR_URL_PATTERN: &str =
+    r"^\s*(?:[Hh][Tt][Tt][Pp][Ss]://[^/?#@\s\x00-\x1f\x7f]+(?:[/?#][^\s\x00-\x1f\x7f]*)?)?\s*$";
+
+/// What `phone` accepts, surrounding whitespace (trimmed) included: empty (clears it), or 3 to
+/// 32 digits, spaces, `+`, `-`, `(` and `)` with at least three digits.
+const PHONE_PATTERN: &str = r"^\s*(?:(?=(?:[^0-9]*[0-9]){3})[0-9 +()\-]{3,32})?\s*$";
+
 /// `PATCH /api/v1/users/{user_id}`: a JSON object whose fields are all optional; any other field
 /// is 422 `prohibited` (e-mail, names and type come from provisioning, the status from owners).
 /// Strings are trimmed; an empty `title`, `phone` or `avatar_url` clears it like null. Nothing
@@ -29,11 +39,11 @@ pub struct ProfileUpdate {
     title: Option<String>,
     /// Null or empty clears it; else 3 to 32 characters after trimming: digits, spaces, `+`,
     /// `-`, `(`, `)`, with at least three digits (rules `string`, `min:3`, `max:32`, `phone`).
-    #[schemars(length(max = 32))]
+    #[schemars(regex(pattern = PHONE_PATTERN))]
     phone: Option<String>,
     /// Null or empty clears it; else an `https://` URL with a host, at most 2048 characters
     /// (rules `string`, `max:2048`, `https`, `url`).
-    #[schemars(length(max = 2048), extend("format" = "uri"))]
+    #[schemars(length(max = 2048), regex(pattern = AVATAR_URL_PATTERN))]
     avatar_url: Option<String>,
 }
 
@@ -55,7 +65,7 @@ pub struct UsersQuery {
     cursor: Option<String>,
     /// Page size: default 50; larger values than 100 are taken as 100 (422 rules `integer`,
     /// `min:1`).
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     limit: Option<u32>,
 }
 

@@ -242,7 +242,7 @@ mod tests {
         for field in ["user_id", "email", "title", "phone", "avatar_url", "status"] {
             assert!(required.contains(&field.into()), "{field}");
         }
-        assert_eq!(profile["properties"]["avatar_url"]["format"], "uri");
+        assert_eq!(profile["properties"]["avatar_url"]["maxLength"], 2048);
 
         let patch = &document["paths"]["/api/v1/users/{user_id}"]["patch"];
         assert_eq!(patch["requestBody"]["required"], true);

@@ -49,8 +49,9 @@ pub struct Profile {
     /// Null until set: 3 to 32 digits, spaces, `+`, `-`, `(`, `)`.
     #[schemars(length(min = 3, max = 32))]
     pub phone: Option<String>,
-    /// Null until set: an `https://` URL.
-    #[schemars(length(max = 2048), extend("format" = "uri"))]
+    /// Null until set: an `https://` URL as the user gave it (trimmed; not normalised, so not
+    /// necessarily an RFC 3986 URI).
+    #[schemars(length(max = 2048))]
     pub avatar_url: Option<String>,
     /// `user`, `guest` or `agent`, from provisioning.
     pub user_type: String,

@@ -47,7 +47,7 @@ pub struct CallsQuery {
     cursor: Option<String>,
     /// Page size: default 50; larger values than 100 are taken as 100 (422 rules `integer`,
     /// `min:1`).
-    #[schemars(range(min = 1), extend("default" = 50))]
+    #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     limit: Option<u32>,
 }
 

@@ -89,7 +89,7 @@ pub enum Operator {
 
 /// What a condition's `value` must be for an operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ExpectedValue {
+pub(super) enum ExpectedValue {
     /// Any JSON but `null`.
     Any,
     /// A number or a string.
@@ -144,7 +144,7 @@ impl Operator {
         self.expected_value() != ExpectedValue::Nothing
     }
 
-    fn expected_value(self) -> ExpectedValue {
+    pub(super) fn expected_value(self) -> ExpectedValue {
         match self {
             Self::Equals | Self::NotEquals | Self::Contains => ExpectedValue::Any,
             Self::GreaterThan | Self::LessThan => ExpectedValue::NumberOrString,
@@ -204,20 +204,20 @@ pub enum Action {
 
 /// The kinds of action, as `type` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ActionType {
+pub(super) enum ActionType {
     UpdateField,
     SendNotification,
     CreateEntity,
 }
 
 impl ActionType {
-    const ALL: [Self; 3] = [
+    pub(super) const ALL: [Self; 3] = [
         Self::UpdateField,
         Self::SendNotification,
         Self::CreateEntity,
     ];
 
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::UpdateField => "update_field",
             Self::SendNotification => "send_notification",

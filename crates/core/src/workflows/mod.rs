@@ -1,12 +1,14 @@
 //! Workflows: event-driven automations of a tenant. Definitions and their validation
 //! (`definition.rs`), condition evaluation (`conditions.rs`), value templates
 //! (`templates.rs`), storage of workflows and runs (`store.rs`), the HTTP endpoints
-//! (`routes.rs`) and the runner the `workflow` worker drives (`runner.rs`).
+//! (`routes.rs`) with the documented shape of their bodies (`schema.rs`) and the runner the
+//! `workflow` worker drives (`runner.rs`).
 
 pub mod conditions;
 pub mod definition;
 mod routes;
 pub mod runner;
+mod schema;
 pub mod store;
 pub mod templates;
 

@@ -11,6 +11,7 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::definition;
+use super::schema::{NewWorkflow, WorkflowPatch};
 use super::store::{self, Activation, WorkflowActivation, WorkflowRun, WorkflowView};
 use crate::state::CoreState;
 use tessera_auth::caller::Caller;
@@ -99,7 +100,7 @@ async fn list_workflows(
     path = "/core/api/v1/workflows",
     tag = "workflows",
     security(("bearer" = [])),
-    request_body(content = Object, description = "`name`, `trigger_event` and `actions` (at least one `{type, config}`) required; `description`, `family` and `conditions` (`{field, operator, value}`) optional"),
+    request_body(content = NewWorkflow, description = "`name`, `trigger_event` and `actions` (at least one `{type, config}`) required; `description`, `family` and `conditions` (`{field, operator, value}`) optional"),
     responses(
         (status = 201, description = "The new workflow, inactive", body = Data<WorkflowView>),
         (status = 400, description = "Malformed JSON"),
@@ -162,7 +163,7 @@ async fn get_workflow(
     tag = "workflows",
     security(("bearer" = [])),
     params(("id" = String, Path, description = "Workflow id")),
-    request_body(content = Object, description = "Any of `name`, `description`, `trigger_event`, `family`, `conditions`, `actions`"),
+    request_body(content = WorkflowPatch, description = "Any of `name`, `description`, `trigger_event`, `family`, `conditions`, `actions`"),
     responses(
         (status = 200, description = "The changed workflow", body = Data<WorkflowView>),
         (status = 400, description = "Malformed JSON"),
