@@ -4,9 +4,8 @@
 //! the body of marking are documentation types. The host shows them under `/activity/…` as
 //! `activity.<Name>`.
 
-use schemars::{JsonSchema, Schema};
+use schemars::JsonSchema;
 use serde::Serialize;
-use tessera_sdk::serde_json::Value;
 use tessera_sdk::{Operation, Router, tenancy};
 
 use crate::items::FeedItem;
@@ -63,7 +62,7 @@ pub fn router() -> Router {
 
 /// The caller's "since last seen" state.
 #[derive(Debug, Serialize, JsonSchema)]
-#[schemars(transform = always_present)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Unseen {
     /// Items recorded after the caller's mark and not caused by the caller, at most 1000.
     #[schemars(range(max = seen::MAX_COUNT))]
@@ -112,32 +111,11 @@ pub struct FeedQuery {
 /// `*`, an event type, or an event type's prefix followed by `.*` (`feed::is_type_pattern`).
 const TYPE_PATTERN: &str = r"^(\*|[a-z]([a-z0-9._-]*[a-z0-9_-])?(\.\*)?)$";
 
-/// Requires every property of an answer's schema: the engine always writes each field, null
-/// when it has no value (schemars leaves `Option` fields out of `required`).
-pub fn always_present(schema: &mut Schema) {
-    let names: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| properties.keys().cloned().map(Value::String).collect())
-        .unwrap_or_default();
-    let mut required: Vec<Value> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for name in names {
-        if !required.contains(&name) {
-            required.push(name);
-        }
-    }
-    schema.insert("required".into(), required.into());
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
-    use tessera_sdk::serde_json::{self, json};
+    use tessera_sdk::serde_json::{self, Value, json};
     use tessera_sdk::{Engine, Event};
 
     use super::*;

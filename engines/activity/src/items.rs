@@ -37,7 +37,7 @@ const USER_ID_IS_ACTOR: [&str; 2] = ["message", "conversation"];
 // What the feed's storage holds is exactly what `GET /api/v1/feed` answers: the schema derived
 // here documents it (the doc comments are its descriptions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::api::always_present)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct FeedItem {
     /// UUID v7 taken when the item was recorded: ids sort in the order items arrived (the feed
     /// lists newest first).

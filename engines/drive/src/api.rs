@@ -5,9 +5,8 @@
 // Documentation types: only their schemas are used, never their values.
 #![allow(dead_code)]
 
-use schemars::{JsonSchema, Schema};
+use schemars::JsonSchema;
 use serde::Serialize;
-use tessera_sdk::serde_json::Value;
 use tessera_sdk::{Operation, Router, tenancy};
 
 use crate::{CODE, files, folders, usage};
@@ -220,7 +219,7 @@ pub enum FileKind {
 /// A folder: the shared drive's root (`root`), a user's home (`home-<user_id>`), or one made by
 /// a user (UUID v7).
 #[derive(JsonSchema)]
-#[schemars(transform = always_present)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Folder {
     pub kind: FolderKind,
     pub id: String,
@@ -239,7 +238,7 @@ pub struct Folder {
 
 /// A file's metadata.
 #[derive(JsonSchema)]
-#[schemars(transform = always_present)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct File {
     pub kind: FileKind,
     /// UUID v7.
@@ -336,27 +335,6 @@ pub struct UploadQuery {
     /// The file's name, with the rules of folder names.
     #[schemars(length(min = 1, max = 255), regex(pattern = NAME_PATTERN))]
     pub name: String,
-}
-
-/// Requires every property of an answer's schema: the engine always writes each field, null
-/// when it has no value (schemars leaves `Option` fields out of `required`).
-fn always_present(schema: &mut Schema) {
-    let names: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| properties.keys().cloned().map(Value::String).collect())
-        .unwrap_or_default();
-    let mut required: Vec<Value> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for name in names {
-        if !required.contains(&name) {
-            required.push(name);
-        }
-    }
-    schema.insert("required".into(), required.into());
 }
 
 /// What a name may not contain: `/`, `\` and control characters (the other rules are in the

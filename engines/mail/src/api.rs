@@ -7,21 +7,9 @@
 // Documentation only: the types are never constructed, their fields never read.
 #![allow(dead_code)]
 
-use schemars::{JsonSchema, Schema};
-use tessera_sdk::serde_json::Value;
+use schemars::JsonSchema;
 
 use crate::compose::{MAX_ADDRESS_CHARS, MAX_RECIPIENTS, MAX_SUBJECT_CHARS};
-
-/// Makes every property of an answer's object schema required: the engine always writes each
-/// field, `null` included (an `Option` is otherwise documented as one that may be left out).
-fn every_property_required(schema: &mut Schema) {
-    let names: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| properties.keys().cloned().map(Value::String).collect())
-        .unwrap_or_default();
-    schema.insert("required".into(), Value::Array(names));
-}
 
 /// A folder of the caller's mailbox.
 #[derive(JsonSchema)]
@@ -70,7 +58,7 @@ pub struct Recipient {
 
 /// The delivery state of a sent message (on the sender's copy only).
 #[derive(JsonSchema)]
-#[schemars(transform = every_property_required)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Delivery {
     /// `delivered` when every recipient is a user of the tenant, else the external
     /// recipients' status.
@@ -95,7 +83,7 @@ pub struct Delivery {
 
 /// The caller's copy of a message, as lists show it (without its body).
 #[derive(JsonSchema)]
-#[schemars(transform = every_property_required)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct MessageSummary {
     /// The copy's id (UUID v7): each mailbox has its own copy.
     #[schemars(extend("format" = "uuid"))]

@@ -7,28 +7,12 @@
 // Documentation only: the types are never constructed, their fields never read.
 #![allow(dead_code)]
 
-use schemars::{JsonSchema, Schema};
-use tessera_sdk::serde_json::Value;
+use schemars::JsonSchema;
 
 use crate::input::{MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS};
 
 /// What a tag may hold (with 1 to 50 characters): lower-case ASCII letters, digits, `-`, `_`.
 const TAG_PATTERN: &str = "^[a-z0-9_-]+$";
-
-/// Drops `null` from a field's schema (its type, and its values when it is an enum): the
-/// engine accepts the field absent, never `null`.
-fn not_null(schema: &mut Schema) {
-    if let Some(Value::Array(values)) = schema.get_mut("enum") {
-        values.retain(|value| !value.is_null());
-    }
-    if let Some(Value::Array(types)) = schema.get_mut("type") {
-        types.retain(|kind| kind != "null");
-        if let [kind] = types.as_slice() {
-            let kind = kind.clone();
-            schema.insert("type".into(), kind);
-        }
-    }
-}
 
 /// What a user may do with a note: `owner` (everything: edit, delete, share), `edit` (read and
 /// change title, body, tags and pinned), `read` (read only).
@@ -111,17 +95,17 @@ pub struct NoteCreate {
     #[schemars(length(min = 1, max = MAX_TITLE_CHARS))]
     pub title: String,
     /// Markdown; at most the tenant's `max_note_length` characters (100,000 by default).
-    #[schemars(transform = not_null, extend("default" = ""))]
+    #[schemars(transform = tessera_sdk::openapi::not_null, extend("default" = ""))]
     pub body: Option<String>,
     /// At most 20 distinct tags, each 1 to 50 characters of `a-z`, `0-9`, `-` and `_`.
     #[schemars(
-        transform = not_null,
+        transform = tessera_sdk::openapi::not_null,
         length(max = MAX_TAGS),
         inner(length(min = 1, max = MAX_TAG_CHARS), regex(pattern = TAG_PATTERN)),
         extend("uniqueItems" = true, "default" = [])
     )]
     pub tags: Option<Vec<String>>,
-    #[schemars(transform = not_null, extend("default" = false))]
+    #[schemars(transform = tessera_sdk::openapi::not_null, extend("default" = false))]
     pub pinned: Option<bool>,
 }
 
@@ -130,21 +114,21 @@ pub struct NoteCreate {
 #[derive(JsonSchema)]
 pub struct NoteUpdate {
     /// Trimmed; 1 to 200 characters.
-    #[schemars(transform = not_null, length(min = 1, max = MAX_TITLE_CHARS))]
+    #[schemars(transform = tessera_sdk::openapi::not_null, length(min = 1, max = MAX_TITLE_CHARS))]
     pub title: Option<String>,
     /// Markdown; at most the tenant's `max_note_length` characters (100,000 by default).
-    #[schemars(transform = not_null)]
+    #[schemars(transform = tessera_sdk::openapi::not_null)]
     pub body: Option<String>,
     /// At most 20 distinct tags, each 1 to 50 characters of `a-z`, `0-9`, `-` and `_`; replaces
     /// the note's tags.
     #[schemars(
-        transform = not_null,
+        transform = tessera_sdk::openapi::not_null,
         length(max = MAX_TAGS),
         inner(length(min = 1, max = MAX_TAG_CHARS), regex(pattern = TAG_PATTERN)),
         extend("uniqueItems" = true)
     )]
     pub tags: Option<Vec<String>>,
-    #[schemars(transform = not_null)]
+    #[schemars(transform = tessera_sdk::openapi::not_null)]
     pub pinned: Option<bool>,
 }
 
@@ -183,7 +167,7 @@ pub struct ListQuery {
     /// Only pinned (`true`) or unpinned (`false`) notes; `1` and `0` work too.
     pub pinned: Option<bool>,
     /// `all` (the default), `mine` or `shared`.
-    #[schemars(transform = not_null, extend("default" = "all"))]
+    #[schemars(transform = tessera_sdk::openapi::not_null, extend("default" = "all"))]
     pub scope: Option<Scope>,
     /// Opaque cursor from a previous page's `meta.next_cursor`.
     pub cursor: Option<String>,

@@ -504,3 +504,40 @@ fn without_null(mut schema: Value) -> Value {
     }
     schema
 }
+
+/// A schemars `transform` for answers: requires every property of an object schema, since the
+/// engine always writes each field, `null` when it has no value (schemars leaves `Option`
+/// fields out of `required`). Use it as `#[schemars(transform = tessera_sdk::openapi::all_required)]`.
+pub fn all_required(schema: &mut Schema) {
+    let names: Vec<Value> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().map(Value::String).collect())
+        .unwrap_or_default();
+    let mut required: Vec<Value> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for name in names {
+        if !required.contains(&name) {
+            required.push(name);
+        }
+    }
+    schema.insert("required".into(), required.into());
+}
+
+/// A schemars `transform` for a field that may be left out but is refused as `null`: drops
+/// `null` from its type (and from its values, when it is an enum).
+pub fn not_null(schema: &mut Schema) {
+    if let Some(Value::Array(values)) = schema.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|kind| kind != "null");
+        if let [kind] = types.as_slice() {
+            let kind = kind.clone();
+            schema.insert("type".into(), kind);
+        }
+    }
+}

@@ -3,8 +3,7 @@
 //! the schema transforms the documented types share. Nothing here is constructed; the profile
 //! itself (`profile.rs`) documents the answers.
 
-use schemars::{JsonSchema, Schema};
-use tessera_sdk::serde_json::Value;
+use schemars::JsonSchema;
 
 use crate::profile::Status;
 
@@ -31,7 +30,7 @@ const PHONE_PATTERN: &str = r"^\s*(?:(?=(?:[^0-9]*[0-9]){3})[0-9 +()\-]{3,32})?\
 pub struct ProfileUpdate {
     /// 1 to 100 characters after trimming; never null or blank (rules `required`, `string`,
     /// `max:100`).
-    #[schemars(length(min = 1, max = 100), transform = not_null)]
+    #[schemars(length(min = 1, max = 100), transform = tessera_sdk::openapi::not_null)]
     display_name: Option<String>,
     /// Null or empty clears it; at most 100 characters after trimming (rules `string`,
     /// `max:100`).
@@ -67,27 +66,4 @@ pub struct UsersQuery {
     /// `min:1`).
     #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     limit: Option<u32>,
-}
-
-/// Makes every property of an object schema required: for answers, whose fields are always
-/// written (`null` when unset) rather than left out.
-pub fn all_required(schema: &mut Schema) {
-    let names: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| properties.keys().cloned().map(Value::from).collect())
-        .unwrap_or_default();
-    schema.insert("required".into(), names.into());
-}
-
-/// Drops the `null` alternative of an `Option` field's schema: for a field that may be left out
-/// but is refused as null.
-pub fn not_null(schema: &mut Schema) {
-    if let Some(Value::Array(types)) = schema.get_mut("type") {
-        types.retain(|kind| kind != "null");
-        if let [kind] = types.as_slice() {
-            let kind = kind.clone();
-            schema.insert("type".into(), kind);
-        }
-    }
 }

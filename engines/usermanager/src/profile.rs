@@ -30,7 +30,7 @@ impl Status {
 
 /// One user of the tenant's directory, as the API shows it (every field is always present).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::api::all_required)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Profile {
     /// The user's id.
     pub user_id: String,

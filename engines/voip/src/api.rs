@@ -3,8 +3,7 @@
 //! transforms the documented types share. Nothing here is constructed; the call record itself
 //! (`call.rs`) documents the answers.
 
-use schemars::{JsonSchema, Schema};
-use tessera_sdk::serde_json::Value;
+use schemars::JsonSchema;
 
 use crate::call::{CallKind, CallStatus};
 
@@ -49,15 +48,4 @@ pub struct CallsQuery {
     /// `min:1`).
     #[schemars(range(min = 1, max = 4_294_967_295u64), extend("default" = 50))]
     limit: Option<u32>,
-}
-
-/// Makes every property of an object schema required: for answers, whose fields are always
-/// written (`null` when unset) rather than left out.
-pub fn all_required(schema: &mut Schema) {
-    let names: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| properties.keys().cloned().map(Value::from).collect())
-        .unwrap_or_default();
-    schema.insert("required".into(), names.into());
 }

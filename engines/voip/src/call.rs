@@ -65,7 +65,7 @@ pub enum ParticipantState {
 
 /// A participant of a call.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::api::all_required)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Participant {
     /// The user's id.
     pub user_id: String,
@@ -80,7 +80,7 @@ pub struct Participant {
 
 /// A call record (also what the API answers: every field is always present).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::api::all_required)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct Call {
     /// The call's id, a UUID v7.
     #[schemars(extend("format" = "uuid"))]
