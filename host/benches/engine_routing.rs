@@ -112,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
                 &engine.pre,
                 scope,
                 Duration::from_secs(5),
+                |_| false,
                 async |guest, store| guest.call_describe(store).await,
             )
             .await?;
@@ -220,6 +221,7 @@ async fn main() -> anyhow::Result<()> {
         native_url.clone(),
         token.clone(),
     )];
+    probes.push(support::engine_probes::core_write(&state, &format!("http://{address}")).await?);
     probes
         .extend(support::engine_probes::seven_engines(&state, &format!("http://{address}")).await?);
     println!();

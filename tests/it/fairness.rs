@@ -240,6 +240,7 @@ database_test!(
         for tenant in &tenants {
             for index in 0..JOBS {
                 work.push(NewWork {
+                    id: uuid::Uuid::new_v4().to_string(),
                     engine_code: "jobber".into(),
                     tenant_id: tenant.clone(),
                     kind: WorkKind::Job,
@@ -258,6 +259,7 @@ database_test!(
                     payload: json!({ "index": index }),
                 };
                 work.push(NewWork {
+                    id: uuid::Uuid::new_v4().to_string(),
                     engine_code: "listener".into(),
                     tenant_id: tenant.clone(),
                     kind: WorkKind::Event,

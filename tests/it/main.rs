@@ -35,6 +35,7 @@ mod scans;
 mod search;
 mod slow_clients;
 mod storage;
+mod unit_of_work;
 mod user_removal;
 mod usermanager;
 mod voip;

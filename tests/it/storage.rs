@@ -193,13 +193,16 @@ database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
 database_test!(
     blob_quotas_hold_under_concurrent_puts_and_deletes_free_them,
     |backend| async move {
-        use tessera_host::storage::engine_blobs::{self, PutOutcome};
+        use tessera_host::runtime::batch_writer::{BatchWriter, BlobWrites, StorageBatch};
+        use tessera_host::runtime::work::WorkQueue;
+        use tessera_host::storage::engine_blobs;
         use tessera_host::storage::engine_kv::{self, KvScope};
 
         let database = TestDatabase::new(backend).await;
         let handle = Database::connect_and_migrate(&database.database_config())
             .await
             .expect("migrating");
+        let writer = BatchWriter::start(handle.clone(), WorkQueue::new(handle.clone()));
         let scope = KvScope {
             engine_code: "drive",
             tenant_id: "tenant-a",
@@ -208,50 +211,67 @@ database_test!(
             engine_code: "drive",
             tenant_id: "tenant-b",
         };
-
-        // Ten uploads of 100 bytes race for a 450-byte quota: exactly four fit, and only the
-        // stored ones wrote their metadata.
-        let puts = (0..10).map(|n| {
-            let handle = handle.clone();
-            async move {
-                let scope = KvScope {
-                    engine_code: "drive",
-                    tenant_id: "tenant-a",
-                };
-                let key = format!("files/{n}");
-                let sets = vec![(format!("meta/{n}"), b"{}".to_vec())];
-                engine_blobs::put(&handle, &scope, &key, &[n as u8; 100], Some(450), &sets)
-                    .await
-                    .unwrap()
+        let unit = |tenant_id: &str,
+                    blobs: BlobWrites,
+                    sets: Vec<(String, Vec<u8>)>,
+                    deletes: Vec<String>| {
+            StorageBatch {
+                engine_code: "drive".to_owned(),
+                tenant_id: tenant_id.to_owned(),
+                sets,
+                deletes,
+                blobs,
+                ..StorageBatch::default()
             }
+        };
+        let put = |key: &str, content: Vec<u8>, quota: u64| BlobWrites {
+            puts: vec![(key.to_owned(), content)],
+            quota: Some(quota),
+            ..BlobWrites::default()
+        };
+
+        // Ten units each uploading 100 bytes race for a 450-byte quota: exactly four commit,
+        // and only those wrote their metadata.
+        let puts = (0..10).map(|n| {
+            let writer = writer.clone();
+            let batch = unit(
+                "tenant-a",
+                put(&format!("files/{n}"), vec![n as u8; 100], 450),
+                vec![(format!("meta/{n}"), b"{}".to_vec())],
+                Vec::new(),
+            );
+            async move { writer.commit_unit(batch).await.unwrap() }
         });
         let outcomes = futures_util::future::join_all(puts).await;
-        let stored = outcomes
-            .iter()
-            .filter(|outcome| **outcome == PutOutcome::Stored)
-            .count();
+        let stored = outcomes.iter().filter(|committed| **committed).count();
         assert_eq!(stored, 4, "{outcomes:?}");
         assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 400);
         let metadata = engine_kv::list(&handle, &scope, "meta/", None, 100, false)
             .await
             .unwrap();
         assert_eq!(metadata.len(), 4);
-        for (n, outcome) in outcomes.iter().enumerate() {
+        for (n, committed) in outcomes.iter().enumerate() {
             let content = engine_blobs::get(&handle, &scope, &format!("files/{n}"))
                 .await
                 .unwrap();
-            match outcome {
-                PutOutcome::Stored => assert_eq!(content, Some(vec![n as u8; 100])),
-                PutOutcome::OverQuota => assert_eq!(content, None),
+            if *committed {
+                assert_eq!(content, Some(vec![n as u8; 100]));
+            } else {
+                assert_eq!(content, None);
             }
         }
 
         // Another tenant's quota and blobs are its own.
-        assert_eq!(
-            engine_blobs::put(&handle, &other, "files/0", b"x", Some(1), &[])
+        assert!(
+            writer
+                .commit_unit(unit(
+                    "tenant-b",
+                    put("files/0", b"x".to_vec(), 1),
+                    Vec::new(),
+                    Vec::new()
+                ))
                 .await
-                .unwrap(),
-            PutOutcome::Stored
+                .unwrap()
         );
         assert_eq!(
             engine_blobs::get(&handle, &other, "files/1").await.unwrap(),
@@ -259,27 +279,35 @@ database_test!(
         );
 
         // Replacing a blob counts the difference; deleting frees its bytes.
-        let first = outcomes
-            .iter()
-            .position(|outcome| *outcome == PutOutcome::Stored)
-            .unwrap();
+        let first = outcomes.iter().position(|committed| *committed).unwrap();
         let key = format!("files/{first}");
-        assert_eq!(
-            engine_blobs::put(&handle, &scope, &key, &[7; 150], Some(450), &[])
+        assert!(
+            writer
+                .commit_unit(unit(
+                    "tenant-a",
+                    put(&key, vec![7; 150], 450),
+                    Vec::new(),
+                    Vec::new()
+                ))
                 .await
-                .unwrap(),
-            PutOutcome::Stored
+                .unwrap()
         );
         assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 450);
-        let removed = engine_blobs::delete(
-            &handle,
-            &scope,
-            &[key.clone(), "files/absent".to_owned()],
-            &[format!("meta/{first}")],
-        )
-        .await
-        .unwrap();
-        assert_eq!(removed, 1);
+        let deletion = BlobWrites {
+            deletes: vec![key.clone(), "files/absent".to_owned()],
+            ..BlobWrites::default()
+        };
+        assert!(
+            writer
+                .commit_unit(unit(
+                    "tenant-a",
+                    deletion,
+                    Vec::new(),
+                    vec![format!("meta/{first}")]
+                ))
+                .await
+                .unwrap()
+        );
         assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 300);
         assert_eq!(
             engine_kv::get(&handle, &scope, &format!("meta/{first}"))
@@ -288,10 +316,20 @@ database_test!(
             None
         );
         assert_eq!(
-            engine_blobs::delete_prefix(&handle, &scope, "files/")
+            engine_blobs::count_prefix(&handle, &scope, "files/")
                 .await
                 .unwrap(),
-            3
+            (3, 300)
+        );
+        let prefix_deletion = BlobWrites {
+            prefix_deletes: vec!["files/".to_owned()],
+            ..BlobWrites::default()
+        };
+        assert!(
+            writer
+                .commit_unit(unit("tenant-a", prefix_deletion, Vec::new(), Vec::new()))
+                .await
+                .unwrap()
         );
         assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 0);
         assert_eq!(engine_blobs::usage(&handle, &other).await.unwrap(), 1);

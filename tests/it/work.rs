@@ -96,6 +96,7 @@ async fn migrated_queue(
 /// A job of `engine_code` for the tenant `tenant`, due at `due_at`.
 fn job(engine_code: &str, due_at: chrono::DateTime<chrono::Utc>, payload: &str) -> NewWork {
     NewWork {
+        id: uuid::Uuid::new_v4().to_string(),
         engine_code: engine_code.to_owned(),
         tenant_id: "tenant".to_owned(),
         kind: WorkKind::Job,
@@ -490,6 +491,7 @@ database_test!(
             ],
             deletes: vec!["gone".to_owned()],
             jobs: vec![item("scheduled")],
+            ..StorageBatch::default()
         };
         let stale = (claimed[1].id.clone(), claimed[1].attempt);
         let (ids, first, second, stale_done) = tokio::join!(
@@ -553,6 +555,7 @@ database_test!(
                 deletes: Vec::new(),
                 add: vec![("count".to_owned(), add)],
                 jobs: vec![job("jobber", now, job_payload)],
+                ..StorageBatch::default()
             };
         // Twelve calls race to close the same state, each counting it: one wins, whatever
         // groups they fall into; the others change nothing and schedule nothing.

@@ -1,7 +1,7 @@
-//! Group commit for engines' storage batches (`storage.write-batch`) and for the completions of
-//! engine work: one writer task per host takes everything waiting at the moment it starts a
-//! transaction (up to [`MAX_GROUP`] items) and commits it together, instead of one write
-//! transaction per call. Concurrent engine calls (webhook deliveries recording their outcomes,
+//! Group commit for engine calls' units of work (`unit_of_work.rs`: the storage writes, events
+//! and jobs of one call) and for the completions of engine work: one writer task per host takes
+//! everything waiting at the moment it starts a transaction (up to [`MAX_GROUP`] items) and
+//! commits it together, instead of one write transaction per call. Concurrent engine calls (webhook deliveries recording their outcomes,
 //! and the deletion of the work items they ran, say) then cost SQLite's single writer one
 //! transaction, and PostgreSQL one round trip per statement, for the whole group.
 //!
@@ -23,6 +23,7 @@ use super::store::write_group as store;
 use super::work::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
+use tessera_storage::engine_blobs;
 use tessera_storage::engine_kv::{self, KvKey, KvScope, KvWrite};
 use tessera_storage::{Database, Pool, Tx};
 
@@ -32,8 +33,8 @@ const MAX_GROUP: usize = 256;
 /// How many items may wait for the writer before callers wait to enqueue.
 const QUEUE: usize = 1024;
 
-/// One engine call's `write-batch` or `transact`, scoped to the engine and tenant of the call.
-#[derive(Debug, Clone)]
+/// One engine call's unit of work, scoped to the engine and tenant of the call.
+#[derive(Debug, Clone, Default)]
 pub struct StorageBatch {
     pub engine_code: String,
     pub tenant_id: String,
@@ -43,14 +44,40 @@ pub struct StorageBatch {
     pub deletes: Vec<String>,
     /// Counters (`transact`): amounts added to integers stored as decimal text.
     pub add: Vec<(String, i64)>,
-    /// Jobs to schedule in the same transaction.
+    /// Jobs to schedule and event deliveries, in the same transaction.
     pub jobs: Vec<NewWork>,
+    /// Disjoint prefixes whose entries are deleted before the sets and deletes.
+    pub prefix_deletes: Vec<String>,
+    /// The unit's blob writes.
+    pub blobs: BlobWrites,
+}
+
+/// The blob writes of a unit of work: prefix deletions, then deletions, then puts; then the
+/// scope's usage must be within `quota`, or nothing of the unit is written.
+#[derive(Debug, Clone, Default)]
+pub struct BlobWrites {
+    pub puts: Vec<(String, Vec<u8>)>,
+    pub deletes: Vec<String>,
+    pub prefix_deletes: Vec<String>,
+    pub quota: Option<u64>,
+}
+
+impl BlobWrites {
+    fn is_empty(&self) -> bool {
+        self.puts.is_empty() && self.deletes.is_empty() && self.prefix_deletes.is_empty()
+    }
 }
 
 impl StorageBatch {
     /// True when the batch has conditions or counters, which read the database at commit.
     fn reads(&self) -> bool {
         !self.expect.is_empty() || !self.add.is_empty()
+    }
+
+    /// True when the batch commits in a transaction of its own (prefix deletions and blobs,
+    /// rare and large, are not merged into a group).
+    fn alone(&self) -> bool {
+        !self.prefix_deletes.is_empty() || !self.blobs.is_empty()
     }
 
     fn scope(&self) -> KvScope<'_> {
@@ -74,9 +101,9 @@ type Outcome = Option<Vec<String>>;
 
 /// What the writer is asked to commit.
 enum Item {
-    /// A `write-batch` or `transact`, answered with its job ids (`None`: a condition failed).
+    /// A unit of work, answered with its job ids (`None`: a condition or its quota failed).
     Batch {
-        batch: StorageBatch,
+        batch: Box<StorageBatch>,
         reply: oneshot::Sender<anyhow::Result<Outcome>>,
     },
     /// A run of engine work (`(id, attempt)`) that succeeded: its item is deleted.
@@ -116,7 +143,11 @@ impl BatchWriter {
     /// committed: its job ids, or `None` when a condition did not hold (nothing was written).
     pub async fn write_conditional(&self, batch: StorageBatch) -> anyhow::Result<Outcome> {
         let (reply, answer) = oneshot::channel();
-        self.send(Item::Batch { batch, reply }).await?;
+        self.send(Item::Batch {
+            batch: Box::new(batch),
+            reply,
+        })
+        .await?;
         answer
             .await
             .map_err(|_| anyhow::anyhow!("the storage batch writer dropped a batch"))?
@@ -130,6 +161,12 @@ impl BatchWriter {
         answer
             .await
             .map_err(|_| anyhow::anyhow!("the storage batch writer dropped a completion"))?
+    }
+
+    /// Commits an engine call's unit of work: true when committed, false when one of its
+    /// conditions (or its blob quota) no longer held, and nothing was written.
+    pub async fn commit_unit(&self, batch: StorageBatch) -> anyhow::Result<bool> {
+        Ok(self.write_conditional(batch).await?.is_some())
     }
 
     async fn send(&self, item: Item) -> anyhow::Result<()> {
@@ -157,7 +194,7 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
     for item in group {
         match item {
             Item::Batch { batch, reply } => {
-                batches.push(batch);
+                batches.push(*batch);
                 batch_replies.push(reply);
             }
             Item::Completion { work, reply } => {
@@ -167,6 +204,14 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
         }
     }
     let scheduled = batches.iter().any(|batch| !batch.jobs.is_empty());
+    let (alone, grouped): (Vec<_>, Vec<_>) = batches
+        .into_iter()
+        .zip(batch_replies)
+        .partition(|(batch, _)| batch.alone());
+    let (batches, batch_replies): (Vec<_>, Vec<_>) = grouped.into_iter().unzip();
+    for (batch, reply) in alone {
+        let _ = reply.send(write_alone(database, &batch).await);
+    }
     let items = batches.len() + completions.len();
     let (batch_outcomes, completion_outcomes) =
         match write_group(database, &batches, &completions).await {
@@ -224,6 +269,82 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
     }
 }
 
+/// Writes `batch` in a transaction of its own: its conditions (checked first), prefix
+/// deletions, writes, counters, blobs (within its quota) and jobs; `None` when a condition or
+/// the quota does not hold (nothing is written then).
+async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Result<Outcome> {
+    let mut tx = database.begin().await?;
+    let scope = batch.scope();
+    // Conditions are checked against the committed values, before anything is deleted.
+    let read: Vec<KvKey<'_>> = batch
+        .expect
+        .iter()
+        .map(|(key, _)| key)
+        .chain(batch.add.iter().map(|(key, _)| key))
+        .map(|key| batch.key(key))
+        .collect();
+    let locked = engine_kv::lock_in(&mut tx, &read).await?;
+    let committed = |key: &str| locked.values.get(&batch.key(key)).cloned().flatten();
+    let holds = batch
+        .expect
+        .iter()
+        .all(|(key, expected)| committed(key).as_deref() == expected.as_deref());
+    if !holds {
+        return Ok(None);
+    }
+    for prefix in &batch.prefix_deletes {
+        engine_kv::delete_prefix_in(&mut tx, &scope, prefix).await?;
+    }
+    let mut counted = Vec::with_capacity(batch.add.len());
+    for (key, amount) in &batch.add {
+        let base = counter_value(key, committed(key).as_deref())?;
+        let sum = base
+            .checked_add(*amount)
+            .with_context(|| format!("adding {amount} to {key} ({base}) overflows"))?;
+        counted.push((key.clone(), sum.to_string().into_bytes()));
+    }
+    let mut writes = final_writes(std::slice::from_ref(batch));
+    writes.extend(counted.iter().map(|(key, value)| KvWrite {
+        engine_code: &batch.engine_code,
+        tenant_id: &batch.tenant_id,
+        key,
+        value: Some(value),
+    }));
+    // A placeholder nothing wrote is removed again.
+    for placeholder in &locked.placeholders {
+        let written = writes.iter().any(|write| write.key == placeholder.key);
+        if !written {
+            writes.push(KvWrite {
+                engine_code: placeholder.engine_code,
+                tenant_id: placeholder.tenant_id,
+                key: placeholder.key,
+                value: None,
+            });
+        }
+    }
+    engine_kv::apply_in(&mut tx, &writes).await?;
+    WorkQueue::insert_in(&mut tx, &batch.jobs).await?;
+    let blobs = &batch.blobs;
+    for prefix in &blobs.prefix_deletes {
+        engine_blobs::delete_prefix_in(&mut tx, &scope, prefix).await?;
+    }
+    if !blobs.deletes.is_empty() {
+        engine_blobs::delete_in(&mut tx, &scope, &blobs.deletes).await?;
+    }
+    for (key, content) in &blobs.puts {
+        engine_blobs::put_in(&mut tx, &scope, key, content).await?;
+    }
+    if let Some(quota) = blobs.quota
+        && engine_blobs::usage_in(&mut tx, &scope).await? > quota
+    {
+        return Ok(None);
+    }
+    tx.commit()
+        .await
+        .context("committing a unit of work alone")?;
+    Ok(Some(job_ids_of(batch)))
+}
+
 /// Writes `batches` and deletes the items of `completions` atomically; the outcome of each
 /// batch, in order. Without conditions or counters, on PostgreSQL: one statement
 /// (`engine_storage_write_group`, migration 12), so one round trip and one commit; otherwise a
@@ -264,16 +385,9 @@ async fn write_group_postgres(
     let writes = final_writes(batches);
     let (sets, deletes) = engine_kv::in_key_order(&writes);
     let jobs: Vec<&NewWork> = batches.iter().flat_map(|batch| &batch.jobs).collect();
-    let job_ids: Vec<String> = jobs
-        .iter()
-        .map(|_| uuid::Uuid::new_v4().to_string())
-        .collect();
+    let job_ids: Vec<String> = jobs.iter().map(|job| job.id.clone()).collect();
     store::write_group_postgres(pool, &sets, &deletes, &job_ids, &jobs, completions).await?;
-    let mut ids = job_ids.into_iter();
-    Ok(batches
-        .iter()
-        .map(|batch| ids.by_ref().take(batch.jobs.len()).collect())
-        .collect())
+    Ok(batches.iter().map(job_ids_of).collect())
 }
 
 async fn write_in(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<Vec<String>>> {
@@ -282,11 +396,12 @@ async fn write_in(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result<Vec<V
         .iter()
         .flat_map(|batch| batch.jobs.iter().cloned())
         .collect();
-    let mut ids = WorkQueue::insert_in(tx, &jobs).await?.into_iter();
-    Ok(batches
-        .iter()
-        .map(|batch| ids.by_ref().take(batch.jobs.len()).collect())
-        .collect())
+    WorkQueue::insert_in(tx, &jobs).await?;
+    Ok(batches.iter().map(job_ids_of).collect())
+}
+
+fn job_ids_of(batch: &StorageBatch) -> Vec<String> {
+    batch.jobs.iter().map(|job| job.id.clone()).collect()
 }
 
 /// The net effect of `batches` applied in order: one write per key.
@@ -367,11 +482,11 @@ async fn write_in_order(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result
         .filter(|(_, applied)| **applied)
         .flat_map(|(batch, _)| batch.jobs.iter().cloned())
         .collect();
-    let mut ids = WorkQueue::insert_in(tx, &jobs).await?.into_iter();
+    WorkQueue::insert_in(tx, &jobs).await?;
     Ok(batches
         .iter()
         .zip(applied)
-        .map(|(batch, applied)| applied.then(|| ids.by_ref().take(batch.jobs.len()).collect()))
+        .map(|(batch, applied)| applied.then(|| job_ids_of(batch)))
         .collect())
 }
 
@@ -401,7 +516,7 @@ mod tests {
                 .map(|(key, value)| ((*key).to_owned(), value.as_bytes().to_vec()))
                 .collect(),
             deletes: deletes.iter().map(|key| (*key).to_owned()).collect(),
-            jobs: Vec::new(),
+            ..StorageBatch::default()
         }
     }
 

@@ -138,7 +138,9 @@ impl EventBus {
         self.queue.wake();
     }
 
-    fn deliveries(
+    /// One delivery per subscribed engine but `publisher`, to store with the write that
+    /// published `event` (a call's unit of work, or the core's own transaction).
+    pub fn deliveries(
         &self,
         event: &BusEvent,
         publisher: Option<&str>,
@@ -154,6 +156,7 @@ impl EventBus {
             .into_iter()
             .filter(|code| Some(code.as_str()) != publisher)
             .map(|engine_code| NewWork {
+                id: uuid::Uuid::new_v4().to_string(),
                 engine_code,
                 tenant_id: event.tenant_id.clone(),
                 kind: WorkKind::Event,

@@ -19,6 +19,7 @@ use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
 use super::bindings::v0_1;
 use super::bindings::v0_2::{self, tessera::engine::types as wit};
 use super::imports::{CallScope, HostServices, StoreState};
+use super::unit_of_work::UnitOfWork;
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -96,6 +97,9 @@ pub enum CallError {
     /// No slot was free in time (the call never started).
     #[error("no engine capacity: {0}")]
     Busy(#[from] super::admission::Refused),
+    /// The call's unit of work could not be committed (nothing of it is visible).
+    #[error("committing the call's writes failed: {0}")]
+    Commit(String),
 }
 
 impl CallError {
@@ -109,6 +113,10 @@ impl CallError {
                 "the engine failed (trap)".into()
             }
             Self::Busy(refused) => format!("the call did not start: {refused}"),
+            Self::Commit(detail) => {
+                tracing::error!(engine = %engine_code, error = %detail, "committing an engine call failed");
+                "the engine's writes could not be committed".into()
+            }
         }
     }
 }
@@ -336,27 +344,67 @@ impl EngineRuntime {
         pre: &EnginePre,
         scope: CallScope,
         timeout: Duration,
+        commits: fn(&R) -> bool,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let permit = self
             .admission
             .admit(scope.tenant_id.as_deref(), CallKind::Background, timeout)
             .await?;
-        self.call_admitted(permit, pre, scope, timeout, call).await
+        self.call_admitted(permit, pre, scope, timeout, commits, call)
+            .await
     }
 
-    /// Runs `call` on a fresh instance in a fresh store, within `timeout`, in the slot `permit`
-    /// holds (given back once the store, and with it the instance, is gone). The engine yields
-    /// to the async runtime every epoch tick, so a busy loop never holds a worker thread, and
-    /// the deadline drops the call (and its store) when it expires.
+    /// Runs `call` as one unit of work in the slot `permit` holds: on a fresh instance (see
+    /// [`Self::run_once`]), then, when `commits` says its answer keeps its writes, commits what
+    /// it buffered (`unit_of_work.rs`) before answering. A call that traps, times out or
+    /// answers what `commits` refuses leaves nothing behind but what its synchronisation points
+    /// (`compare-and-swap`, `transact`) committed. The commit can still be refused when the
+    /// call's blobs no longer fit their quota (a concurrent upload took the room).
     pub async fn call_admitted<R>(
         &self,
         permit: Permit,
         pre: &EnginePre,
         scope: CallScope,
         timeout: Duration,
+        commits: fn(&R) -> bool,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        let (engine_code, tenant_id) = (scope.engine_code.clone(), scope.tenant_id.clone());
+        let outcome = self.run_once(&permit, pre, scope, timeout, call).await;
+        let outcome = match outcome {
+            Ok((value, unit)) if !unit.is_empty() && commits(&value) => {
+                let Some(tenant_id) = tenant_id else {
+                    return Err(CallError::Commit("writes outside a tenant".into()));
+                };
+                let batch = unit.into_batch(engine_code, tenant_id, Vec::new());
+                match self.services.batch_writer.commit_unit(batch).await {
+                    Ok(true) => Ok(value),
+                    Ok(false) => Err(CallError::Commit(
+                        "its blob writes no longer fit the quota at commit".into(),
+                    )),
+                    Err(error) => Err(CallError::Commit(format!("{error:#}"))),
+                }
+            }
+            Ok((value, _)) => Ok(value),
+            Err(error) => Err(error),
+        };
+        drop(permit);
+        outcome
+    }
+
+    /// Runs `call` once on a fresh instance in a fresh store, within `timeout`, and returns its
+    /// value with the unit of work it buffered. The engine yields to the async runtime every
+    /// epoch tick, so a busy loop never holds a worker thread, and the deadline drops the call
+    /// (and its store, with everything it buffered) when it expires.
+    async fn run_once<R>(
+        &self,
+        permit: &Permit,
+        pre: &EnginePre,
+        scope: CallScope,
+        timeout: Duration,
+        call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    ) -> Result<(R, UnitOfWork), CallError> {
         let state = StoreState::new(scope, self.services.clone(), self.config.memory_limit_bytes);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
@@ -394,13 +442,13 @@ impl EngineRuntime {
             call(&guest, &mut store).await
         };
         let outcome = tokio::time::timeout(timeout, work).await;
-        // The instance goes back to the pool with its store, then the slot is free.
+        let unit = store.data_mut().take_unit();
+        // The instance goes back to the pool with its store.
         drop(store);
-        drop(permit);
         match outcome {
             Err(_) => Err(CallError::Timeout(timeout)),
             Ok(Err(error)) => Err(CallError::Trap(format!("{error:#}"))),
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => Ok((value, unit)),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The state of one call's store and the host side of the engine world's imports. Every import
 //! acts in the call's scope (engine code, tenant) as the host set it; an engine has no way to
-//! name another engine or another tenant.
+//! name another engine or another tenant. Writes, events and jobs go into the call's unit of
+//! work (`unit_of_work.rs`), committed by `engine.rs` when the call succeeds; reads see them.
 
 use std::sync::Arc;
 
@@ -9,12 +10,13 @@ use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::batch_reader::BatchReader;
-use super::batch_writer::{BatchWriter, StorageBatch};
+use super::batch_writer::BatchWriter;
 use super::bindings::v0_2::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
 use super::engine_settings::SharedSettingValues;
 use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
+use super::unit_of_work::{Known, UnitOfWork};
 use super::vault::Vault;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use tessera_storage::Database;
@@ -161,6 +163,8 @@ pub struct StoreState {
     pub(super) services: HostServices,
     /// Entries the `storage.scan` calls of this call returned so far (its scan budget).
     scanned: u64,
+    /// What the call wrote, published and scheduled so far, and the conditions it compared.
+    pub(super) unit: UnitOfWork,
 }
 
 impl StoreState {
@@ -177,7 +181,13 @@ impl StoreState {
             scope,
             services,
             scanned: 0,
+            unit: UnitOfWork::default(),
         }
+    }
+
+    /// The call's unit of work, leaving an empty one.
+    pub(super) fn take_unit(&mut self) -> UnitOfWork {
+        std::mem::take(&mut self.unit)
     }
 
     pub(super) fn kv_scope(&self) -> Result<KvScope<'_>, String> {
@@ -195,8 +205,9 @@ impl StoreState {
             .ok_or_else(|| format!("{what} is only available in calls made for a tenant"))
     }
 
-    /// The values under `keys` in the call's scope, through the host's batched reader.
-    async fn read(&mut self, keys: Vec<String>) -> Result<Vec<Option<Vec<u8>>>, String> {
+    /// The committed values under `keys` in the call's scope, through the host's batched
+    /// reader.
+    async fn read_committed(&mut self, keys: Vec<String>) -> Result<Vec<Option<Vec<u8>>>, String> {
         let scope = self.kv_scope()?;
         let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
         if keys.is_empty() {
@@ -206,6 +217,154 @@ impl StoreState {
         match reader.get(engine_code, tenant_id, keys).await {
             Ok(values) => Ok(values),
             Err(error) => Err(self.import_failure("storage", error)),
+        }
+    }
+
+    /// The values under `keys` in the call's view (its own buffered writes over the committed
+    /// values), each with the committed value when one was read (`None`: the unit decided the
+    /// key alone).
+    async fn read(
+        &mut self,
+        keys: &[String],
+    ) -> Result<Vec<(Option<Option<Vec<u8>>>, Option<Vec<u8>>)>, String> {
+        let unread: Vec<String> = keys
+            .iter()
+            .filter(|key| matches!(self.unit.known(key), Known::Committed { .. }))
+            .cloned()
+            .collect();
+        let mut committed = self.read_committed(unread).await?.into_iter();
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            let read = match self.unit.known(key) {
+                Known::Committed { .. } => Some(committed.next().flatten()),
+                Known::Value(_) => None,
+            };
+            let view = self.unit.view(key, read.clone().flatten())?;
+            values.push((read, view));
+        }
+        Ok(values)
+    }
+
+    /// The view of `keys` (see [`Self::read`]) and the conditions a synchronisation point
+    /// comparing them commits on: each key the unit does not decide must still hold the
+    /// committed value read here.
+    async fn compare(
+        &mut self,
+        keys: &[String],
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<(String, Option<Vec<u8>>)>), String> {
+        let values = self.read(keys).await?;
+        let mut views = Vec::with_capacity(values.len());
+        let mut conditions = Vec::new();
+        for (key, (committed, view)) in keys.iter().zip(values) {
+            if let Some(committed) = committed {
+                conditions.push((key.clone(), committed));
+            }
+            views.push(view);
+        }
+        Ok((views, conditions))
+    }
+
+    /// Commits `unit` (this call's unit so far with a synchronisation point's own writes) now,
+    /// on `conditions`: true when it committed (the call's unit starts anew), false when a
+    /// condition no longer held (nothing was written; the call's unit stays as it was).
+    pub(super) async fn commit_point(
+        &mut self,
+        unit: UnitOfWork,
+        conditions: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<bool, String> {
+        let tenant_id = self.tenant("storage")?.to_owned();
+        if unit.is_empty() && conditions.is_empty() {
+            return Ok(true);
+        }
+        let batch = unit.into_batch(self.scope.engine_code.clone(), tenant_id, conditions);
+        let writer = self.services.batch_writer.clone();
+        match writer.commit_unit(batch).await {
+            Ok(true) => {
+                self.unit = UnitOfWork::default();
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(error) => Err(self.import_failure("storage", error)),
+        }
+    }
+
+    /// Up to `limit` entries under `prefix` after `after` in the call's view: committed pages
+    /// merged with the call's buffered writes, in key order (descending when `reverse`).
+    async fn scan_view(
+        &mut self,
+        prefix: &str,
+        after: Option<String>,
+        limit: u32,
+        reverse: bool,
+    ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+        let scope = self.kv_scope().map_err(anyhow::Error::msg)?;
+        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        let scope = KvScope {
+            engine_code: &engine_code,
+            tenant_id: &tenant_id,
+        };
+        let database = self.services.database.clone();
+        let committed_hidden = self.unit.prefix_deleted(prefix);
+        let beyond = |key: &str, cursor: &Option<String>| {
+            cursor
+                .as_deref()
+                .is_none_or(|cursor| if reverse { key < cursor } else { key > cursor })
+        };
+        let within = |key: &str, bound: &Option<String>| {
+            bound
+                .as_deref()
+                .is_none_or(|bound| if reverse { key >= bound } else { key <= bound })
+        };
+        let mut entries = Vec::new();
+        let mut cursor = after;
+        loop {
+            let want = limit - u32::try_from(entries.len()).unwrap_or(limit);
+            let page = if committed_hidden {
+                Vec::new()
+            } else {
+                engine_kv::list(&database, &scope, prefix, cursor.as_deref(), want, reverse).await?
+            };
+            let exhausted = page.len() < want as usize;
+            let bound = if exhausted {
+                None
+            } else {
+                page.last().map(|(key, _)| key.clone())
+            };
+            let mut candidates = std::collections::BTreeMap::new();
+            for (key, value) in page {
+                if let Known::Committed { .. } = self.unit.known(&key)
+                    && let Some(value) = self
+                        .unit
+                        .view(&key, Some(value))
+                        .map_err(anyhow::Error::msg)?
+                {
+                    candidates.insert(key, value);
+                }
+            }
+            for (key, _) in self.unit.writes_under(prefix) {
+                if !beyond(key, &cursor) || !within(key, &bound) || candidates.contains_key(key) {
+                    continue;
+                }
+                // A committed value of a counter key would have been on the page.
+                if let Some(value) = self.unit.view(key, None).map_err(anyhow::Error::msg)? {
+                    candidates.insert(key.clone(), value);
+                }
+            }
+            let ordered: Box<dyn Iterator<Item = (String, Vec<u8>)>> = if reverse {
+                Box::new(candidates.into_iter().rev())
+            } else {
+                Box::new(candidates.into_iter())
+            };
+            for entry in ordered {
+                if entries.len() == limit as usize {
+                    break;
+                }
+                entries.push(entry);
+            }
+            if entries.len() == limit as usize || exhausted {
+                return Ok(entries);
+            }
+            cursor = bound;
         }
     }
 
@@ -237,6 +396,7 @@ impl StoreState {
                 .filter(|due_at| due_at.timestamp() < 253_402_300_800)
                 .ok_or_else(|| format!("{at_unix_ms} is not a time the scheduler accepts"))?;
             work.push(NewWork {
+                id: uuid::Uuid::new_v4().to_string(),
                 engine_code: self.scope.engine_code.clone(),
                 tenant_id: tenant_id.clone(),
                 kind: WorkKind::Job,
@@ -290,12 +450,15 @@ pub(super) fn check_batch(
 
 impl world::types::Host for StoreState {}
 
+/// Every write goes into the call's unit of work; every read sees it. `compare-and-swap` and
+/// `transact` are synchronisation points: they commit the unit so far with their own writes,
+/// at once, when their conditions hold.
 impl world::storage::Host for StoreState {
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, String>> {
         Ok(self
-            .read(vec![key])
+            .read(std::slice::from_ref(&key))
             .await
-            .map(|mut values| values.remove(0)))
+            .map(|mut values| values.remove(0).1))
     }
 
     async fn get_many(
@@ -308,39 +471,40 @@ impl world::storage::Host for StoreState {
                 engine_kv::MAX_GET_MANY
             )));
         }
-        Ok(self.read(keys).await)
+        Ok(self
+            .read(&keys)
+            .await
+            .map(|values| values.into_iter().map(|(_, view)| view).collect()))
     }
 
     async fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), String>> {
-        if let Err(message) = check_key(&key) {
+        let checked = check_key(&key)
+            .and_then(|()| {
+                if value.len() > MAX_VALUE_BYTES {
+                    Err(format!("values are at most {MAX_VALUE_BYTES} bytes"))
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| self.kv_scope().map(drop))
+            .and_then(|()| self.unit.check_room(1, value.len()));
+        if let Err(message) = checked {
             return Ok(Err(message));
         }
-        if value.len() > MAX_VALUE_BYTES {
-            return Ok(Err(format!("values are at most {MAX_VALUE_BYTES} bytes")));
-        }
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
-            Err(message) => return Ok(Err(message)),
-        };
-        Ok(
-            match engine_kv::set(&self.services.database, &scope, &key, &value).await {
-                Ok(()) => Ok(()),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        self.unit.write(key, Some(value));
+        Ok(Ok(()))
     }
 
     async fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, String>> {
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
+        if let Err(message) = self.unit.check_room(1, 0) {
+            return Ok(Err(message));
+        }
+        let existed = match self.read(std::slice::from_ref(&key)).await {
+            Ok(values) => values[0].1.is_some(),
             Err(message) => return Ok(Err(message)),
         };
-        Ok(
-            match engine_kv::delete(&self.services.database, &scope, &key).await {
-                Ok(existed) => Ok(existed),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        self.unit.write(key, None);
+        Ok(Ok(existed))
     }
 
     async fn scan(
@@ -350,10 +514,9 @@ impl world::storage::Host for StoreState {
         limit: u32,
         reverse: bool,
     ) -> wasmtime::Result<Result<Vec<(String, Vec<u8>)>, String>> {
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
-            Err(message) => return Ok(Err(message)),
-        };
+        if let Err(message) = self.kv_scope() {
+            return Ok(Err(message));
+        }
         if limit == 0 {
             return Ok(Ok(Vec::new()));
         }
@@ -370,16 +533,7 @@ impl world::storage::Host for StoreState {
         let limit = limit
             .min(scans.page)
             .min(u32::try_from(left).unwrap_or(u32::MAX));
-        let listed = engine_kv::list(
-            &self.services.database,
-            &scope,
-            &prefix,
-            after.as_deref(),
-            limit,
-            reverse,
-        )
-        .await;
-        Ok(match listed {
+        Ok(match self.scan_view(&prefix, after, limit, reverse).await {
             Ok(entries) => {
                 self.scanned += entries.len() as u64;
                 Ok(entries)
@@ -389,16 +543,15 @@ impl world::storage::Host for StoreState {
     }
 
     async fn delete_prefix(&mut self, prefix: String) -> wasmtime::Result<Result<u64, String>> {
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
+        if let Err(message) = self.unit.check_room(1, 0) {
+            return Ok(Err(message));
+        }
+        let counted = match self.count_in_view(&prefix).await {
+            Ok(counted) => counted,
             Err(message) => return Ok(Err(message)),
         };
-        Ok(
-            match engine_kv::delete_prefix(&self.services.database, &scope, &prefix).await {
-                Ok(count) => Ok(count),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        self.unit.delete_prefix(&prefix);
+        Ok(Ok(counted))
     }
 
     async fn compare_and_swap(
@@ -407,33 +560,29 @@ impl world::storage::Host for StoreState {
         expected: Option<Vec<u8>>,
         value: Option<Vec<u8>>,
     ) -> wasmtime::Result<Result<bool, String>> {
-        if let Err(message) = check_key(&key) {
+        let size = value.as_ref().map_or(0, Vec::len);
+        let checked = check_key(&key)
+            .and_then(|()| {
+                if size > MAX_VALUE_BYTES {
+                    Err(format!("values are at most {MAX_VALUE_BYTES} bytes"))
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| self.unit.check_room(2, size));
+        if let Err(message) = checked {
             return Ok(Err(message));
         }
-        if value
-            .as_ref()
-            .is_some_and(|value| value.len() > MAX_VALUE_BYTES)
-        {
-            return Ok(Err(format!("values are at most {MAX_VALUE_BYTES} bytes")));
-        }
-        let scope = match self.kv_scope() {
-            Ok(scope) => scope,
+        let (current, conditions) = match self.compare(std::slice::from_ref(&key)).await {
+            Ok((mut values, conditions)) => (values.remove(0), conditions),
             Err(message) => return Ok(Err(message)),
         };
-        Ok(
-            match engine_kv::compare_and_swap(
-                &self.services.database,
-                &scope,
-                &key,
-                expected.as_deref(),
-                value.as_deref(),
-            )
-            .await
-            {
-                Ok(swapped) => Ok(swapped),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        if current != expected {
+            return Ok(Ok(false));
+        }
+        let mut unit = self.unit.clone();
+        unit.write(key, value);
+        Ok(self.commit_point(unit, conditions).await)
     }
 
     async fn write_batch(
@@ -442,30 +591,19 @@ impl world::storage::Host for StoreState {
         deletes: Vec<String>,
         jobs: Vec<(u64, Vec<u8>)>,
     ) -> wasmtime::Result<Result<Vec<String>, String>> {
-        if let Err(message) = check_batch(&sets, &deletes, jobs.len()) {
+        let entries = sets.len() + deletes.len() + jobs.len();
+        let bytes = sets.iter().map(|(_, value)| value.len()).sum();
+        let checked = check_batch(&sets, &deletes, jobs.len())
+            .and_then(|()| self.kv_scope().map(drop))
+            .and_then(|()| self.unit.check_room(entries, bytes));
+        if let Err(message) = checked {
             return Ok(Err(message));
         }
         let work = match self.new_jobs(jobs) {
             Ok(work) => work,
             Err(message) => return Ok(Err(message)),
         };
-        let tenant_id = match self.tenant("storage") {
-            Ok(tenant_id) => tenant_id.to_owned(),
-            Err(message) => return Ok(Err(message)),
-        };
-        let batch = StorageBatch {
-            engine_code: self.scope.engine_code.clone(),
-            tenant_id,
-            expect: Vec::new(),
-            sets,
-            deletes,
-            add: Vec::new(),
-            jobs: work,
-        };
-        Ok(match self.services.batch_writer.write(batch).await {
-            Ok(ids) => Ok(ids),
-            Err(error) => Err(self.import_failure("storage", error)),
-        })
+        Ok(Ok(self.buffer(sets, deletes, work)))
     }
 
     async fn transact(
@@ -479,33 +617,135 @@ impl world::storage::Host for StoreState {
             add,
             jobs,
         } = transaction;
-        if let Err(message) = check_transaction(&expect, &sets, &deletes, &add, jobs.len()) {
+        let entries = expect.len() + sets.len() + deletes.len() + add.len() + jobs.len();
+        let bytes = sets.iter().map(|(_, value)| value.len()).sum();
+        let checked = check_transaction(&expect, &sets, &deletes, &add, jobs.len())
+            .and_then(|()| self.unit.check_room(entries, bytes));
+        if let Err(message) = checked {
             return Ok(Err(message));
         }
         let work = match self.new_jobs(jobs) {
             Ok(work) => work,
             Err(message) => return Ok(Err(message)),
         };
-        let tenant_id = match self.tenant("storage") {
-            Ok(tenant_id) => tenant_id.to_owned(),
+        let keys: Vec<String> = expect.iter().map(|(key, _)| key.clone()).collect();
+        let (current, conditions) = match self.compare(&keys).await {
+            Ok(compared) => compared,
             Err(message) => return Ok(Err(message)),
         };
-        let batch = StorageBatch {
-            engine_code: self.scope.engine_code.clone(),
-            tenant_id,
-            expect,
-            sets,
-            deletes,
-            add,
-            jobs: work,
+        let holds = expect
+            .iter()
+            .zip(&current)
+            .all(|((_, expected), current)| expected == current);
+        if !holds {
+            return Ok(Ok(None));
+        }
+        let mut unit = self.unit.clone();
+        let ids = match buffer_into(&mut unit, sets, deletes, add, work) {
+            Ok(ids) => ids,
+            Err(message) => return Ok(Err(message)),
         };
-        Ok(
-            match self.services.batch_writer.write_conditional(batch).await {
-                Ok(outcome) => Ok(outcome),
-                Err(error) => Err(self.import_failure("storage", error)),
-            },
-        )
+        Ok(self
+            .commit_point(unit, conditions)
+            .await
+            .map(|committed| committed.then_some(ids)))
     }
+}
+
+/// Buffers one batch into `unit`: its sets, then its deletes, then its counters, then its
+/// jobs; the jobs' ids. A counter that does not hold an integer fails it.
+fn buffer_into(
+    unit: &mut UnitOfWork,
+    sets: Vec<(String, Vec<u8>)>,
+    deletes: Vec<String>,
+    add: Vec<(String, i64)>,
+    jobs: Vec<NewWork>,
+) -> Result<Vec<String>, String> {
+    for (key, value) in sets {
+        unit.write(key, Some(value));
+    }
+    for key in deletes {
+        unit.write(key, None);
+    }
+    for (key, amount) in add {
+        unit.add(key, amount)?;
+    }
+    let ids = jobs.iter().map(|job| job.id.clone()).collect();
+    unit.push_jobs(jobs);
+    Ok(ids)
+}
+
+impl StoreState {
+    /// Buffers one batch without counters into the call's unit; the jobs' ids.
+    fn buffer(
+        &mut self,
+        sets: Vec<(String, Vec<u8>)>,
+        deletes: Vec<String>,
+        jobs: Vec<NewWork>,
+    ) -> Vec<String> {
+        buffer_into(&mut self.unit, sets, deletes, Vec::new(), jobs)
+            .expect("a batch without counters always buffers")
+    }
+
+    /// How many entries under `prefix` the call's view holds.
+    async fn count_in_view(&mut self, prefix: &str) -> Result<u64, String> {
+        let scope = self.kv_scope()?;
+        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        let pending: Vec<String> = self
+            .unit
+            .writes_under(prefix)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut visible = 0_u64;
+        for key in &pending {
+            if self.unit.view(key, None)?.is_some()
+                || matches!(self.unit.known(key), Known::Committed { .. })
+            {
+                visible += 1;
+            }
+        }
+        if self.unit.prefix_deleted(prefix) {
+            return Ok(visible);
+        }
+        // Keys the unit decides, where they are committed and not under a deleted prefix, are
+        // counted by the unit, not the database.
+        let decided: Vec<String> = pending
+            .into_iter()
+            .filter(|key| !self.unit.prefix_deleted(key))
+            .collect();
+        let inner = self.unit.deleted_prefixes_under(prefix);
+        let database = self.services.database.clone();
+        let scope = KvScope {
+            engine_code: &engine_code,
+            tenant_id: &tenant_id,
+        };
+        match count_committed(&database, &scope, prefix, &inner, &decided).await {
+            Ok(committed) => Ok(committed + visible),
+            Err(error) => Err(self.import_failure("storage", error)),
+        }
+    }
+}
+
+/// The committed entries under `prefix`, leaving out those under the disjoint prefixes
+/// `inner` and the keys `decided`.
+async fn count_committed(
+    database: &Database,
+    scope: &KvScope<'_>,
+    prefix: &str,
+    inner: &[String],
+    decided: &[String],
+) -> anyhow::Result<u64> {
+    let mut committed = engine_kv::count_prefix(database, scope, prefix).await?;
+    for inner in inner {
+        committed =
+            committed.saturating_sub(engine_kv::count_prefix(database, scope, inner).await?);
+    }
+    for chunk in decided.chunks(engine_kv::MAX_GET_MANY) {
+        let values = engine_kv::get_many(database, scope, chunk).await?;
+        let shadowed = values.iter().filter(|value| value.is_some()).count() as u64;
+        committed = committed.saturating_sub(shadowed);
+    }
+    Ok(committed)
 }
 
 /// The limits of a `transact`: those of `write-batch` over all its entries, and counters that
@@ -538,28 +778,33 @@ fn check_transaction(
     Ok(())
 }
 
+/// Jobs go into the call's unit of work: they exist once it commits.
 impl world::scheduler::Host for StoreState {
     async fn schedule(
         &mut self,
         at_unix_ms: u64,
         payload: Vec<u8>,
     ) -> wasmtime::Result<Result<String, String>> {
+        if let Err(message) = self.unit.check_room(1, 0) {
+            return Ok(Err(message));
+        }
         let work = match self.new_jobs(vec![(at_unix_ms, payload)]) {
             Ok(work) => work,
             Err(message) => return Ok(Err(message)),
         };
-        let queue = self.services.queue.clone();
-        Ok(match queue.enqueue(&work).await {
-            Ok(mut ids) => Ok(ids.remove(0)),
-            Err(error) => Err(self.import_failure("the scheduler", error)),
-        })
+        Ok(Ok(self.buffer(Vec::new(), Vec::new(), work).remove(0)))
     }
 
+    /// A job this call scheduled is dropped from its unit; a committed one is cancelled at once
+    /// (not undone if the call fails).
     async fn cancel(&mut self, job_id: String) -> wasmtime::Result<Result<bool, String>> {
         let tenant_id = match self.tenant("the scheduler") {
             Ok(tenant_id) => tenant_id.to_owned(),
             Err(message) => return Ok(Err(message)),
         };
+        if self.unit.cancel_job(&job_id) {
+            return Ok(Ok(true));
+        }
         Ok(
             match self
                 .services
@@ -574,6 +819,8 @@ impl world::scheduler::Host for StoreState {
     }
 }
 
+/// An event's deliveries go into the call's unit of work (a transactional outbox): they exist
+/// if and only if the call's writes commit.
 impl world::events::Host for StoreState {
     async fn publish(
         &mut self,
@@ -607,20 +854,20 @@ impl world::events::Host for StoreState {
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             payload,
         };
-        Ok(
-            match self
-                .services
-                .bus
-                .publish(&event, Some(&self.scope.engine_code))
-                .await
-            {
-                Ok(deliveries) => {
-                    tracing::debug!(engine = %self.scope.engine_code, event_type = %event.event_type, deliveries, "event published");
-                    Ok(())
-                }
-                Err(error) => Err(self.import_failure("publishing events", error)),
-            },
-        )
+        let deliveries = match self
+            .services
+            .bus
+            .deliveries(&event, Some(&self.scope.engine_code))
+        {
+            Ok(deliveries) => deliveries,
+            Err(error) => return Ok(Err(format!("{error:#}"))),
+        };
+        if let Err(message) = self.unit.check_room(deliveries.len(), 0) {
+            return Ok(Err(message));
+        }
+        tracing::debug!(engine = %self.scope.engine_code, event_type = %event.event_type, deliveries = deliveries.len(), "event published");
+        self.unit.push_jobs(deliveries);
+        Ok(Ok(()))
     }
 }
 

@@ -21,6 +21,7 @@ pub mod outbound;
 pub mod routes;
 pub mod state;
 mod store;
+pub mod unit_of_work;
 pub mod vault;
 pub mod watcher;
 pub mod work;

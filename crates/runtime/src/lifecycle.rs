@@ -130,6 +130,7 @@ pub async fn run(
             &engine.pre,
             scope,
             runtime.config().lifecycle_timeout,
+            Result::is_ok,
             async |guest, store| match operation {
                 Lifecycle::ProvisionTenant(tenant) => {
                     guest.call_provision_tenant(store, &tenant.into()).await

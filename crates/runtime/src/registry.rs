@@ -246,6 +246,7 @@ impl EngineRegistry {
                 &pre,
                 CallScope::outside_engines(),
                 self.runtime.config().lifecycle_timeout,
+                |_| false,
                 async |guest, store| {
                     let descriptor = guest.call_describe(&mut *store).await?;
                     let api = guest.call_describe_api(&mut *store).await?;

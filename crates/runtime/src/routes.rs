@@ -167,6 +167,7 @@ async fn handle_engine_request(
             &engine.pre,
             scope,
             runtime.config().handle_timeout,
+            response_commits,
             async |guest, store| guest.call_handle(store, &wit_caller, &wit_request).await,
         )
         .await;
@@ -185,6 +186,12 @@ async fn handle_engine_request(
             )));
         }
         Err(CallError::Busy(refused)) => return Ok(busy(&code, &correlation_id, refused)),
+        Err(CallError::Commit(detail)) => {
+            tracing::error!(engine = %code, %correlation_id, error = %detail, "committing an engine call failed");
+            return Ok(retry_later(format!(
+                "The changes of this request to the engine {code} could not be saved; nothing was changed. Retry later."
+            )));
+        }
     };
     into_http_response(
         &code,
@@ -192,6 +199,24 @@ async fn handle_engine_request(
         response,
         runtime.config().max_response_bytes,
     )
+}
+
+/// Whether an engine's answer keeps the writes of its call (its unit of work): a success or a
+/// redirect. An error answer (4xx, 5xx), like a trap or a timeout, commits nothing the call
+/// buffered: a request refused halfway leaves no half of it. What must outlive a refusal (a
+/// failed-attempt count) is written with a synchronisation point, which commits at once.
+fn response_commits(response: &wit::Response) -> bool {
+    response.status < 400
+}
+
+/// 503 `{message}` with `Retry-After`.
+fn retry_later(message: String) -> Response {
+    let mut response = ApiError::ServiceUnavailable(message).into_response();
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(BUSY_RETRY_AFTER_SECONDS),
+    );
+    response
 }
 
 /// 503 `{message}` with `Retry-After`: the tenant already runs its share of engine calls and
@@ -206,12 +231,7 @@ fn busy(code: &str, correlation_id: &str, refused: Refused) -> Response {
             format!("The engine {code} had no capacity free for this tenant in time; retry later.")
         }
     };
-    let mut response = ApiError::ServiceUnavailable(message).into_response();
-    response.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from(BUSY_RETRY_AFTER_SECONDS),
-    );
-    response
+    retry_later(message)
 }
 
 /// Converts an engine's response, refusing what no client should receive: an invalid status,

@@ -60,9 +60,11 @@ impl WorkKind {
     }
 }
 
-/// An item to enqueue.
+/// An item to enqueue. Its id is chosen when it is made, so a call's unit of work can answer
+/// `scheduler.schedule` with it before the unit commits.
 #[derive(Debug, Clone)]
 pub struct NewWork {
+    pub id: String,
     pub engine_code: String,
     pub tenant_id: String,
     pub kind: WorkKind,
@@ -117,15 +119,11 @@ impl WorkQueue {
     /// Stores the items in the caller's transaction; returns their ids. Call [`Self::wake`]
     /// once it committed.
     pub async fn insert_in(tx: &mut Tx, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
-        let ids: Vec<String> = items
+        let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
+        let rows: Vec<store::WorkRow<'_>> = items
             .iter()
-            .map(|_| uuid::Uuid::new_v4().to_string())
-            .collect();
-        let rows: Vec<store::WorkRow<'_>> = ids
-            .iter()
-            .zip(items)
-            .map(|(id, item)| store::WorkRow {
-                id,
+            .map(|item| store::WorkRow {
+                id: &item.id,
                 engine_code: &item.engine_code,
                 tenant_id: &item.tenant_id,
                 kind: item.kind.as_str(),
@@ -500,6 +498,7 @@ async fn deliver(
             &engine.pre,
             scope,
             runtime.config().lifecycle_timeout,
+            Result::is_ok,
             async |guest, store| match &event {
                 Some(event) => guest.call_on_event(store, &event_to_wit(event)).await,
                 None => {

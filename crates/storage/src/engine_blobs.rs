@@ -11,14 +11,6 @@ use crate::engine_kv::{self, KvScope};
 use crate::{Database, Tx, time};
 use crate::{on_pool, on_tx};
 
-/// What [`put`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PutOutcome {
-    Stored,
-    /// The quota would have been exceeded; nothing was written.
-    OverQuota,
-}
-
 /// Locks the scope's usage row (creating it at 0) and returns its total.
 async fn lock_usage(tx: &mut Tx, scope: &KvScope<'_>) -> anyhow::Result<i64> {
     on_tx!(tx, conn => sqlx::query(
@@ -59,18 +51,15 @@ fn size_of(content: &[u8]) -> i64 {
     i64::try_from(content.len()).unwrap_or(i64::MAX)
 }
 
-/// Stores `content` under `key` and writes `sets` to engine storage in one transaction, unless
-/// the scope's total would exceed `quota_bytes`.
-pub async fn put(
-    database: &Database,
+/// Stores `content` under `key` in `tx` (replacing what was there) and updates the scope's
+/// usage. The unit of work checks quotas with [`usage_in`] once all its blob writes are in.
+pub async fn put_in(
+    tx: &mut Tx,
     scope: &KvScope<'_>,
     key: &str,
     content: &[u8],
-    quota_bytes: Option<u64>,
-    sets: &[(String, Vec<u8>)],
-) -> anyhow::Result<PutOutcome> {
-    let mut tx = database.begin().await?;
-    let usage = lock_usage(&mut tx, scope).await?;
+) -> anyhow::Result<()> {
+    lock_usage(tx, scope).await?;
     let replaced: Option<i64> = on_tx!(tx, conn => sqlx::query_scalar(
         "SELECT size_bytes FROM engine_blobs WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
     )
@@ -80,12 +69,6 @@ pub async fn put(
     .fetch_optional(&mut **conn)
     .await)
     .context("reading the size of the blob being replaced")?;
-    let delta = size_of(content) - replaced.unwrap_or(0);
-    let within_quota = quota_bytes
-        .is_none_or(|quota| u64::try_from(usage + delta).is_ok_and(|total| total <= quota));
-    if !within_quota {
-        return Ok(PutOutcome::OverQuota);
-    }
     on_tx!(tx, conn => sqlx::query(
         "INSERT INTO engine_blobs (engine_code, tenant_id, key, content, size_bytes, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -102,10 +85,56 @@ pub async fn put(
     .await
     .map(drop))
     .context("writing a blob")?;
-    add_usage(&mut tx, scope, delta).await?;
-    engine_kv::write_batch_in(&mut tx, scope, sets, &[]).await?;
-    tx.commit().await.context("committing a blob")?;
-    Ok(PutOutcome::Stored)
+    add_usage(tx, scope, size_of(content) - replaced.unwrap_or(0)).await
+}
+
+/// The bytes the scope's blobs take, in `tx` (after its own writes), with the usage row locked.
+pub async fn usage_in(tx: &mut Tx, scope: &KvScope<'_>) -> anyhow::Result<u64> {
+    let bytes = lock_usage(tx, scope).await?;
+    Ok(u64::try_from(bytes).unwrap_or(0))
+}
+
+/// The sizes of the blobs `keys` (`None`: absent), in the order of `keys`.
+pub async fn sizes(
+    database: &Database,
+    scope: &KvScope<'_>,
+    keys: &[String],
+) -> anyhow::Result<Vec<Option<u64>>> {
+    let mut sizes = Vec::with_capacity(keys.len());
+    for key in keys {
+        let size: Option<i64> = on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT size_bytes FROM engine_blobs WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
+        )
+        .bind(scope.engine_code)
+        .bind(scope.tenant_id)
+        .bind(key)
+        .fetch_optional(pool)
+        .await)
+        .context("reading the size of a blob")?;
+        sizes.push(size.map(|size| u64::try_from(size).unwrap_or(0)));
+    }
+    Ok(sizes)
+}
+
+/// How many blobs have keys starting with `prefix`, and their bytes.
+pub async fn count_prefix(
+    database: &Database,
+    scope: &KvScope<'_>,
+    prefix: &str,
+) -> anyhow::Result<(u64, u64)> {
+    let (count, bytes): (i64, i64) = on_pool!(database, pool => sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM engine_blobs
+         WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(prefix)
+    .bind(engine_kv::prefix_upper_bound(prefix))
+    .fetch_one(pool)
+    .await)
+    .context("counting a prefix of blobs")?;
+    let positive = |value: i64| u64::try_from(value).unwrap_or(0);
+    Ok((positive(count), positive(bytes)))
 }
 
 pub async fn get(
@@ -124,17 +153,10 @@ pub async fn get(
     .context("reading a blob")
 }
 
-/// Removes the blobs `keys` and the storage entries `deletes` in one transaction; returns how
-/// many of the blobs existed.
-pub async fn delete(
-    database: &Database,
-    scope: &KvScope<'_>,
-    keys: &[String],
-    deletes: &[String],
-) -> anyhow::Result<u64> {
-    let mut tx = database.begin().await?;
-    lock_usage(&mut tx, scope).await?;
-    let (mut removed, mut freed) = (0_u64, 0_i64);
+/// Removes the blobs `keys` in `tx` and updates the scope's usage.
+pub async fn delete_in(tx: &mut Tx, scope: &KvScope<'_>, keys: &[String]) -> anyhow::Result<()> {
+    lock_usage(tx, scope).await?;
+    let mut freed = 0_i64;
     for key in keys {
         let size: Option<i64> = on_tx!(tx, conn => sqlx::query_scalar(
             "DELETE FROM engine_blobs WHERE engine_code = $1 AND tenant_id = $2 AND key = $3
@@ -146,25 +168,18 @@ pub async fn delete(
         .fetch_optional(&mut **conn)
         .await)
         .context("deleting a blob")?;
-        if let Some(size) = size {
-            removed += 1;
-            freed += size;
-        }
+        freed += size.unwrap_or(0);
     }
-    add_usage(&mut tx, scope, -freed).await?;
-    engine_kv::write_batch_in(&mut tx, scope, &[], deletes).await?;
-    tx.commit().await.context("committing a blob deletion")?;
-    Ok(removed)
+    add_usage(tx, scope, -freed).await
 }
 
-/// Removes every blob whose key starts with `prefix`; returns how many.
-pub async fn delete_prefix(
-    database: &Database,
+/// Removes every blob whose key starts with `prefix` in `tx` and updates the scope's usage.
+pub async fn delete_prefix_in(
+    tx: &mut Tx,
     scope: &KvScope<'_>,
     prefix: &str,
-) -> anyhow::Result<u64> {
-    let mut tx = database.begin().await?;
-    lock_usage(&mut tx, scope).await?;
+) -> anyhow::Result<()> {
+    lock_usage(tx, scope).await?;
     let sizes: Vec<i64> = on_tx!(tx, conn => sqlx::query_scalar(
         "DELETE FROM engine_blobs WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4
          RETURNING size_bytes",
@@ -176,11 +191,7 @@ pub async fn delete_prefix(
     .fetch_all(&mut **conn)
     .await)
     .context("deleting a prefix of blobs")?;
-    add_usage(&mut tx, scope, -sizes.iter().sum::<i64>()).await?;
-    tx.commit()
-        .await
-        .context("committing a blob prefix deletion")?;
-    Ok(sizes.len() as u64)
+    add_usage(tx, scope, -sizes.iter().sum::<i64>()).await
 }
 
 /// The bytes the scope's blobs take.

@@ -165,20 +165,6 @@ pub async fn set(
     .context("writing engine storage")
 }
 
-pub async fn delete(database: &Database, scope: &KvScope<'_>, key: &str) -> anyhow::Result<bool> {
-    let deleted = on_writer!(database, pool => sqlx::query(
-        "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
-    )
-    .bind(scope.engine_code)
-    .bind(scope.tenant_id)
-    .bind(key)
-    .execute(pool)
-    .await
-    .map(|result| result.rows_affected()))
-    .context("deleting from engine storage")?;
-    Ok(deleted > 0)
-}
-
 /// Entries under `prefix` in key order (descending when `reverse`), strictly after (before,
 /// when `reverse`) `after`, at most `limit`.
 pub async fn list(
@@ -216,75 +202,42 @@ pub async fn list(
     .context("listing engine storage")
 }
 
-pub async fn delete_prefix(
+/// How many entries have keys starting with `prefix`.
+pub async fn count_prefix(
     database: &Database,
     scope: &KvScope<'_>,
     prefix: &str,
 ) -> anyhow::Result<u64> {
-    on_writer!(database, pool => sqlx::query(
+    let count: i64 = on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
+    )
+    .bind(scope.engine_code)
+    .bind(scope.tenant_id)
+    .bind(prefix)
+    .bind(prefix_upper_bound(prefix))
+    .fetch_one(pool)
+    .await)
+    .context("counting a prefix of engine storage")?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// Removes every entry whose key starts with `prefix`, in `tx`.
+pub async fn delete_prefix_in(
+    tx: &mut Tx,
+    scope: &KvScope<'_>,
+    prefix: &str,
+) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
         "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
     )
     .bind(scope.engine_code)
     .bind(scope.tenant_id)
     .bind(prefix)
     .bind(prefix_upper_bound(prefix))
-    .execute(pool)
+    .execute(&mut **conn)
     .await
-    .map(|result| result.rows_affected()))
+    .map(drop))
     .context("deleting a prefix of engine storage")
-}
-
-/// Replaces the value under `key` when it is currently `expected` (`None`: absent); `value`
-/// `None` deletes. True when it did. Each case is one conditional statement, so two callers
-/// racing on the same key cannot both win (PostgreSQL re-checks the condition on the row
-/// version it waited for; SQLite has one writer).
-pub async fn compare_and_swap(
-    database: &Database,
-    scope: &KvScope<'_>,
-    key: &str,
-    expected: Option<&[u8]>,
-    value: Option<&[u8]>,
-) -> anyhow::Result<bool> {
-    let swapped = match (expected, value) {
-        (None, None) => return Ok(get(database, scope, key).await?.is_none()),
-        (None, Some(value)) => on_writer!(database, pool => sqlx::query(
-            "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
-        )
-        .bind(scope.engine_code)
-        .bind(scope.tenant_id)
-        .bind(key)
-        .bind(value)
-        .bind(time::now())
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected())),
-        (Some(expected), Some(value)) => on_writer!(database, pool => sqlx::query(
-            "UPDATE engine_kv SET value = $4, updated_at = $5
-             WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $6",
-        )
-        .bind(scope.engine_code)
-        .bind(scope.tenant_id)
-        .bind(key)
-        .bind(value)
-        .bind(time::now())
-        .bind(expected)
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected())),
-        (Some(expected), None) => on_writer!(database, pool => sqlx::query(
-            "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3 AND value = $4",
-        )
-        .bind(scope.engine_code)
-        .bind(scope.tenant_id)
-        .bind(key)
-        .bind(expected)
-        .execute(pool)
-        .await
-        .map(|result| result.rows_affected())),
-    }
-    .context("compare-and-swap in engine storage")?;
-    Ok(swapped > 0)
 }
 
 /// Writes `sets` and removes `deletes` (after the sets) of one scope in `tx`.

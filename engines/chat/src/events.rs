@@ -99,7 +99,7 @@ pub fn stage(
     Ok(())
 }
 
-/// Publishes `chat_events` on the host's bus (after their change committed).
+/// Publishes `chat_events` on the host's bus, in the call's unit of work (with their change).
 pub fn publish(chat_events: &[ChatEvent]) -> Result<(), HostError> {
     for event in chat_events {
         events::publish(event.event_type, &event.data())?;
@@ -107,7 +107,8 @@ pub fn publish(chat_events: &[ChatEvent]) -> Result<(), HostError> {
     Ok(())
 }
 
-/// Commits `batch` with the deliveries of `chat_events`, then publishes them.
+/// Writes `batch` with the webhook deliveries of `chat_events` and publishes them, all in the
+/// call's unit of work.
 pub fn commit_with(
     mut batch: Batch,
     tenant_id: &str,

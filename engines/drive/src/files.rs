@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use tessera_sdk::blobs::{self, Put};
 use tessera_sdk::serde_json::json;
+use tessera_sdk::storage::Committed;
 use tessera_sdk::{
     ApiError, Context, HandlerResult, Request, Response, ValidationErrors, storage, time,
 };
@@ -60,6 +61,9 @@ pub fn upload(ctx: &Context, req: &Request) -> HandlerResult {
         created_at: now.clone(),
         updated_at: now,
     };
+    // What the upload commits is expected to find its folder as it is now.
+    let folder_key = folder.key();
+    let folder_record = storage::get(&folder_key)?.ok_or_else(|| ApiError::not_found("Folder"))?;
     let claim =
         store::claim_name(&folder.id, Kind::File, &file.name, &file.id)?.ok_or_else(name_taken)?;
     let entries = [storage::json_entry(file.key(), &file)?, claim.entry()];
@@ -68,18 +72,27 @@ pub fn upload(ctx: &Context, req: &Request) -> HandlerResult {
         claim.release()?;
         return Err(ApiError::invalid("content", "quota"));
     }
-    // The folder deleted while the bytes were written: take the file back rather than leave it
-    // unreachable (and counted against the quota).
-    if store::load::<Folder>(&folder.id)?.is_none() {
-        store::remove_file(&file)?;
-        return Err(ApiError::not_found("Folder"));
-    }
     publish(
         file.owner_id.is_none(),
         "file.uploaded",
         ctx,
         json!({ "file_id": file.id, "folder_id": file.folder_id, "size_bytes": file.size_bytes }),
-    );
+    )?;
+    // The bytes, the file's records and its event commit together, now, and only if the
+    // folder is unchanged (a deletion racing the upload leaves no file in it) and the blobs
+    // still fit the quota (another upload may have taken the room meanwhile). Otherwise
+    // nothing of them is written: the error answer drops them.
+    let mut unchanged = storage::Transaction::new();
+    unchanged.expect(folder_key.clone(), Some(&folder_record));
+    if let Committed::Conflict = unchanged.commit()? {
+        return Err(match storage::get(&folder_key)? {
+            None => ApiError::not_found("Folder"),
+            Some(now) if now == folder_record => ApiError::invalid("content", "quota"),
+            Some(_) => {
+                ApiError::Conflict("The folder changed during the upload; try again.".into())
+            }
+        });
+    }
     Ok(Response::created(&Item::File(file)))
 }
 
@@ -139,7 +152,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
         "file.updated",
         ctx,
         json!({ "file_id": updated.id, "folder_id": updated.folder_id }),
-    );
+    )?;
     Ok(Response::ok(&Item::File(updated)))
 }
 
@@ -154,6 +167,6 @@ pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
         "file.deleted",
         ctx,
         json!({ "file_id": file.id, "folder_id": file.folder_id, "size_bytes": file.size_bytes }),
-    );
+    )?;
     Ok(Response::no_content())
 }

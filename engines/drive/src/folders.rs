@@ -73,7 +73,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
         "folder.created",
         ctx,
         json!({ "folder_id": folder.id, "parent_id": parent.id }),
-    );
+    )?;
     Ok(Response::created(&Item::Folder(folder)))
 }
 
@@ -136,7 +136,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
         "folder.updated",
         ctx,
         json!({ "folder_id": updated.id, "parent_id": updated.parent_id }),
-    );
+    )?;
     Ok(Response::ok(&Item::Folder(updated)))
 }
 
@@ -158,6 +158,6 @@ pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
             "parent_id": folder.parent_id,
             "size_bytes": freed,
         }),
-    );
+    )?;
     Ok(Response::no_content())
 }

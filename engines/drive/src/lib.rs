@@ -35,8 +35,8 @@ use tessera_sdk::serde_json::Value;
 use tessera_sdk::tenancy::{RemovalChunk, RemovalJob, RemovedChunk};
 use tessera_sdk::{
     ApiError, Context, Descriptor, Engine, HandlerResult, HostError, Job, Request, Response,
-    Router, Setting, SettingKind, TenantInfo, UserInfo, ValidationErrors, blobs, events, log,
-    settings, storage, tenancy, time,
+    Router, Setting, SettingKind, TenantInfo, UserInfo, ValidationErrors, blobs, events, settings,
+    storage, tenancy, time,
 };
 
 use crate::store::{Folder, Node, ROOT_ID};
@@ -243,16 +243,19 @@ fn name_taken() -> ApiError {
     ApiError::Conflict("A folder or file with this name already exists in the folder.".into())
 }
 
-/// Publishes an event of the shared drive after its change committed (home drives are
-/// private: nothing of them is published). A failed publication is logged: the change stands.
-fn publish(shared: bool, event_type: &str, ctx: &Context, mut payload: Value) {
+/// Publishes an event of the shared drive (home drives are private: nothing of them is
+/// published), in the call's unit of work: it exists if and only if the change commits.
+fn publish(
+    shared: bool,
+    event_type: &str,
+    ctx: &Context,
+    mut payload: Value,
+) -> Result<(), HostError> {
     if !shared {
-        return;
+        return Ok(());
     }
     payload["actor_id"] = Value::String(ctx.user_id.clone());
-    if let Err(error) = events::publish(event_type, &payload) {
-        log::error(format!("publishing {event_type} failed: {error}"));
-    }
+    events::publish(event_type, &payload)
 }
 
 /// A new identifier that sorts by creation time (UUID v7).

@@ -233,7 +233,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
             "internal_recipient_ids": internal,
             "external_count": external_count,
         }),
-    );
+    )?;
     for (user_id, copy_id) in received {
         publish(
             "mail.received",
@@ -242,7 +242,7 @@ pub fn send(ctx: &Context, req: &Request) -> HandlerResult {
                 "recipient_id": user_id,
                 "copy_id": copy_id,
             }),
-        );
+        )?;
     }
     Ok(Response::created(&view(&own, &draft.body)))
 }

@@ -257,12 +257,10 @@ fn new_ordered_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-/// Publishes an event after its change committed. The change stands either way, so a failed
-/// publication is logged rather than turned into an error answer.
-fn publish(event_type: &str, payload: &Value) {
-    if let Err(error) = events::publish(event_type, payload) {
-        log::error(format!("publishing {event_type} failed: {error}"));
-    }
+/// Publishes an event in the call's unit of work: it exists if and only if the change it
+/// announces commits, and a failure fails the call (nothing of it commits).
+fn publish(event_type: &str, payload: &Value) -> Result<(), tessera_sdk::HostError> {
+    events::publish(event_type, payload)
 }
 
 tessera_sdk::export_engine!(Mail);

@@ -176,7 +176,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     publish(
         "note.created",
         &json!({ "note_id": note.id, "owner_id": note.owner_id }),
-    );
+    )?;
     Ok(Response::created(&NoteView {
         note: &note,
         shares: Vec::new(),
@@ -214,7 +214,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     publish(
         "note.updated",
         &json!({ "note_id": updated.id, "owner_id": updated.owner_id, "user_id": ctx.user_id }),
-    );
+    )?;
     Ok(Response::ok(&NoteView::of(&updated, permission)?))
 }
 
@@ -228,7 +228,7 @@ pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     publish(
         "note.deleted",
         &json!({ "note_id": note.id, "owner_id": note.owner_id }),
-    );
+    )?;
     Ok(Response::no_content())
 }
 
@@ -273,7 +273,7 @@ pub fn share(ctx: &Context, req: &Request) -> HandlerResult {
             "user_id": share.user_id,
             "permission": share.permission,
         }),
-    );
+    )?;
     Ok(if existing.is_some() {
         Response::ok(&view)
     } else {
@@ -298,7 +298,7 @@ pub fn unshare(ctx: &Context, req: &Request) -> HandlerResult {
     publish(
         "note.unshared",
         &json!({ "note_id": note.id, "owner_id": note.owner_id, "user_id": user_id }),
-    );
+    )?;
     Ok(Response::no_content())
 }
 

@@ -30,7 +30,7 @@ use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::tenancy::RemovalJob;
 use tessera_sdk::{
     ApiError, Descriptor, Engine, HostError, Job, Operation, Request, Router, TenantInfo, UserInfo,
-    events, log, storage, tenancy, time,
+    events, storage, tenancy, time,
 };
 
 /// The engine code, also its path prefix.
@@ -229,12 +229,10 @@ fn object_body(req: &Request) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-/// Publishes an event after its change committed. The change stands either way, so a failed
-/// publication is logged rather than turned into an error answer.
-fn publish(event_type: &str, payload: &Value) {
-    if let Err(error) = events::publish(event_type, payload) {
-        log::error(format!("publishing {event_type} failed: {error}"));
-    }
+/// Publishes an event in the call's unit of work: it exists if and only if the change it
+/// announces commits, and a failure fails the call (nothing of it commits).
+fn publish(event_type: &str, payload: &Value) -> Result<(), HostError> {
+    events::publish(event_type, payload)
 }
 
 /// A new identifier that sorts by creation time (UUID v7), so storage keys built from it list

@@ -7,6 +7,20 @@
 //! [`Request`], [`Response`], [`Descriptor`], …), and the host imports are typed helpers
 //! ([`storage`], [`scheduler`], [`events`], [`http`], [`vault`], [`settings`], [`log`]).
 //!
+//! # One call, one unit of work
+//!
+//! Everything a call writes ([`storage`], [`blobs`]), the events it publishes ([`events`]) and
+//! the jobs it schedules ([`scheduler`]) commit together when the call succeeds (a 2xx or 3xx
+//! response; `Ok` from a job, an event or a lifecycle call), and not at all when it fails
+//! (an error response, `Err`), panics or runs out of time. So write the state, then publish the event that announces it:
+//! neither exists without the other, and a failed publish fails the call (propagate it with
+//! `?`). Reads see the call's own writes. [`storage::compare_and_swap`] and
+//! [`storage::Transaction::commit`] are synchronisation points: their conditions are checked
+//! against the committed state at once, and when they hold, everything the call wrote so far
+//! commits with them (so a claim is seen by concurrent calls at once). Outbound HTTP and mail
+//! are not undone: schedule them as a job when they must follow a committed change. The whole
+//! model is documented on the `storage` interface of `wit/engine.wit`.
+//!
 //! Responses have the host's shapes: `{"data": …}` / `{"data": …, "meta": …}` on success,
 //! `{"message": …}` on error and `{"message": "The given data was invalid.", "errors": {field:
 //! [rule, …]}}` for a 422. Cursor paging ([`CursorPage`]) encodes cursors exactly like the

@@ -2,6 +2,12 @@
 //! (this engine, tenant of the current call): keys never include the tenant id. Keys are ordered
 //! byte-wise, so `prefix/` scans with `after` page through a collection.
 //!
+//! Writes are buffered in the call's unit of work and committed when the call succeeds (see
+//! the crate's documentation); every read here sees the call's own writes.
+//! [`compare_and_swap`] and [`Transaction::commit`] are synchronisation points: they commit the
+//! call's writes so far together with their own, at once, when their conditions hold
+//! ([`commit_now`] is one without conditions).
+//!
 //! Scans are bounded by the host: one scan returns at most a page of entries
 //! ([`ScanLimits::page`], `TESSERA_ENGINE_SCAN_PAGE`, default 1000) whatever it asks, and all
 //! the scans of one call (a request, a job, an event, a lifecycle call) return at most a budget
@@ -193,6 +199,14 @@ impl Transaction {
             None => Ok(Committed::Conflict),
         }
     }
+}
+
+/// Commits what this call wrote, published and scheduled so far, now (an empty
+/// [`Transaction`], a synchronisation point): it then stays whatever the call does next, a
+/// failure included. For what must outlive a failing call, such as the count of failed
+/// attempts a retried job or event keeps.
+pub fn commit_now() -> Result<(), HostError> {
+    Transaction::new().commit().map(drop)
 }
 
 /// The counter under `key` that [`Transaction::add`] keeps (absent: 0).

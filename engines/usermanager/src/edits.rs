@@ -24,7 +24,7 @@ const MIN_PHONE_CHARS: usize = 3;
 const MAX_URL_CHARS: usize = 2048;
 
 /// The fields a PATCH sets: `None` leaves a field alone; `Some(None)` clears a nullable one.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Edits {
     display_name: Option<String>,
     title: Option<Option<String>>,

@@ -11,7 +11,7 @@
 //! `user.reactivated` `{user_id, actor_id}`.
 //!
 //! Storage (tenant-scoped by the host): `tenant`, `directory-settings`, and per user the keys
-//! described in `store.rs` (`profiles/`, `directory/`, `users/`, `leases/`).
+//! described in `store.rs` (`profiles/`, `directory/`, `users/`).
 
 mod api;
 mod edits;
@@ -161,7 +161,7 @@ impl Engine for UserManager {
             users::publish(
                 "user.profile_updated",
                 &users::profile_updated(&user.user_id, None, &changed),
-            );
+            )?;
         }
         Ok(())
     }

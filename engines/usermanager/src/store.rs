@@ -1,7 +1,9 @@
-//! Where profiles live and how one user's entry changes: every change of a user runs under a
-//! short per-user lease and commits in one `write_batch`, so the profile, its directory entry
-//! (the name-ordered copy lists read) and the SDK's `users/<id>` record always agree, and two
-//! concurrent edits of one user never lose each other.
+//! Where profiles live and how one user's entry changes: every change of a user is one
+//! transaction that expects the profile it read, so the profile, its directory entry (the
+//! name-ordered copy lists read) and the SDK's `users/<id>` record always agree, and two
+//! concurrent edits of one user never lose each other: a change whose profile moved meanwhile
+//! is decided again on the new one. (Earlier versions held a per-user lease instead; a lease
+//! key they left is ignored.)
 //!
 //! Keys (tenant-scoped by the host):
 //!
@@ -10,25 +12,18 @@
 //! | `profiles/<user_id>` | the [`Profile`] |
 //! | `directory/<lower-cased display name>\x01<user_id>` | the same [`Profile`], for lists in name order |
 //! | `users/<user_id>` | the SDK's provisioning record (`tenancy`) |
-//! | `leases/<user_id>` | `{holder, expires_at_ms}` while a change of that user is under way |
 
-use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
+use tessera_sdk::storage::{self, Committed, Transaction};
 use tessera_sdk::tenancy::{self, UserRecord};
-use tessera_sdk::{ApiError, HostError, serde_json, storage, time};
+use tessera_sdk::{ApiError, HostError};
 
 use crate::profile::Profile;
 
 /// The prefix of the name-ordered directory entries.
 pub const DIRECTORY_PREFIX: &str = "directory/";
 
-/// How long a lease holds: longer than any engine call may run (lifecycle calls stop after
-/// 30 s, requests after 5 s), so a lease outlives its holder and is then taken over.
-const LEASE_MS: u64 = 60_000;
-/// How often, and how long apart, a change waits for another change of the same user.
-const LEASE_WAIT_ROUNDS: u32 = 40;
-const LEASE_WAIT: Duration = Duration::from_millis(50);
+/// How many times a change is made again on a profile that changed before it committed.
+const CHANGE_ROUNDS: u32 = 64;
 /// Most bytes of the lower-cased display name in a directory key (keys are at most 1 KiB).
 const MAX_SORT_NAME_BYTES: usize = 400;
 /// Longest user id looked up (longer ones are unknown users, never storage keys).
@@ -41,10 +36,6 @@ fn is_plausible(user_id: &str) -> bool {
 
 fn profile_key(user_id: &str) -> String {
     format!("profiles/{user_id}")
-}
-
-fn lease_key(user_id: &str) -> String {
-    format!("leases/{user_id}")
 }
 
 /// The directory key of `profile`: its lower-cased display name, then `\x01` (below every
@@ -86,114 +77,72 @@ pub enum Change {
     Remove,
 }
 
-/// Changes `user_id`'s entry under its lease: `decide` sees the current profile and says what
-/// to do (and what to answer); the change commits in one transaction.
+/// Changes `user_id`'s entry: `decide` sees the current profile and says what to do (and what
+/// to answer); the change is one transaction expecting the profile `decide` saw, made again on
+/// the new profile when another change of the user committed in between (409 after
+/// [`CHANGE_ROUNDS`] such rounds).
 pub fn change<T>(
     user_id: &str,
-    decide: impl FnOnce(Option<Profile>) -> Result<(Change, T), ApiError>,
+    mut decide: impl FnMut(Option<Profile>) -> Result<(Change, T), ApiError>,
 ) -> Result<T, ApiError> {
     if !is_plausible(user_id) {
         return Err(ApiError::not_found("User"));
     }
-    let lease = Lease::acquire(user_id)?;
-    let outcome = load(user_id).map_err(ApiError::from).and_then(|current| {
-        let old_entry = current.as_ref().map(directory_key);
-        let (change, answer) = decide(current)?;
-        let committed = commit(user_id, old_entry, change, &lease)?;
-        Ok((committed, answer))
-    });
-    match outcome {
-        Ok((true, answer)) => Ok(answer),
-        Ok((false, answer)) => {
-            lease.release();
-            Ok(answer)
-        }
-        Err(error) => {
-            lease.release();
-            Err(error)
+    for _ in 0..CHANGE_ROUNDS {
+        if let Some(answer) = change_once(user_id, &mut decide)? {
+            return Ok(answer);
         }
     }
+    Err(ApiError::Conflict(
+        "Another change of this user is in progress; try again.".into(),
+    ))
 }
 
-/// Writes `change` with the lease's removal in one batch; false when there was nothing to write.
-fn commit(
+/// One round of [`change`]: `None` when the profile changed before the transaction committed.
+fn change_once<T>(
     user_id: &str,
-    old_entry: Option<String>,
-    change: Change,
-    lease: &Lease,
-) -> Result<bool, HostError> {
-    let mut sets = Vec::new();
-    let mut deletes = vec![lease.key.clone()];
+    decide: &mut impl FnMut(Option<Profile>) -> Result<(Change, T), ApiError>,
+) -> Result<Option<T>, ApiError> {
+    let key = profile_key(user_id);
+    let stored = storage::get(&key)?;
+    let current = stored
+        .as_deref()
+        .map(|bytes| storage::decode_json::<Profile>(&key, bytes))
+        .transpose()?;
+    let old_entry = current.as_ref().map(directory_key);
+    let (change, answer) = decide(current)?;
+    let mut transaction = Transaction::new();
+    transaction.expect(key.clone(), stored.as_deref());
     let profile = match change {
-        Change::Keep => return Ok(false),
+        Change::Keep => return Ok(Some(answer)),
         Change::Save(profile) => profile,
         Change::Provision(profile, record) => {
-            sets.push(storage::json_entry(tenancy::user_key(user_id), &record)?);
+            let (record_key, record) = storage::json_entry(tenancy::user_key(user_id), &record)?;
+            transaction.set(record_key, record);
             profile
         }
         Change::Remove => {
-            deletes.push(profile_key(user_id));
-            deletes.push(tenancy::user_key(user_id));
-            deletes.extend(old_entry);
-            storage::write_batch(&sets, &deletes, &[])?;
-            return Ok(true);
+            transaction.delete(key).delete(tenancy::user_key(user_id));
+            if let Some(old_entry) = old_entry {
+                transaction.delete(old_entry);
+            }
+            return commit(&transaction, answer);
         }
     };
     let new_entry = directory_key(&profile);
-    deletes.extend(old_entry.filter(|old| *old != new_entry));
-    sets.push(storage::json_entry(profile_key(user_id), &profile)?);
-    sets.push(storage::json_entry(new_entry, &profile)?);
-    storage::write_batch(&sets, &deletes, &[])?;
-    Ok(true)
-}
-
-/// A lease's stored value.
-#[derive(Serialize, Deserialize)]
-struct LeaseRecord {
-    holder: String,
-    expires_at_ms: u64,
-}
-
-/// This call's hold on one user's entry.
-struct Lease {
-    key: String,
-    value: Vec<u8>,
-}
-
-impl Lease {
-    /// Takes the lease of `user_id` when it is free or expired (compare-and-swap), waiting up to
-    /// about two seconds for another change of the same user; 409 after that.
-    fn acquire(user_id: &str) -> Result<Self, ApiError> {
-        let key = lease_key(user_id);
-        for _ in 0..LEASE_WAIT_ROUNDS {
-            let now = time::now_unix_ms();
-            let current = storage::get(&key)?;
-            let held = current
-                .as_deref()
-                .and_then(|bytes| serde_json::from_slice::<LeaseRecord>(bytes).ok())
-                .is_some_and(|lease| lease.expires_at_ms > now);
-            if held {
-                std::thread::sleep(LEASE_WAIT);
-                continue;
-            }
-            let value = serde_json::to_vec(&LeaseRecord {
-                holder: time::new_id(),
-                expires_at_ms: now + LEASE_MS,
-            })
-            .map_err(ApiError::internal)?;
-            if storage::compare_and_swap(&key, current.as_deref(), Some(&value))? {
-                return Ok(Self { key, value });
-            }
-        }
-        Err(ApiError::Conflict(
-            "Another change of this user is in progress; try again.".into(),
-        ))
+    if let Some(old_entry) = old_entry.filter(|old| *old != new_entry) {
+        transaction.delete(old_entry);
     }
+    transaction.set_json(key, &profile)?;
+    transaction.set_json(new_entry, &profile)?;
+    commit(&transaction, answer)
+}
 
-    /// Gives the lease back without a change (only if it is still this call's).
-    fn release(self) {
-        if let Err(error) = storage::compare_and_swap(&self.key, Some(&self.value), None) {
-            tessera_sdk::log::warn(format!("releasing {} failed: {error}", self.key));
-        }
+/// Commits `transaction` (with everything the call wrote before it): `Some(answer)`, or `None`
+/// when the profile it expects changed meanwhile.
+fn commit<T>(transaction: &Transaction, answer: T) -> Result<Option<T>, ApiError> {
+    match transaction.commit()? {
+        Committed::Yes { .. } => Ok(Some(answer)),
+        Committed::Conflict => Ok(None),
     }
 }

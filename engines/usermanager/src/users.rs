@@ -6,7 +6,7 @@
 
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::{
-    ApiError, Context, CursorPage, HandlerResult, Request, Response, ValidationErrors, events, log,
+    ApiError, Context, CursorPage, HandlerResult, Request, Response, ValidationErrors, events,
     storage, time,
 };
 
@@ -119,7 +119,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     let (profile, changed) = store::change(user_id, |current| {
         let mut profile = current.ok_or_else(|| ApiError::not_found("User"))?;
         may_edit(ctx, &profile)?;
-        let changed = edits.apply(&mut profile);
+        let changed = edits.clone().apply(&mut profile);
         if changed.is_empty() {
             return Ok((Change::Keep, (profile, changed)));
         }
@@ -128,7 +128,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     })?;
     if !changed.is_empty() {
         let payload = profile_updated(user_id, Some(&ctx.user_id), &changed);
-        publish("user.profile_updated", &payload);
+        publish("user.profile_updated", &payload)?;
     }
     Ok(Response::ok(&profile))
 }
@@ -172,7 +172,7 @@ fn set_status(ctx: &Context, req: &Request, status: Status, event_type: &str) ->
     publish(
         event_type,
         &json!({ "user_id": user_id, "actor_id": ctx.user_id }),
-    );
+    )?;
     Ok(Response::ok(&profile))
 }
 
@@ -201,12 +201,10 @@ pub fn profile_updated(user_id: &str, actor_id: Option<&str>, fields: &[&str]) -
     json!({ "user_id": user_id, "actor_id": actor_id, "fields": fields })
 }
 
-/// Publishes an event after its change committed. A failure is logged, not answered: the change
-/// stands, and a retried request would find nothing left to do.
-pub fn publish(event_type: &str, payload: &Value) {
-    if let Err(error) = events::publish(event_type, payload) {
-        log::error(format!("publishing {event_type} failed: {error}"));
-    }
+/// Publishes an event in the call's unit of work: it exists if and only if the change it
+/// announces commits, and a failure fails the call (nothing of it commits).
+pub fn publish(event_type: &str, payload: &Value) -> Result<(), tessera_sdk::HostError> {
+    events::publish(event_type, payload)
 }
 
 /// The request body as a JSON object: 400 when it is not JSON or not an object.

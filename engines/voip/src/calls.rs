@@ -12,7 +12,7 @@ use tessera_sdk::storage::{self, Update};
 use tessera_sdk::tenancy::{RemovalChunk, RemovalWrites, RemovedChunk};
 use tessera_sdk::{
     ApiError, Context, CursorPage, HandlerResult, HostError, Job, Request, Response,
-    ValidationErrors, events, log, tenancy, time,
+    ValidationErrors, events, tenancy, time,
 };
 
 use crate::call::{Action, Call, CallKind, CallStatus, StatusChange};
@@ -57,10 +57,9 @@ struct RingTimeoutJob {
     call_id: String,
 }
 
-/// Publishes the event of a call's status change: identifiers, status and duration only.
-/// The change is already committed, so a failure is logged rather than answered: a client
-/// told "failed" would retry a change that happened.
-fn publish(event_type: &str, call: &Call, actor_id: Option<&str>) {
+/// Publishes the event of a call's status change: identifiers, status and duration only, in
+/// the call's unit of work (it exists if and only if the change commits).
+fn publish(event_type: &str, call: &Call, actor_id: Option<&str>) -> Result<(), HostError> {
     let payload = json!({
         "call_id": call.id,
         "initiator_id": call.initiator_id,
@@ -70,12 +69,7 @@ fn publish(event_type: &str, call: &Call, actor_id: Option<&str>) {
         "duration_seconds": call.duration_seconds,
         "user_id": actor_id,
     });
-    if let Err(error) = events::publish(event_type, &payload) {
-        log::error(format!(
-            "publishing {event_type} of call {}: {error}",
-            call.id
-        ));
-    }
+    events::publish(event_type, &payload)
 }
 
 /// Applies `change` to the stored call with compare-and-swap (again if the call changed in
@@ -242,7 +236,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     };
     let job_payload = tessera_sdk::serde_json::to_vec(&job).map_err(ApiError::internal)?;
     storage::write_batch(&sets, &[], &[(due_unix_ms, job_payload)])?;
-    publish("call.started", &call, Some(&ctx.user_id));
+    publish("call.started", &call, Some(&ctx.user_id))?;
     Ok(Response::created(&call))
 }
 
@@ -296,7 +290,7 @@ pub fn act(action: Action) -> impl Fn(&Context, &Request) -> HandlerResult {
             call.act(&ctx.user_id, action, now_micros)
         })?;
         if let Some(status_change) = status_change {
-            publish(status_change.event_type(), &call, Some(&ctx.user_id));
+            publish(status_change.event_type(), &call, Some(&ctx.user_id))?;
         }
         Ok(Response::ok(&call))
     }
@@ -309,7 +303,7 @@ pub fn run_ring_timeout(job: &Job) -> Result<(), String> {
     let now_micros = time::now_unix_micros();
     match change_call(&request.call_id, |call| call.expire(now_micros).map(Some)) {
         Ok((call, _)) => {
-            publish(StatusChange::Missed.event_type(), &call, None);
+            publish(StatusChange::Missed.event_type(), &call, None)?;
             Ok(())
         }
         Err(ApiError::NotFound(_) | ApiError::Conflict(_)) => Ok(()),
@@ -366,7 +360,7 @@ pub fn forget_user(chunk: &RemovalChunk) -> Result<RemovedChunk, ApiError> {
 fn forget_call(user_id: &str, call_id: &str) -> Result<Vec<String>, ApiError> {
     let now_micros = time::now_unix_micros();
     match change_call(call_id, |call| call.act(user_id, Action::Leave, now_micros)) {
-        Ok((call, Some(status_change))) => publish(status_change.event_type(), &call, None),
+        Ok((call, Some(status_change))) => publish(status_change.event_type(), &call, None)?,
         Ok((_, None)) | Err(ApiError::NotFound(_) | ApiError::Conflict(_)) => {}
         Err(error) => return Err(error),
     }

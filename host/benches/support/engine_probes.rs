@@ -340,3 +340,33 @@ pub async fn seven_engines(state: &AppState, base: &str) -> anyhow::Result<Vec<P
     ]);
     Ok(probes)
 }
+
+/// The core's write at the same concurrency, in the same run: `POST /core/api/v1/intentions`
+/// (`entity.create` of a contact with five fields, as the core benchmark writes), the rate an
+/// engine write is compared with.
+pub async fn core_write(state: &AppState, base: &str) -> anyhow::Result<Probe> {
+    let (_, users) = provisioned_tenant(state, "bench-core", &[Role::Editor])
+        .await
+        .context("a tenant for the core's writes")?;
+    let (url, token) = (
+        format!("{base}/core/api/v1/intentions"),
+        users[0].token.clone(),
+    );
+    Ok(Probe::new(
+        "core",
+        "POST an intention (entity.create, 5 fields)",
+        200,
+        move |client, n| {
+            client.post(&url).bearer_auth(&token).json(&json!({
+                "type": "entity.create",
+                "payload": { "family": "contact", "fields": {
+                    "name": format!("Ada Lovelace {n}"),
+                    "email": format!("ada{n}@example.com"),
+                    "phone": "+1 (415) 555-0100",
+                    "company": "Analytical Engines",
+                    "city": "London",
+                } },
+            }))
+        },
+    ))
+}

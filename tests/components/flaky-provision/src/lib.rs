@@ -34,6 +34,8 @@ impl Engine for FlakyProvision {
         let attempt = storage::get_json::<u64>(ATTEMPTS_KEY)?.unwrap_or(0) + 1;
         storage::put_json(ATTEMPTS_KEY, &attempt)?;
         if attempt == 1 {
+            // A failing call commits nothing it wrote; keep the count of attempts.
+            storage::commit_now()?;
             return Err(format!(
                 "simulated provisioning failure on attempt {attempt}"
             ));

@@ -38,12 +38,16 @@ impl Engine for Jobber {
             &json!({ "job_id": job.id, "payload": payload, "attempt": job.attempt }),
         )?;
         if payload == "fail-once" && job.attempt == 1 {
+            // A failing run commits nothing it wrote; keep the record of this one.
+            storage::commit_now()?;
             return Err("failing the first run on purpose".into());
         }
         if let Some(ms) = payload
             .strip_prefix("busy-ms:")
             .and_then(|ms| ms.parse::<u64>().ok())
         {
+            // The record is visible while the run lasts.
+            storage::commit_now()?;
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_millis(ms) {
                 std::hint::spin_loop();

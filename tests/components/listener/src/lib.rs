@@ -38,6 +38,8 @@ impl Engine for Listener {
             }),
         )?;
         if payload["fail_once"] == true && attempt == 1 {
+            // A failing delivery commits nothing it wrote; keep the record of this one.
+            storage::commit_now()?;
             return Err("failing the first delivery on purpose".into());
         }
         Ok(())
