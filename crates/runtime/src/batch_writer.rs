@@ -50,6 +50,10 @@ pub struct StorageBatch {
     pub prefix_deletes: Vec<String>,
     /// The unit's blob writes.
     pub blobs: BlobWrites,
+    /// The engine work item (`(id, attempt)`) whose run this unit is: deleted in the same
+    /// transaction when the unit is written, so a delivery's effect and its completion commit
+    /// together.
+    pub completes: Option<(String, u32)>,
 }
 
 /// The blob writes of a unit of work: prefix deletions, then deletions, then puts; then the
@@ -339,6 +343,9 @@ async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Resul
     {
         return Ok(None);
     }
+    if let Some(work) = &batch.completes {
+        WorkQueue::complete_in(&mut tx, std::slice::from_ref(work)).await?;
+    }
     tx.commit()
         .await
         .context("committing a unit of work alone")?;
@@ -356,7 +363,8 @@ async fn write_group(
 ) -> anyhow::Result<Vec<Outcome>> {
     let reads = batches.iter().any(StorageBatch::reads);
     if let (Pool::Postgres(pool), false) = (database.pool(), reads) {
-        let ids = write_group_postgres(pool, batches, completions).await?;
+        let completions = with_units_completed(completions, batches.iter());
+        let ids = write_group_postgres(pool, batches, &completions).await?;
         return Ok(ids.into_iter().map(Some).collect());
     }
     let mut tx = database.begin().await?;
@@ -369,11 +377,24 @@ async fn write_group(
             .map(Some)
             .collect()
     };
-    WorkQueue::complete_in(&mut tx, completions).await?;
+    // The work items of the units written (a unit whose condition failed completes nothing).
+    let written = batches.iter().zip(&ids).filter(|(_, id)| id.is_some());
+    let completions = with_units_completed(completions, written.map(|(batch, _)| batch));
+    WorkQueue::complete_in(&mut tx, &completions).await?;
     tx.commit()
         .await
         .context("committing a group of storage batches")?;
     Ok(ids)
+}
+
+/// `completions` and the work items `units` complete.
+fn with_units_completed<'a>(
+    completions: &[(String, u32)],
+    units: impl Iterator<Item = &'a StorageBatch>,
+) -> Vec<(String, u32)> {
+    let mut all = completions.to_vec();
+    all.extend(units.filter_map(|batch| batch.completes.clone()));
+    all
 }
 
 /// [`write_group`] on PostgreSQL: every row as arrays to one function call.

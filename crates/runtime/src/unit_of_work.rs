@@ -276,6 +276,7 @@ impl UnitOfWork {
                 prefix_deletes: self.blobs.prefix_deletes,
                 quota: self.blobs.quota,
             },
+            completes: None,
         }
     }
 }

@@ -421,10 +421,11 @@ const COMPLETION_CHUNK: usize = 256;
 /// Runs one claimed item in the worker's slot `permit` holds, once admitted within its
 /// tenant's share of the engine runtime, and records its outcome. An item not admitted within
 /// [`ADMISSION_PATIENCE`] goes back to the queue uncounted (see [`WorkQueue::postpone`]). A success is
-/// deleted through the host's group-commit writer, in the transaction of whatever else is
-/// being written at that moment (other runs' completions, engines' storage batches), after the
-/// slot is given back; until then the item stays `running` under its lease, so nobody claims
-/// it again, and a crash before the commit runs it again.
+/// deleted in the transaction of the run's own unit of work (`EngineRuntime::call_admitted`),
+/// through the host's group-commit writer: the run's writes, events and jobs and the item's
+/// completion commit together. Until then the item stays `running` under its lease, so nobody
+/// claims it again, and a crash before the commit runs it again with nothing of the first run
+/// left behind (but what its synchronisation points committed).
 async fn run_one(
     engines: &EngineRegistry,
     queue: &WorkQueue,
@@ -454,14 +455,8 @@ async fn run_one(
     let outcome = deliver(engines, &work, admitted).await;
     drop(permit);
     let recorded = match &outcome {
-        Ok(()) => {
-            engines
-                .runtime()
-                .services()
-                .batch_writer
-                .complete((work.id.clone(), work.attempt))
-                .await
-        }
+        // Completed in the transaction of the run's unit of work.
+        Ok(()) => Ok(()),
         Err(error) => {
             tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, %error, "engine work failed");
             queue.fail(&work, error).await
@@ -499,6 +494,7 @@ async fn deliver(
             scope,
             runtime.config().lifecycle_timeout,
             Result::is_ok,
+            Some((work.id.clone(), work.attempt)),
             async |guest, store| match &event {
                 Some(event) => guest.call_on_event(store, &event_to_wit(event)).await,
                 None => {
