@@ -13,17 +13,22 @@
 //! | `directory/<lower-cased display name>\x01<user_id>` | the same [`Profile`], for lists in name order |
 //! | `users/<user_id>` | the SDK's provisioning record (`tenancy`) |
 
+use std::time::Duration;
+
 use tessera_sdk::storage::{self, Committed, Transaction};
 use tessera_sdk::tenancy::{self, UserRecord};
-use tessera_sdk::{ApiError, HostError};
+use tessera_sdk::{ApiError, HostError, time};
 
 use crate::profile::Profile;
 
 /// The prefix of the name-ordered directory entries.
 pub const DIRECTORY_PREFIX: &str = "directory/";
 
-/// How many times a change is made again on a profile that changed before it committed.
-const CHANGE_ROUNDS: u32 = 64;
+/// How many times a change is made again on a profile that changed before it committed
+/// (about 2 s of back-off in all, then 409).
+const CHANGE_ROUNDS: u32 = 48;
+/// The longest pause between two rounds.
+const MAX_BACKOFF_MS: u64 = 50;
 /// Most bytes of the lower-cased display name in a directory key (keys are at most 1 KiB).
 const MAX_SORT_NAME_BYTES: usize = 400;
 /// Longest user id looked up (longer ones are unknown users, never storage keys).
@@ -79,8 +84,8 @@ pub enum Change {
 
 /// Changes `user_id`'s entry: `decide` sees the current profile and says what to do (and what
 /// to answer); the change is one transaction expecting the profile `decide` saw, made again on
-/// the new profile when another change of the user committed in between (409 after
-/// [`CHANGE_ROUNDS`] such rounds).
+/// the new profile, after a short back-off, when another change of the user committed in
+/// between (409 after [`CHANGE_ROUNDS`] such rounds).
 pub fn change<T>(
     user_id: &str,
     mut decide: impl FnMut(Option<Profile>) -> Result<(Change, T), ApiError>,
@@ -88,10 +93,16 @@ pub fn change<T>(
     if !is_plausible(user_id) {
         return Err(ApiError::not_found("User"));
     }
-    for _ in 0..CHANGE_ROUNDS {
+    for round in 0..CHANGE_ROUNDS {
         if let Some(answer) = change_once(user_id, &mut decide)? {
             return Ok(answer);
         }
+        // Another change of the user won the round: back off (1, 2, 4 … 32 ms, then 50 ms,
+        // with jitter) so that many concurrent changes of one user take turns instead of all
+        // retrying at once.
+        let ceiling_ms = (1_u64 << round.min(5)).min(MAX_BACKOFF_MS);
+        let jitter_ms = time::now_unix_micros().unsigned_abs() % (ceiling_ms + 1);
+        std::thread::sleep(Duration::from_millis(ceiling_ms / 2 + jitter_ms / 2 + 1));
     }
     Err(ApiError::Conflict(
         "Another change of this user is in progress; try again.".into(),
