@@ -245,6 +245,20 @@ impl StoreState {
         Ok(values)
     }
 
+    /// The values under `keys` in the call's view, without the committed values behind them
+    /// (`get`, `get-many`): a call that wrote nothing reads the committed values as they are.
+    async fn read_view(&mut self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        if self.unit.is_empty() {
+            return self.read_committed(keys.to_vec()).await;
+        }
+        Ok(self
+            .read(keys)
+            .await?
+            .into_iter()
+            .map(|(_, view)| view)
+            .collect())
+    }
+
     /// The view of `keys` (see [`Self::read`]) and the conditions a synchronisation point
     /// comparing them commits on: each key the unit does not decide must still hold the
     /// committed value read here.
@@ -304,6 +318,10 @@ impl StoreState {
             tenant_id: &tenant_id,
         };
         let database = self.services.database.clone();
+        if self.unit.is_empty() {
+            let after = after.as_deref();
+            return engine_kv::list(&database, &scope, prefix, after, limit, reverse).await;
+        }
         let committed_hidden = self.unit.prefix_deleted(prefix);
         let beyond = |key: &str, cursor: &Option<String>| {
             cursor
@@ -456,9 +474,9 @@ impl world::types::Host for StoreState {}
 impl world::storage::Host for StoreState {
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, String>> {
         Ok(self
-            .read(std::slice::from_ref(&key))
+            .read_view(std::slice::from_ref(&key))
             .await
-            .map(|mut values| values.remove(0).1))
+            .map(|mut values| values.remove(0)))
     }
 
     async fn get_many(
@@ -471,10 +489,7 @@ impl world::storage::Host for StoreState {
                 engine_kv::MAX_GET_MANY
             )));
         }
-        Ok(self
-            .read(&keys)
-            .await
-            .map(|values| values.into_iter().map(|(_, view)| view).collect()))
+        Ok(self.read_view(&keys).await)
     }
 
     async fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), String>> {
