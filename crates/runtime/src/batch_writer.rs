@@ -1,9 +1,11 @@
 //! Group commit for engine calls' units of work (`unit_of_work.rs`: the storage writes, events
 //! and jobs of one call) and for the completions of engine work: one writer task per host takes
 //! everything waiting at the moment it starts a transaction (up to [`MAX_GROUP`] items) and
-//! commits it together, instead of one write transaction per call. Concurrent engine calls (webhook deliveries recording their outcomes,
-//! and the deletion of the work items they ran, say) then cost SQLite's single writer one
-//! transaction, and PostgreSQL one round trip per statement, for the whole group.
+//! commits it together, instead of one write transaction per call. Concurrent engine calls
+//! (notes created, and the activity deliveries they cause with the completions of their work
+//! items, say) then cost SQLite's single writer one transaction, and PostgreSQL one round trip
+//! per statement, for the whole group. A unit holding prefix deletions or blobs commits in a
+//! transaction of its own.
 //!
 //! Each batch stays all-or-nothing and is answered only after its group committed. The group's
 //! effect is exactly that of its batches applied one after another in arrival order (the last

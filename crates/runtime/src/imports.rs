@@ -676,18 +676,29 @@ fn buffer_into(
     add: Vec<(String, i64)>,
     jobs: Vec<NewWork>,
 ) -> Result<Vec<String>, String> {
+    buffer_writes(unit, sets, deletes, Vec::new());
+    for (key, amount) in add {
+        unit.add(key, amount)?;
+    }
+    Ok(buffer_writes(unit, Vec::new(), Vec::new(), jobs))
+}
+
+/// Buffers sets, then deletes, then jobs into `unit`; the jobs' ids.
+fn buffer_writes(
+    unit: &mut UnitOfWork,
+    sets: Vec<(String, Vec<u8>)>,
+    deletes: Vec<String>,
+    jobs: Vec<NewWork>,
+) -> Vec<String> {
     for (key, value) in sets {
         unit.write(key, Some(value));
     }
     for key in deletes {
         unit.write(key, None);
     }
-    for (key, amount) in add {
-        unit.add(key, amount)?;
-    }
     let ids = jobs.iter().map(|job| job.id.clone()).collect();
     unit.push_jobs(jobs);
-    Ok(ids)
+    ids
 }
 
 impl StoreState {
@@ -698,8 +709,7 @@ impl StoreState {
         deletes: Vec<String>,
         jobs: Vec<NewWork>,
     ) -> Vec<String> {
-        buffer_into(&mut self.unit, sets, deletes, Vec::new(), jobs)
-            .expect("a batch without counters always buffers")
+        buffer_writes(&mut self.unit, sets, deletes, jobs)
     }
 
     /// How many entries under `prefix` the call's view holds.

@@ -218,11 +218,6 @@ impl UnitOfWork {
             .take_while(move |(key, _)| key.starts_with(prefix))
     }
 
-    /// Whether `key` has a buffered write or counter.
-    pub fn has_write(&self, key: &str) -> bool {
-        self.writes.contains_key(key)
-    }
-
     /// Buffers a job or an event delivery.
     pub fn push_jobs(&mut self, jobs: impl IntoIterator<Item = NewWork>) {
         self.jobs.extend(jobs);
