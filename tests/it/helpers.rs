@@ -715,17 +715,22 @@ pub fn tessera_binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_tessera"))
 }
 
-/// Runs `tessera admin <arguments> --data-dir … --database-url …`.
-pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
-    let output: Output = Command::new(tessera_binary())
-        .arg("admin")
-        .args(arguments)
+/// Adds `--data-dir … --database-url … --plugins-dir …` of `database` to a `tessera` command.
+pub fn on_database<'c>(command: &'c mut Command, database: &TestDatabase) -> &'c mut Command {
+    command
         .arg("--data-dir")
         .arg(&database.data_dir)
         .arg("--database-url")
         .arg(&database.url)
         .arg("--plugins-dir")
         .arg(database.data_dir.join("plugins"))
+}
+
+/// Runs `tessera admin <arguments> --data-dir … --database-url …`.
+pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
+    let mut command = Command::new(tessera_binary());
+    command.arg("admin").args(arguments);
+    let output: Output = on_database(&mut command, database)
         .env_remove("TESSERA_LOG")
         .output()
         .expect("running tessera admin");
@@ -745,13 +750,8 @@ pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> Serve
         .env("TESSERA_RATE_LIMIT_WRITE", "0")
         .arg("serve")
         .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(&app_database.data_dir)
-        .arg("--database-url")
-        .arg(&app_database.url)
-        .arg("--plugins-dir")
-        .arg(app_database.data_dir.join("plugins"))
+        .arg("127.0.0.1:0");
+    on_database(&mut command, app_database)
         .env_remove("TESSERA_LOG")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::database_test;
 use crate::helpers::{
     AppOptions, Backend, ServeProcess, TestApp, TestDatabase, eventually, json_with_status,
-    spawn_app_with, without_rate_limits,
+    on_database, spawn_app_with, without_rate_limits,
 };
 
 fn uuid() -> String {
@@ -213,13 +213,8 @@ database_test!(
         let served = ServeProcess::start(|command| {
             command
                 .env("TESSERA_RATE_LIMIT_READ", "0")
-                .env("TESSERA_RATE_LIMIT_WRITE", "0")
-                .arg("--data-dir")
-                .arg(&database.data_dir)
-                .arg("--database-url")
-                .arg(&database.url)
-                .arg("--plugins-dir")
-                .arg(database.data_dir.join("plugins"))
+                .env("TESSERA_RATE_LIMIT_WRITE", "0");
+            on_database(command, &database)
         });
         let url = served.url("/notes/api/v1/notes");
         let client = reqwest::Client::new();

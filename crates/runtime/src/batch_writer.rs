@@ -22,6 +22,7 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::store::write_group as store;
+use super::unit_of_work::counter_value;
 use super::work::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
@@ -303,7 +304,7 @@ async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Resul
     }
     let mut counted = Vec::with_capacity(batch.add.len());
     for (key, amount) in &batch.add {
-        let base = counter_value(key, committed(key).as_deref())?;
+        let base = counter_value(key, committed(key).as_deref()).map_err(anyhow::Error::msg)?;
         let sum = base
             .checked_add(*amount)
             .with_context(|| format!("adding {amount} to {key} ({base}) overflows"))?;
@@ -478,7 +479,8 @@ async fn write_in_order(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result
         }
         for (key, amount) in &batch.add {
             let key = batch.key(key);
-            let counted = counter_value(key.key, current(&written, &key).as_deref())?;
+            let counted = counter_value(key.key, current(&written, &key).as_deref())
+                .map_err(anyhow::Error::msg)?;
             let sum = counted
                 .checked_add(*amount)
                 .with_context(|| format!("adding {amount} to {} ({counted}) overflows", key.key))?;
@@ -511,17 +513,6 @@ async fn write_in_order(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result
         .zip(applied)
         .map(|(batch, applied)| applied.then(|| job_ids_of(batch)))
         .collect())
-}
-
-/// The integer a counter holds: decimal text, absent is 0.
-fn counter_value(key: &str, value: Option<&[u8]>) -> anyhow::Result<i64> {
-    let Some(value) = value else {
-        return Ok(0);
-    };
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .with_context(|| format!("{key} does not hold an integer, so it cannot be added to"))
 }
 
 #[cfg(test)]

@@ -135,12 +135,6 @@ impl world::blobs::Host for StoreState {
 }
 
 impl StoreState {
-    /// The call's scope, owned (held across awaits).
-    fn owned_scope(&self) -> Result<(String, String), String> {
-        let scope = self.kv_scope()?;
-        Ok((scope.engine_code.to_owned(), scope.tenant_id.to_owned()))
-    }
-
     /// The committed size of the blob `key`, when the unit has not decided it.
     async fn committed_blob_size(&mut self, key: &str) -> Result<Option<u64>, String> {
         if self.unit.blobs().touched(key) {

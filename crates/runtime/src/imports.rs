@@ -197,6 +197,13 @@ impl StoreState {
         })
     }
 
+    /// The call's (engine code, tenant id), owned: what an import holds across an await (a
+    /// borrow of the whole store state would make its future not `Send`).
+    pub(super) fn owned_scope(&self) -> Result<(String, String), String> {
+        let scope = self.kv_scope()?;
+        Ok((scope.engine_code.to_owned(), scope.tenant_id.to_owned()))
+    }
+
     /// The tenant of the call, for imports that act in one.
     pub(super) fn tenant(&self, what: &str) -> Result<&str, String> {
         self.scope
@@ -208,8 +215,7 @@ impl StoreState {
     /// The committed values under `keys` in the call's scope, through the host's batched
     /// reader.
     async fn read_committed(&mut self, keys: Vec<String>) -> Result<Vec<Option<Vec<u8>>>, String> {
-        let scope = self.kv_scope()?;
-        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        let (engine_code, tenant_id) = self.owned_scope()?;
         if keys.is_empty() {
             return Ok(Vec::new());
         }
@@ -311,8 +317,7 @@ impl StoreState {
         limit: u32,
         reverse: bool,
     ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-        let scope = self.kv_scope().map_err(anyhow::Error::msg)?;
-        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        let (engine_code, tenant_id) = self.owned_scope().map_err(anyhow::Error::msg)?;
         let scope = KvScope {
             engine_code: &engine_code,
             tenant_id: &tenant_id,
@@ -714,8 +719,7 @@ impl StoreState {
 
     /// How many entries under `prefix` the call's view holds.
     async fn count_in_view(&mut self, prefix: &str) -> Result<u64, String> {
-        let scope = self.kv_scope()?;
-        let (engine_code, tenant_id) = (scope.engine_code.to_owned(), scope.tenant_id.to_owned());
+        let (engine_code, tenant_id) = self.owned_scope()?;
         let pending: Vec<String> = self
             .unit
             .writes_under(prefix)

@@ -44,6 +44,8 @@ pub enum Known {
 #[derive(Debug, Default, Clone)]
 pub struct UnitOfWork {
     writes: BTreeMap<String, Pending>,
+    /// The bytes of the values in `writes`, kept as they change (checked on every write).
+    value_bytes: usize,
     /// Disjoint prefixes whose committed entries are deleted (before `writes`) at commit.
     prefix_deletes: Vec<String>,
     /// Jobs scheduled and event deliveries, in order.
@@ -72,18 +74,30 @@ fn covered(prefixes: &[String], key: &str) -> bool {
         .any(|prefix| key.starts_with(prefix.as_str()))
 }
 
+/// The prefixes of `prefixes` inside `prefix` (starting with it).
+fn inside(prefixes: &[String], prefix: &str) -> Vec<String> {
+    prefixes
+        .iter()
+        .filter(|inner| inner.starts_with(prefix))
+        .cloned()
+        .collect()
+}
+
 /// Adds `prefix` to disjoint `prefixes`: nothing when one covers it; otherwise it replaces
-/// those it covers. Returns the prefixes it replaced (`None`: it was covered already).
-fn add_prefix(prefixes: &mut Vec<String>, prefix: &str) -> Option<Vec<String>> {
-    if covered(prefixes, prefix) {
-        return None;
+/// those it covers.
+fn add_prefix(prefixes: &mut Vec<String>, prefix: &str) {
+    if !covered(prefixes, prefix) {
+        prefixes.retain(|existing| !existing.starts_with(prefix));
+        prefixes.push(prefix.to_owned());
     }
-    let (inner, outer): (Vec<String>, Vec<String>) = std::mem::take(prefixes)
-        .into_iter()
-        .partition(|existing| existing.starts_with(prefix));
-    *prefixes = outer;
-    prefixes.push(prefix.to_owned());
-    Some(inner)
+}
+
+/// The value bytes a buffered change holds.
+fn pending_bytes(pending: &Pending) -> usize {
+    match pending {
+        Pending::Value(Some(value)) => value.len(),
+        _ => 0,
+    }
 }
 
 impl UnitOfWork {
@@ -106,16 +120,6 @@ impl UnitOfWork {
             + self.blobs.prefix_deletes.len()
     }
 
-    fn value_bytes(&self) -> usize {
-        self.writes
-            .values()
-            .map(|pending| match pending {
-                Pending::Value(Some(value)) => value.len(),
-                _ => 0,
-            })
-            .sum()
-    }
-
     /// Refuses growth beyond the unit's limits: `entries` more entries and `bytes` more value
     /// bytes.
     pub fn check_room(&self, entries: usize, bytes: usize) -> Result<(), String> {
@@ -125,7 +129,7 @@ impl UnitOfWork {
                  counters, jobs and events) between two commits; split the work over jobs"
             ));
         }
-        if self.value_bytes() + bytes > MAX_UNIT_VALUE_BYTES {
+        if self.value_bytes + bytes > MAX_UNIT_VALUE_BYTES {
             return Err(format!(
                 "one engine call writes at most {MAX_UNIT_VALUE_BYTES} bytes of values; split \
                  the work over jobs"
@@ -164,7 +168,14 @@ impl UnitOfWork {
 
     /// Buffers `value` under `key` (`None` deletes).
     pub fn write(&mut self, key: String, value: Option<Vec<u8>>) {
-        self.writes.insert(key, Pending::Value(value));
+        self.put_pending(key, Pending::Value(value));
+    }
+
+    fn put_pending(&mut self, key: String, pending: Pending) {
+        self.value_bytes += pending_bytes(&pending);
+        if let Some(replaced) = self.writes.insert(key, pending) {
+            self.value_bytes -= pending_bytes(&replaced);
+        }
     }
 
     /// Buffers adding `amount` to the counter `key`, whose value in the call's view is
@@ -183,13 +194,21 @@ impl UnitOfWork {
                     .ok_or_else(|| format!("adding {amount} to {key} overflows"))?,
             ),
         };
-        self.writes.insert(key, pending);
+        self.put_pending(key, pending);
         Ok(())
     }
 
     /// Buffers the deletion of every key starting with `prefix`.
     pub fn delete_prefix(&mut self, prefix: &str) {
-        self.writes.retain(|key, _| !key.starts_with(prefix));
+        let mut removed = 0;
+        self.writes.retain(|key, pending| {
+            let keep = !key.starts_with(prefix);
+            if !keep {
+                removed += pending_bytes(pending);
+            }
+            keep
+        });
+        self.value_bytes -= removed;
         add_prefix(&mut self.prefix_deletes, prefix);
     }
 
@@ -201,11 +220,7 @@ impl UnitOfWork {
 
     /// Buffered prefix deletions strictly inside `prefix`.
     pub fn deleted_prefixes_under(&self, prefix: &str) -> Vec<String> {
-        self.prefix_deletes
-            .iter()
-            .filter(|inner| inner.starts_with(prefix))
-            .cloned()
-            .collect()
+        inside(&self.prefix_deletes, prefix)
     }
 
     /// Buffered writes (and counters) of keys starting with `prefix`, in key order.
@@ -368,11 +383,7 @@ impl BlobUnit {
     }
 
     pub fn deleted_prefixes_under(&self, prefix: &str) -> Vec<String> {
-        self.prefix_deletes
-            .iter()
-            .filter(|inner| inner.starts_with(prefix))
-            .cloned()
-            .collect()
+        inside(&self.prefix_deletes, prefix)
     }
 
     /// Blobs the unit decides under `prefix`: (how many exist in the view, how many of those
