@@ -231,7 +231,11 @@ database_test!(
         };
 
         // Ten units each uploading 100 bytes race for a 450-byte quota: exactly four commit,
-        // and only those wrote their metadata.
+        // and only those wrote their metadata. A transaction holding the scope's usage row
+        // (SQLite: the writer) keeps the writer waiting while they queue, so they commit as one
+        // group, each in a savepoint: those over the quota roll back alone.
+        let mut blocker = handle.begin().await.unwrap();
+        engine_blobs::usage_in(&mut blocker, &scope).await.unwrap();
         let puts = (0..10).map(|n| {
             let writer = writer.clone();
             let batch = unit(
@@ -242,7 +246,10 @@ database_test!(
             );
             async move { writer.commit_unit(batch).await.unwrap() }
         });
-        let outcomes = futures_util::future::join_all(puts).await;
+        let racing = tokio::spawn(futures_util::future::join_all(puts));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        blocker.rollback().await.unwrap();
+        let outcomes = racing.await.unwrap();
         let stored = outcomes.iter().filter(|committed| **committed).count();
         assert_eq!(stored, 4, "{outcomes:?}");
         assert_eq!(engine_blobs::usage(&handle, &scope).await.unwrap(), 400);

@@ -4,8 +4,9 @@
 //! commits it together, instead of one write transaction per call. Concurrent engine calls
 //! (notes created, and the activity deliveries they cause with the completions of their work
 //! items, say) then cost SQLite's single writer one transaction, and PostgreSQL one round trip
-//! per statement, for the whole group. A unit holding prefix deletions or blobs commits in a
-//! transaction of its own.
+//! per statement, for the whole group. The units holding prefix deletions or blobs (which
+//! read and lock as they write) are applied one by one in a second transaction of the group,
+//! each in a savepoint, so one refused by its condition or its quota leaves the others.
 //!
 //! Each batch stays all-or-nothing and is answered only after its group committed. The group's
 //! effect is exactly that of its batches applied one after another in arrival order (the last
@@ -81,9 +82,9 @@ impl StorageBatch {
         !self.expect.is_empty() || !self.add.is_empty()
     }
 
-    /// True when the batch commits in a transaction of its own (prefix deletions and blobs,
-    /// rare and large, are not merged into a group).
-    fn alone(&self) -> bool {
+    /// True when the batch is applied on its own, in a savepoint (prefix deletions and blobs
+    /// are not merged with other batches' writes).
+    fn one_by_one(&self) -> bool {
         !self.prefix_deletes.is_empty() || !self.blobs.is_empty()
     }
 
@@ -211,13 +212,22 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
         }
     }
     let scheduled = batches.iter().any(|batch| !batch.jobs.is_empty());
-    let (alone, grouped): (Vec<_>, Vec<_>) = batches
+    let (mut one_by_one, grouped): (Vec<_>, Vec<_>) = batches
         .into_iter()
         .zip(batch_replies)
-        .partition(|(batch, _)| batch.alone());
+        .partition(|(batch, _)| batch.one_by_one());
     let (batches, batch_replies): (Vec<_>, Vec<_>) = grouped.into_iter().unzip();
-    for (batch, reply) in alone {
-        let _ = reply.send(write_alone(database, &batch).await);
+    if !one_by_one.is_empty() {
+        // Concurrent units may commit in any order; by scope, two hosts sharing a PostgreSQL
+        // lock the blob usage rows of their groups in the same order.
+        one_by_one.sort_by(|(left, _), (right, _)| {
+            (&left.engine_code, &left.tenant_id).cmp(&(&right.engine_code, &right.tenant_id))
+        });
+        let (units, replies): (Vec<_>, Vec<_>) = one_by_one.into_iter().unzip();
+        let outcomes = write_one_by_one(database, &units).await;
+        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+            let _ = reply.send(outcome);
+        }
     }
     let items = batches.len() + completions.len();
     let (batch_outcomes, completion_outcomes) =
@@ -276,11 +286,68 @@ async fn commit_group(database: &Database, queue: &WorkQueue, group: Vec<Item>) 
     }
 }
 
-/// Writes `batch` in a transaction of its own: its conditions (checked first), prefix
-/// deletions, writes, counters, blobs (within its quota) and jobs; `None` when a condition or
-/// the quota does not hold (nothing is written then).
-async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Result<Outcome> {
+/// Writes `units` in one transaction, each in a savepoint: the outcome of each, in order. When
+/// that transaction fails, each unit is written alone, so one failing unit cannot take the
+/// others down with it.
+async fn write_one_by_one(
+    database: &Database,
+    units: &[StorageBatch],
+) -> Vec<anyhow::Result<Outcome>> {
+    if units.len() > 1 {
+        match write_in_savepoints(database, units).await {
+            Ok(outcomes) => return outcomes.into_iter().map(Ok).collect(),
+            Err(error) => tracing::warn!(
+                units = units.len(),
+                error = format!("{error:#}"),
+                "a group of units with blobs or prefix deletions failed; writing each alone"
+            ),
+        }
+    }
+    let mut outcomes = Vec::with_capacity(units.len());
+    for unit in units {
+        outcomes.push(write_alone(database, unit).await);
+    }
+    outcomes
+}
+
+async fn write_in_savepoints(
+    database: &Database,
+    units: &[StorageBatch],
+) -> anyhow::Result<Vec<Outcome>> {
     let mut tx = database.begin().await?;
+    let mut outcomes = Vec::with_capacity(units.len());
+    for unit in units {
+        tx.savepoint().await?;
+        let outcome = write_unit_in(&mut tx, unit).await?;
+        if outcome.is_some() {
+            tx.release_savepoint().await?;
+        } else {
+            tx.rollback_to_savepoint().await?;
+        }
+        outcomes.push(outcome);
+    }
+    tx.commit()
+        .await
+        .context("committing units with blobs or prefix deletions")?;
+    Ok(outcomes)
+}
+
+/// Writes `unit` in a transaction of its own ([`write_unit_in`]).
+async fn write_alone(database: &Database, unit: &StorageBatch) -> anyhow::Result<Outcome> {
+    let mut tx = database.begin().await?;
+    let outcome = write_unit_in(&mut tx, unit).await?;
+    if outcome.is_some() {
+        tx.commit()
+            .await
+            .context("committing a unit of work alone")?;
+    }
+    Ok(outcome)
+}
+
+/// Writes `batch` in `tx`: its conditions (checked first), prefix deletions, writes, counters,
+/// blobs (within its quota), jobs and completion; `None` when a condition or the quota does not
+/// hold, and what it wrote must be undone (the caller rolls back).
+async fn write_unit_in(tx: &mut Tx, batch: &StorageBatch) -> anyhow::Result<Outcome> {
     let scope = batch.scope();
     // Conditions are checked against the committed values, before anything is deleted.
     let read: Vec<KvKey<'_>> = batch
@@ -290,7 +357,7 @@ async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Resul
         .chain(batch.add.iter().map(|(key, _)| key))
         .map(|key| batch.key(key))
         .collect();
-    let locked = engine_kv::lock_in(&mut tx, &read).await?;
+    let locked = engine_kv::lock_in(tx, &read).await?;
     let committed = |key: &str| locked.values.get(&batch.key(key)).cloned().flatten();
     let holds = batch
         .expect
@@ -300,7 +367,7 @@ async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Resul
         return Ok(None);
     }
     for prefix in &batch.prefix_deletes {
-        engine_kv::delete_prefix_in(&mut tx, &scope, prefix).await?;
+        engine_kv::delete_prefix_in(tx, &scope, prefix).await?;
     }
     let mut counted = Vec::with_capacity(batch.add.len());
     for (key, amount) in &batch.add {
@@ -329,29 +396,26 @@ async fn write_alone(database: &Database, batch: &StorageBatch) -> anyhow::Resul
             });
         }
     }
-    engine_kv::apply_in(&mut tx, &writes).await?;
-    WorkQueue::insert_in(&mut tx, &batch.jobs).await?;
+    engine_kv::apply_in(tx, &writes).await?;
+    WorkQueue::insert_in(tx, &batch.jobs).await?;
     let blobs = &batch.blobs;
     for prefix in &blobs.prefix_deletes {
-        engine_blobs::delete_prefix_in(&mut tx, &scope, prefix).await?;
+        engine_blobs::delete_prefix_in(tx, &scope, prefix).await?;
     }
     if !blobs.deletes.is_empty() {
-        engine_blobs::delete_in(&mut tx, &scope, &blobs.deletes).await?;
+        engine_blobs::delete_in(tx, &scope, &blobs.deletes).await?;
     }
     for (key, content) in &blobs.puts {
-        engine_blobs::put_in(&mut tx, &scope, key, content).await?;
+        engine_blobs::put_in(tx, &scope, key, content).await?;
     }
     if let Some(quota) = blobs.quota
-        && engine_blobs::usage_in(&mut tx, &scope).await? > quota
+        && engine_blobs::usage_in(tx, &scope).await? > quota
     {
         return Ok(None);
     }
     if let Some(work) = &batch.completes {
-        WorkQueue::complete_in(&mut tx, std::slice::from_ref(work)).await?;
+        WorkQueue::complete_in(tx, std::slice::from_ref(work)).await?;
     }
-    tx.commit()
-        .await
-        .context("committing a unit of work alone")?;
     Ok(Some(job_ids_of(batch)))
 }
 

@@ -561,6 +561,34 @@ impl Tx {
         .context("rolling the transaction back")
     }
 
+    /// Starts a savepoint: what follows can be undone by [`Tx::rollback_to_savepoint`]
+    /// without ending the transaction, or kept by [`Tx::release_savepoint`]. One at a time.
+    pub async fn savepoint(&mut self) -> anyhow::Result<()> {
+        self.execute_plain("SAVEPOINT tessera_unit")
+            .await
+            .context("starting a savepoint")
+    }
+
+    /// Keeps what was written since [`Tx::savepoint`] (it still commits with the transaction).
+    pub async fn release_savepoint(&mut self) -> anyhow::Result<()> {
+        self.execute_plain("RELEASE SAVEPOINT tessera_unit")
+            .await
+            .context("releasing a savepoint")
+    }
+
+    /// Undoes what was written since [`Tx::savepoint`] and ends the savepoint; the
+    /// transaction goes on.
+    pub async fn rollback_to_savepoint(&mut self) -> anyhow::Result<()> {
+        self.execute_plain("ROLLBACK TO SAVEPOINT tessera_unit")
+            .await
+            .context("rolling back to a savepoint")?;
+        self.release_savepoint().await
+    }
+
+    async fn execute_plain(&mut self, statement: &'static str) -> Result<(), sqlx::Error> {
+        on_tx!(self, conn => sqlx::query(statement).execute(&mut **conn).await.map(drop))
+    }
+
     pub fn kind(&self) -> DatabaseKind {
         match self.inner {
             TxInner::Sqlite(_) => DatabaseKind::Sqlite,

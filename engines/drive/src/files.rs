@@ -61,15 +61,15 @@ pub fn upload(ctx: &Context, req: &Request) -> HandlerResult {
         created_at: now.clone(),
         updated_at: now,
     };
-    // What the upload commits is expected to find its folder as it is now.
+    // What the upload commits is expected to find its folder as it is now, and its name as
+    // free as it is now.
     let folder_key = folder.key();
     let folder_record = storage::get(&folder_key)?.ok_or_else(|| ApiError::not_found("Folder"))?;
-    let claim =
-        store::claim_name(&folder.id, Kind::File, &file.name, &file.id)?.ok_or_else(name_taken)?;
-    let entries = [storage::json_entry(file.key(), &file)?, claim.entry()];
+    let name =
+        store::free_name(&folder.id, Kind::File, &file.name, &file.id)?.ok_or_else(name_taken)?;
+    let record = [storage::json_entry(file.key(), &file)?];
     let blob_key = store::blob_key(&file.id);
-    if blobs::put(&blob_key, &req.body, Some(limits.quota_bytes), &entries)? == Put::OverQuota {
-        claim.release()?;
+    if blobs::put(&blob_key, &req.body, Some(limits.quota_bytes), &record)? == Put::OverQuota {
         return Err(ApiError::invalid("content", "quota"));
     }
     publish(
@@ -78,19 +78,21 @@ pub fn upload(ctx: &Context, req: &Request) -> HandlerResult {
         ctx,
         json!({ "file_id": file.id, "folder_id": file.folder_id, "size_bytes": file.size_bytes }),
     )?;
-    // The bytes, the file's records and its event commit together, now, and only if the
-    // folder is unchanged (a deletion racing the upload leaves no file in it) and the blobs
-    // still fit the quota (another upload may have taken the room meanwhile). Otherwise
-    // nothing of them is written: the error answer drops them.
+    // The bytes, the file's record, its name and its event commit together, now, and only
+    // if the folder is unchanged (a deletion racing the upload leaves no file in it), no item
+    // took the name meanwhile and the blobs still fit the quota (another upload may have taken
+    // the room). Otherwise nothing of them is written: the error answer drops them.
     let mut unchanged = storage::Transaction::new();
     unchanged.expect(folder_key.clone(), Some(&folder_record));
+    name.claim_in(&mut unchanged);
     if let Committed::Conflict = unchanged.commit()? {
         return Err(match storage::get(&folder_key)? {
             None => ApiError::not_found("Folder"),
-            Some(now) if now == folder_record => ApiError::invalid("content", "quota"),
-            Some(_) => {
+            Some(now) if now != folder_record => {
                 ApiError::Conflict("The folder changed during the upload; try again.".into())
             }
+            Some(_) if !name.unchanged()? => name_taken(),
+            Some(_) => ApiError::invalid("content", "quota"),
         });
     }
     Ok(Response::created(&Item::File(file)))

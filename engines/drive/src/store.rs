@@ -4,7 +4,9 @@
 //! A record (`folders/<id>`, `files/<id>`) is the truth about an item. Each item in a folder has
 //! an index entry `children/<folder_id>/<d|f>/<lowercased name>` (`d` folders, `f` files: a scan
 //! lists folders first, each kind by name), which is also how names stay unique: an entry is
-//! claimed with compare-and-swap before the item is written. An entry is *live* when the record
+//! claimed with compare-and-swap before the item is written, or (an upload: [`free_name`])
+//! written by the transaction that writes the item, on the condition that neither kind's entry
+//! for the name changed since it was found free. An entry is *live* when the record
 //! it names is really in that folder under that name; anything else (the claim of an upload
 //! still running, an entry left by a crash or by two renames racing) is skipped by lists and,
 //! once older than [`CLAIM_GRACE_MICROS`], free for the next claim.
@@ -278,6 +280,66 @@ pub fn claim_name(
         }
     }
     Ok(Some(claim))
+}
+
+/// A name found free in a folder, to be claimed by the transaction that writes its item.
+pub struct FreeName {
+    entry: (String, Vec<u8>),
+    /// Both kinds' index entries for the name, as they were found.
+    found: [(String, Option<Vec<u8>>); 2],
+}
+
+impl FreeName {
+    /// Writes the name's index entry in `transaction`, on the condition that neither kind's
+    /// entry for the name changed since it was found free.
+    pub fn claim_in(&self, transaction: &mut storage::Transaction) {
+        for (key, value) in &self.found {
+            transaction.expect(key.clone(), value.as_deref());
+        }
+        let (key, value) = &self.entry;
+        transaction.set(key.clone(), value.clone());
+    }
+
+    /// Whether both kinds' index entries for the name are still as they were found.
+    pub fn unchanged(&self) -> Result<bool, HostError> {
+        let keys = self.found.each_ref().map(|(key, _)| key.as_str());
+        let now = storage::get_many(&keys)?;
+        Ok(now
+            .iter()
+            .zip(&self.found)
+            .all(|(now, (_, found))| now == found))
+    }
+}
+
+/// Whether `name` is free in `folder_id` for the item `id` of `kind` (no folder or file holds
+/// it, whatever the case of its letters, nor claimed it moments ago); `None` when it is taken.
+pub fn free_name(
+    folder_id: &str,
+    kind: Kind,
+    name: &str,
+    id: &str,
+) -> Result<Option<FreeName>, HostError> {
+    let key = index_key(folder_id, kind, name);
+    let other_key = index_key(folder_id, kind.other(), name);
+    let mut found = storage::get_many(&[key.as_str(), other_key.as_str()])?.into_iter();
+    let (current, other) = (found.next().flatten(), found.next().flatten());
+    for (kind, key, bytes) in [(kind, &key, &current), (kind.other(), &other_key, &other)] {
+        if let Some(bytes) = bytes {
+            let holder = decode_entry(key, bytes)?;
+            if holder.id != id && holds_name(kind, key, &holder)? {
+                return Ok(None);
+            }
+        }
+    }
+    let entry = IndexEntry {
+        id: id.to_owned(),
+        claimed_at: time::now_rfc3339(),
+    };
+    let entry = storage::json_entry(key.as_str(), &entry)?;
+    Ok(Some(FreeName {
+        entry,
+        found: [(key, current), (other_key, other)],
+    }))
 }
 
 fn decode_entry(key: &str, bytes: &[u8]) -> Result<IndexEntry, HostError> {
