@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::core::events::StoredEvent;
 use crate::core::projections::bus_relay::EventSink;
-use crate::http::{connections, conventions, rate_limit};
+use crate::http::{backpressure, connections, conventions, rate_limit};
 use crate::runtime::bus::BusEvent;
 use crate::state::AppState;
 use crate::storage::Tx;
@@ -42,6 +42,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let body_limit = state.config.http.max_body_bytes;
     let body_timeout = state.config.http.body_timeout;
     let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
+    let backpressure = state.core.backpressure.clone();
 
     // Engine routes take larger bodies (file uploads) than the host's own API.
     let engine_body_limit = state.config.runtime.max_request_bytes;
@@ -65,6 +66,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .fallback(conventions::fallback)
         .with_state(state)
         .layer(CatchPanicLayer::custom(conventions::panic_response))
+        .layer(axum::middleware::from_fn_with_state(
+            backpressure,
+            backpressure::enforce,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             rate_limits,
             rate_limit::enforce,

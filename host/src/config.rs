@@ -103,6 +103,9 @@ pub struct Config {
     /// Workflow limits (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`,
     /// `TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`).
     pub workflows: crate::core::workflows::WorkflowLimits,
+    /// The bound on the backlog of accepted work past which writes are refused
+    /// (`TESSERA_BACKLOG_MAX_ITEMS`, `TESSERA_BACKLOG_MAX_AGE`).
+    pub backlog: crate::http::backpressure::BacklogBound,
 }
 
 impl Config {
@@ -255,6 +258,16 @@ impl Config {
                     Some((name.into_string().ok()?, value.into_string().ok()?))
                 }),
             ),
+            backlog: {
+                let mut backlog = crate::http::backpressure::BacklogBound::default();
+                if let Some(items) = env_var::<u64>("TESSERA_BACKLOG_MAX_ITEMS")? {
+                    backlog.max_items = items;
+                }
+                if let Some(age) = env_var::<humantime::Duration>("TESSERA_BACKLOG_MAX_AGE")? {
+                    backlog.max_age = age.into();
+                }
+                backlog
+            },
             work: {
                 let mut work = crate::runtime::work::WorkerConfig::default();
                 if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {

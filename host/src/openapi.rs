@@ -198,6 +198,12 @@ pub fn add_standard_responses(document: &mut utoipa::openapi::OpenApi) {
             if is_bearer_secured(operation) {
                 standard.push(("401", "Missing, invalid or expired bearer token"));
             }
+            if crate::http::backpressure::applies_to(&method, path) {
+                standard.push((
+                    "503",
+                    "The platform's backlog of accepted work is past its bound; `Retry-After` says when to retry",
+                ));
+            }
             if operation.request_body.is_some() {
                 standard.push(("408", "The body did not arrive in time"));
                 standard.push(("413", "The body is larger than the limit"));

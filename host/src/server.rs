@@ -21,6 +21,7 @@ use crate::core::intention_writer::IntentionWriter;
 use crate::core::projections::signal::EventSignal;
 use crate::core::workers::WorkerRegistry;
 use crate::core::{CoreServices, CoreState};
+use crate::http::backpressure::{self, Backpressure};
 use crate::orchestrator::Orchestrator;
 use crate::runtime::RegistryRole;
 use crate::secrets;
@@ -90,6 +91,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         event_sink: Arc::new(crate::app::EngineBus(
             engines.runtime().services().bus.clone(),
         )),
+        backpressure: Backpressure::new(config.backlog),
     });
     Ok(AppState::new(Services {
         config: Arc::new(config),
@@ -186,6 +188,7 @@ impl Application {
             shutdown.clone(),
         ));
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
+        background.spawn(sample_backlog(state.clone(), shutdown.clone()));
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         // `stop` ends the listener (its own token) and, as before, tells the workers to stop.
         let stop_serving = CancellationToken::new();
@@ -208,6 +211,37 @@ impl Application {
         state.database.close().await;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// Measures the platform's backlog every [`backpressure::SAMPLE_INTERVAL`] until `shutdown`:
+/// engine work due (event deliveries and jobs) and events the slowest projection has not
+/// applied, both read from the database, so every host of a cluster refuses writes alike.
+async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
+    let backpressure = state.core.backpressure.clone();
+    let cap = backpressure.count_cap();
+    let queue = state.engines.runtime().services().queue.clone();
+    let mut previous = tokio::time::Instant::now();
+    loop {
+        let sampled = async {
+            let work = queue.backlog(cap).await?;
+            let events = crate::core::projections::backlog(&state.database, cap).await?;
+            anyhow::Ok(work.and(events))
+        };
+        match sampled.await {
+            Ok(sample) => {
+                let now = tokio::time::Instant::now();
+                backpressure.record(sample, now - previous);
+                previous = now;
+            }
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "measuring the backlog failed");
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(backpressure::SAMPLE_INTERVAL) => {}
+        }
     }
 }
 

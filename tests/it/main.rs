@@ -10,6 +10,7 @@ mod activity;
 mod audit;
 mod auth;
 mod auth_hardening;
+mod backpressure;
 mod chat;
 mod chat_webhook_chunks;
 mod cli;

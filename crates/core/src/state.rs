@@ -45,4 +45,6 @@ pub struct CoreServices {
     pub workers: WorkerRegistry,
     /// Where the bus relay publishes the log's events.
     pub event_sink: Arc<dyn EventSink>,
+    /// The platform's backlog of accepted work, for the metrics.
+    pub backpressure: tessera_http::backpressure::Backpressure,
 }

@@ -5,6 +5,7 @@
 //! the patterns that document request bodies as exactly as they are checked.
 //! It knows no service: each service crate exports its own router, and the binary merges them.
 
+pub mod backpressure;
 pub mod config;
 pub mod connections;
 pub mod conventions;

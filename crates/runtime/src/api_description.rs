@@ -28,7 +28,7 @@ const HOST_ANSWERS: [(&str, &str); 6] = [
     ),
     (
         "503",
-        "No engine capacity for the tenant now; `Retry-After` says when to retry",
+        "No engine capacity for the tenant now, or (a write) the platform's backlog of accepted work is past its bound; `Retry-After` says when to retry",
     ),
     ("504", "The engine exceeded its deadline"),
 ];

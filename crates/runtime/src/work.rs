@@ -20,6 +20,7 @@ use super::bindings::v0_2::tessera::engine::types as wit;
 use super::bus::{BusEvent, event_to_wit};
 use super::registry::EngineRegistry;
 use super::store::work as store;
+use tessera_http::backpressure::BacklogSample;
 use tessera_storage::{Database, Tx, time};
 
 /// Runs of one item before it is kept as `failed`.
@@ -97,6 +98,21 @@ pub struct WorkQueue {
 }
 
 impl WorkQueue {
+    /// The items due and not yet run (event deliveries and jobs; counted up to `cap`) and how
+    /// long the oldest has been due: the engines' part of the platform's backlog.
+    pub async fn backlog(&self, cap: u64) -> anyhow::Result<BacklogSample> {
+        let now = Utc::now();
+        let (items, oldest) = store::due_backlog(&self.database, &time::format(now), cap).await?;
+        let oldest_age = oldest
+            .and_then(|due_at| DateTime::parse_from_rfc3339(&due_at).ok())
+            .and_then(|due_at| (now - due_at.with_timezone(&Utc)).to_std().ok())
+            .unwrap_or_default();
+        Ok(BacklogSample {
+            items: u64::try_from(items).unwrap_or(0),
+            oldest_age,
+        })
+    }
+
     pub fn new(database: Database) -> Self {
         Self {
             database,

@@ -15,7 +15,21 @@ pub mod worker;
 use std::future::Future;
 
 use crate::events::StoredEvent;
-use tessera_storage::Tx;
+use tessera_http::backpressure::BacklogSample;
+use tessera_storage::{Database, Tx};
+
+/// The events the slowest projection has not applied yet (counted up to `cap`) and how long
+/// the first of them has waited: the projections' part of the platform's backlog.
+pub async fn backlog(database: &Database, cap: u64) -> anyhow::Result<BacklogSample> {
+    let slowest = store::checkpoints::slowest(database).await?;
+    let (items, first) = store::log::behind(database, slowest, cap).await?;
+    Ok(BacklogSample {
+        items: u64::try_from(items).unwrap_or(0),
+        oldest_age: first
+            .map(|occurred_at| worker::waited_since(&occurred_at, chrono::Utc::now()))
+            .unwrap_or_default(),
+    })
+}
 
 /// A consumer of the event log with its own checkpoint.
 pub trait Projection: Send + Sync + 'static {

@@ -5,6 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::store::stats as store;
+use tessera_http::backpressure::BacklogReport;
 use tessera_storage::Database;
 
 /// `data` of the metrics endpoint.
@@ -18,10 +19,17 @@ pub struct Metrics {
     pub workflows_failed: i64,
     /// Average delay from an event's append to the projector applying it, in milliseconds.
     pub worker_latency_avg_ms: f64,
+    /// The platform's backlog of accepted work (whatever the token's tenant) and its bound:
+    /// past it, write requests answer 503 with `Retry-After`.
+    pub backlog: BacklogReport,
 }
 
 /// The metrics of one tenant, or of the whole platform with `None`.
-pub async fn metrics(database: &Database, tenant_id: Option<&str>) -> anyhow::Result<Metrics> {
+pub async fn metrics(
+    database: &Database,
+    tenant_id: Option<&str>,
+    backlog: BacklogReport,
+) -> anyhow::Result<Metrics> {
     let (events_processed, latency_ms_total) = store::projector_totals(database, tenant_id).await?;
     let worker_latency_avg_ms = if events_processed > 0 {
         (latency_ms_total / events_processed as f64 * 100.0).round() / 100.0
@@ -35,5 +43,6 @@ pub async fn metrics(database: &Database, tenant_id: Option<&str>) -> anyhow::Re
         workflows_executed: i64::try_from(workflows_executed).unwrap_or(i64::MAX),
         workflows_failed: i64::try_from(workflows_failed).unwrap_or(i64::MAX),
         worker_latency_avg_ms,
+        backlog,
     })
 }

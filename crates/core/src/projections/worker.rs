@@ -172,7 +172,7 @@ async fn lock_and_read(
     }
 }
 
-fn waited_since(occurred_at: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
+pub(crate) fn waited_since(occurred_at: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
     chrono::DateTime::parse_from_rfc3339(occurred_at)
         .ok()
         .and_then(|at| (now - at.with_timezone(&chrono::Utc)).to_std().ok())

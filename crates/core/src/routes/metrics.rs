@@ -37,6 +37,6 @@ async fn metrics(
     _: NoQuery,
 ) -> ApiResult<Json<Data<Metrics>>> {
     let tenant_id = caller.as_ref().map(|caller| caller.tenant_id.as_str());
-    let data = stats::metrics(&state.database, tenant_id).await?;
+    let data = stats::metrics(&state.database, tenant_id, state.backpressure.report()).await?;
     Ok(Json(Data { data }))
 }

@@ -5,7 +5,7 @@
 use anyhow::Context as _;
 
 use tessera_storage::{Database, Pool, Tx, time};
-use tessera_storage::{on_tx, on_writer};
+use tessera_storage::{on_pool, on_tx, on_writer};
 
 /// Items inserted by one statement (nine parameters each).
 const INSERT_CHUNK: usize = 100;
@@ -22,6 +22,32 @@ pub struct WorkRow<'a> {
 
 /// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
 pub type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
+
+/// The pending items due by `now` (counted up to `cap`) and the due time of the oldest.
+pub async fn due_backlog(
+    database: &Database,
+    now: &str,
+    cap: u64,
+) -> anyhow::Result<(i64, Option<String>)> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let count: i64 = on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM engine_work
+         WHERE status = 'pending' AND due_at <= $1 LIMIT $2) AS due",
+    )
+    .bind(now)
+    .bind(cap)
+    .fetch_one(pool)
+    .await)
+    .context("counting the engine work due")?;
+    let oldest: Option<String> = on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT MIN(due_at) FROM engine_work WHERE status = 'pending' AND due_at <= $1",
+    )
+    .bind(now)
+    .fetch_one(pool)
+    .await)
+    .context("reading the oldest engine work due")?;
+    Ok((count, oldest))
+}
 
 /// Inserts `rows` as pending items in the caller's transaction, [`INSERT_CHUNK`] per statement.
 pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {

@@ -14,6 +14,27 @@ pub(crate) type CheckpointRow = (i64, i64, i64, i64);
 const CHECKPOINT: &str = "SELECT transaction_id, position, counted_transaction_id, counted_position
      FROM projection_checkpoints WHERE projection = $1";
 
+/// The checkpoint furthest behind in reading order (position on SQLite, transaction id and
+/// position on PostgreSQL), read without a transaction.
+pub(crate) async fn slowest(database: &Database) -> anyhow::Result<LogPosition> {
+    let sql = match database.kind() {
+        tessera_storage::DatabaseKind::Sqlite => {
+            "SELECT transaction_id, position FROM projection_checkpoints ORDER BY position LIMIT 1"
+        }
+        tessera_storage::DatabaseKind::Postgres => {
+            "SELECT transaction_id, position FROM projection_checkpoints
+             ORDER BY transaction_id, position LIMIT 1"
+        }
+    };
+    let (transaction_id, position): (i64, i64) =
+        on_pool!(database, pool => sqlx::query_as(sql).fetch_one(pool).await)
+            .context("reading the slowest projection checkpoint")?;
+    Ok(LogPosition {
+        transaction_id,
+        position,
+    })
+}
+
 /// The projection's checkpoint, read without a transaction.
 pub(crate) async fn read(database: &Database, name: &str) -> anyhow::Result<CheckpointRow> {
     on_pool!(database, pool => sqlx::query_as(

@@ -32,6 +32,50 @@ pub(crate) async fn first_pending(
     .context("looking for pending events")
 }
 
+/// The events after `after` in reading order, counted up to `cap`, and the occurrence time of
+/// the first of them.
+pub(crate) async fn behind(
+    database: &Database,
+    after: LogPosition,
+    cap: u64,
+) -> anyhow::Result<(i64, Option<String>)> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let (count, first) = match database.pool() {
+        tessera_storage::Pool::Sqlite(pool) => {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE position > $1 LIMIT $2)",
+            )
+            .bind(after.position)
+            .bind(cap)
+            .fetch_one(pool)
+            .await
+            .context("counting the events not yet projected")?;
+            let first: Option<String> = sqlx::query_scalar(
+                "SELECT occurred_at FROM events WHERE position > $1 ORDER BY position LIMIT 1",
+            )
+            .bind(after.position)
+            .fetch_optional(pool)
+            .await
+            .context("reading the first event not yet projected")?;
+            (count, first)
+        }
+        tessera_storage::Pool::Postgres(pool) => {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM events
+                 WHERE (transaction_id, position) > ($1, $2) LIMIT $3) AS behind",
+            )
+            .bind(after.transaction_id)
+            .bind(after.position)
+            .bind(cap)
+            .fetch_one(pool)
+            .await
+            .context("counting the events not yet projected")?;
+            (count, first_pending(database, after).await?)
+        }
+    };
+    Ok((count, first))
+}
+
 /// SQLite: up to `batch_size` events after `after`, in position order (commit order there).
 pub(crate) async fn sqlite_events_after(
     database: &Database,

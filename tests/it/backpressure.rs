@@ -1,0 +1,180 @@
+//! Backpressure: past the operator's bound on the backlog of accepted work, writes answer 503
+//! with `Retry-After` and change nothing; reads go on; once the backlog drains, writes are
+//! admitted again and nothing accepted was lost.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::database_test;
+use crate::helpers::{
+    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
+};
+use tessera_host::config::Config;
+use tessera_host::storage::Database;
+
+/// The bound of these tests: more than five items waiting refuses writes.
+const MAX_ITEMS: u64 = 5;
+
+fn bounded(config: &mut Config) {
+    config.backlog.max_items = MAX_ITEMS;
+    config.backlog.max_age = Duration::ZERO;
+}
+
+async fn host(backend: Backend, database: Option<TestDatabase>, projections: bool) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions {
+            database,
+            ..AppOptions::unlimited_and(move |config| {
+                bounded(config);
+                config.projections.run_workers = projections;
+            })
+        },
+    )
+    .await
+}
+
+async fn backlog(app: &TestApp) -> Value {
+    json_with_status(app.get("/core/api/metrics").await, 200).await["data"]["backlog"].clone()
+}
+
+database_test!(
+    past_the_backlog_bound_writes_are_refused_and_nothing_accepted_is_lost,
+    |backend| async move {
+        // A host whose projections do not run: every accepted intention's events wait.
+        let app = host(backend, None, false).await;
+        let tenant = app.create_tenant("acme");
+        let token = app
+            .token(&tenant, &uuid::Uuid::new_v4().to_string(), "owner")
+            .await;
+
+        let mut accepted = Vec::new();
+        let refused = loop {
+            assert!(accepted.len() < 200, "no write was refused");
+            let response = app
+                .intention(
+                    &token,
+                    "entity.create",
+                    json!({ "family": "contact", "fields": { "name": format!("c{}", accepted.len()) } }),
+                )
+                .await;
+            if response.status() == 503 {
+                break response;
+            }
+            let body = json_with_status(response, 200).await;
+            accepted.push(body["data"]["entity_id"].as_str().unwrap().to_owned());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(
+            accepted.len() as u64 > MAX_ITEMS,
+            "{} accepted",
+            accepted.len()
+        );
+        let retry_after: u64 = refused.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=30).contains(&retry_after), "Retry-After {retry_after}");
+        let body = json_with_status(refused, 503).await;
+        assert!(
+            body["message"].as_str().unwrap().contains("retry later"),
+            "{body}"
+        );
+        // The refused write changed nothing; reads and sign-in are not refused.
+        let entities = app.scalar("SELECT COUNT(*) FROM entities").await;
+        assert_eq!(entities, accepted.len() as i64);
+        json_with_status(
+            app.get_as("/core/api/v1/entities?family=contact", &token)
+                .await,
+            200,
+        )
+        .await;
+        let report = backlog(&app).await;
+        assert_eq!(report["refusing_writes"], true, "{report}");
+        assert_eq!(report["max_items"], MAX_ITEMS);
+        assert!(report["items"].as_u64().unwrap() > MAX_ITEMS, "{report}");
+
+        // A host with projections takes over the same database: the backlog drains, every
+        // accepted entity was projected, and writes are admitted again.
+        let database = app.stop_keeping_database().await;
+        let app = host(backend, Some(database), true).await;
+        let accepted_count = accepted.len() as i64;
+        eventually(
+            30,
+            "every accepted entity projected and the backlog drained",
+            || async {
+                let projected = app
+                    .scalar("SELECT COUNT(DISTINCT entity_id) FROM timeline_items")
+                    .await;
+                let report = backlog(&app).await;
+                let drained = report["items"] == 0 && report["refusing_writes"] == false;
+                (projected == accepted_count && drained).then_some(())
+            },
+        )
+        .await;
+        // Samples taken since then agree (the gauge is sampled every half second).
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let report = backlog(&app).await;
+        assert_eq!(report["items"], 0, "{report}");
+        assert_eq!(report["refusing_writes"], false, "{report}");
+        json_with_status(
+            app.intention(
+                &token,
+                "entity.create",
+                json!({ "family": "contact", "fields": { "name": "after" } }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    the_backlog_counts_due_engine_work_up_to_its_cap_and_its_age,
+    |backend| async move {
+        use tessera_host::runtime::batch_writer::{BatchWriter, StorageBatch};
+        use tessera_host::runtime::work::{NewWork, WorkKind, WorkQueue};
+
+        let database = TestDatabase::new(backend).await;
+        let handle = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("migrating");
+        let queue = WorkQueue::new(handle.clone());
+        let writer = BatchWriter::start(handle.clone(), queue.clone());
+        let job = |due_in_seconds: i64| NewWork {
+            id: uuid::Uuid::new_v4().to_string(),
+            engine_code: "absent".to_owned(),
+            tenant_id: "tenant-a".to_owned(),
+            kind: WorkKind::Job,
+            payload: b"{}".to_vec(),
+            due_at: chrono::Utc::now() + chrono::Duration::seconds(due_in_seconds),
+        };
+        assert_eq!(queue.backlog(100).await.unwrap().items, 0);
+        // Four jobs due (the oldest 60 s ago), two due in an hour: only the four wait.
+        let jobs = vec![job(-60), job(-1), job(0), job(-5), job(3600), job(3600)];
+        writer
+            .write(StorageBatch {
+                engine_code: "absent".to_owned(),
+                tenant_id: "tenant-a".to_owned(),
+                jobs,
+                ..StorageBatch::default()
+            })
+            .await
+            .unwrap();
+        let sample = queue.backlog(100).await.unwrap();
+        assert_eq!(sample.items, 4);
+        assert!(
+            (60..120).contains(&sample.oldest_age.as_secs()),
+            "{sample:?}"
+        );
+        // Counting stops at the cap; the age is still the oldest's.
+        let capped = queue.backlog(2).await.unwrap();
+        assert_eq!(capped.items, 2);
+        assert!(capped.oldest_age.as_secs() >= 60);
+        handle.close().await;
+    }
+);
