@@ -1,0 +1,185 @@
+//! Accepted versus processed (issue 32): intentions accepted per second by 16 clients over
+//! real HTTP against a host serving the seven engines, and entities fully processed per
+//! second: from the first request until every projection applied every event and every engine
+//! delivery and job those events caused completed. On SQLite, and on PostgreSQL when
+//! `TESSERA_TEST_POSTGRES_URL` is set.
+//!
+//! `cargo bench -p tessera-host --bench throughput` (about a minute per database).
+
+#[allow(dead_code)]
+#[path = "../../tests/it/components.rs"]
+mod components;
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::json;
+use tessera_host::state::AppState;
+use tessera_host::tenancy::Role;
+
+use support::{Backend, BenchDatabase, Server, provisioned_tenant};
+
+/// Concurrent clients.
+const CLIENTS: usize = 16;
+/// How long the clients write.
+const WINDOW: Duration = Duration::from_secs(10);
+/// The longest the platform may take to finish the window's work before the run fails.
+const DRAIN_LIMIT: Duration = Duration::from_secs(600);
+
+struct Run {
+    backend: Backend,
+    accepted: u64,
+    refused: u64,
+    other: u64,
+    /// Accepted per second over the window.
+    accepted_rate: f64,
+    /// From the first request until everything accepted was processed.
+    processed_after: Duration,
+    /// The largest backlog sampled (items).
+    peak_backlog: u64,
+}
+
+/// Items still to do: engine work due or running, and events the slowest projection has not
+/// applied.
+async fn unfinished(state: &AppState) -> anyhow::Result<u64> {
+    let cap = u64::MAX / 4;
+    let work = state
+        .engines
+        .runtime()
+        .services()
+        .queue
+        .backlog(cap)
+        .await?;
+    let events = tessera_host::core::projections::backlog(&state.database, cap).await?;
+    let running: i64 = tessera_host::on_pool!(state.database, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM engine_work WHERE status = 'running'",
+    )
+    .fetch_one(pool)
+    .await)?;
+    Ok(work.items + events.items + u64::try_from(running).unwrap_or(0))
+}
+
+async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Run> {
+    let database = BenchDatabase::create(backend, admin_url, "throughput").await?;
+    components::install_engines(&database.plugins_dir(), &components::ENGINES);
+    let server = Server::start(&database, |_| {}).await?;
+    let (_, users) = provisioned_tenant(&server.state, "bench-throughput", &[Role::Editor])
+        .await
+        .context("a tenant on the seven engines")?;
+    let url = server.url("/core/api/v1/intentions");
+    let token = users[0].token.clone();
+
+    let counter = Arc::new(AtomicU64::new(0));
+    let (accepted, refused, other) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let started = Instant::now();
+    let deadline = started + WINDOW;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (url, token, counter) = (url.clone(), token.clone(), counter.clone());
+            let (accepted, refused, other) = (accepted.clone(), refused.clone(), other.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                while Instant::now() < deadline {
+                    let n = counter.fetch_add(1, Ordering::Relaxed);
+                    let body = json!({
+                        "type": "entity.create",
+                        "payload": { "family": "contact", "fields": {
+                            "name": format!("Ada Lovelace {n}"),
+                            "email": format!("ada{n}@example.com"),
+                            "phone": "+1 (415) 555-0100",
+                            "company": "Analytical Engines",
+                            "city": "London",
+                        } },
+                    });
+                    let answer = client
+                        .post(&url)
+                        .bearer_auth(&token)
+                        .json(&body)
+                        .send()
+                        .await;
+                    let tally = match answer.map(|answer| answer.status().as_u16()) {
+                        Ok(200) => &accepted,
+                        Ok(503) => &refused,
+                        _ => &other,
+                    };
+                    tally.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let mut peak_backlog = 0;
+    while Instant::now() < deadline {
+        peak_backlog = peak_backlog.max(unfinished(&server.state).await?);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    for client in clients {
+        client.await?;
+    }
+    let window = started.elapsed();
+    loop {
+        let left = unfinished(&server.state).await?;
+        peak_backlog = peak_backlog.max(left);
+        if left == 0 {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < DRAIN_LIMIT,
+            "{left} items still unfinished after {DRAIN_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let processed_after = started.elapsed();
+    let accepted = accepted.load(Ordering::Relaxed);
+    let run = Run {
+        backend,
+        accepted,
+        refused: refused.load(Ordering::Relaxed),
+        other: other.load(Ordering::Relaxed),
+        accepted_rate: accepted as f64 / window.as_secs_f64(),
+        processed_after,
+        peak_backlog,
+    };
+    server.shutdown().await?;
+    database.destroy().await;
+    Ok(run)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let admin_url = std::env::var("TESSERA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    let mut runs = vec![run_backend(Backend::Sqlite, None).await?];
+    match &admin_url {
+        Some(url) => runs.push(run_backend(Backend::Postgres, Some(url)).await?),
+        None => eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping PostgreSQL"),
+    }
+    println!(
+        "| database | accepted (200) | refused (503) | other | accepted/s | processed after | processed/s | processed / accepted rate | peak backlog (items) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for run in &runs {
+        let processed_rate = run.accepted as f64 / run.processed_after.as_secs_f64();
+        println!(
+            "| {} | {} | {} | {} | {:.0} | {:.1} s | {:.0} | {:.0} % | {} |",
+            run.backend.name(),
+            run.accepted,
+            run.refused,
+            run.other,
+            run.accepted_rate,
+            run.processed_after.as_secs_f64(),
+            processed_rate,
+            processed_rate / run.accepted_rate * 100.0,
+            run.peak_backlog,
+        );
+    }
+    Ok(())
+}
