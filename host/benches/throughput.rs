@@ -41,6 +41,34 @@ struct Run {
     processed_after: Duration,
     /// The largest backlog sampled (items).
     peak_backlog: u64,
+    /// Bytes per table (its indexes included), largest first, once everything was processed.
+    tables: Vec<(String, u64)>,
+    /// SQLite: the write-ahead log's largest size sampled.
+    wal_bytes: u64,
+}
+
+/// Bytes each table takes with its indexes, largest first.
+async fn table_sizes(state: &AppState) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut sizes: Vec<(String, i64)> = tessera_host::on_pool!(state.database, pool => {
+        let sql = match state.database.kind() {
+            tessera_host::storage::DatabaseKind::Sqlite => {
+                "SELECT COALESCE(m.tbl_name, d.name), CAST(SUM(d.pgsize) AS BIGINT)
+                 FROM dbstat AS d LEFT JOIN sqlite_master AS m ON m.name = d.name
+                 GROUP BY 1"
+            }
+            tessera_host::storage::DatabaseKind::Postgres => {
+                "SELECT c.relname::text, pg_total_relation_size(c.oid)::bigint FROM pg_class AS c
+                 WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace"
+            }
+        };
+        sqlx::query_as(sql).fetch_all(pool).await
+    })
+    .context("reading the tables' sizes")?;
+    sizes.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    Ok(sizes
+        .into_iter()
+        .map(|(table, bytes)| (table, u64::try_from(bytes).unwrap_or(0)))
+        .collect())
 }
 
 /// Items still to do: engine work due or running, and events the slowest projection has not
@@ -115,9 +143,12 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
             })
         })
         .collect();
-    let mut peak_backlog = 0;
+    let wal = database.data_dir.join("tessera.db-wal");
+    let wal_size = || std::fs::metadata(&wal).map_or(0, |metadata| metadata.len());
+    let (mut peak_backlog, mut wal_bytes) = (0, 0);
     while Instant::now() < deadline {
         peak_backlog = peak_backlog.max(unfinished(&server.state).await?);
+        wal_bytes = wal_bytes.max(wal_size());
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     for client in clients {
@@ -127,6 +158,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     loop {
         let left = unfinished(&server.state).await?;
         peak_backlog = peak_backlog.max(left);
+        wal_bytes = wal_bytes.max(wal_size());
         if left == 0 {
             break;
         }
@@ -138,6 +170,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     }
     let processed_after = started.elapsed();
     let accepted = accepted.load(Ordering::Relaxed);
+    let tables = table_sizes(&server.state).await?;
     let run = Run {
         backend,
         accepted,
@@ -146,6 +179,8 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         accepted_rate: accepted as f64 / window.as_secs_f64(),
         processed_after,
         peak_backlog,
+        tables,
+        wal_bytes,
     };
     server.shutdown().await?;
     database.destroy().await;
@@ -180,6 +215,24 @@ async fn main() -> anyhow::Result<()> {
             processed_rate / run.accepted_rate * 100.0,
             run.peak_backlog,
         );
+    }
+    for run in &runs {
+        let per_entity = |bytes: u64| bytes as f64 / run.accepted.max(1) as f64;
+        let total: u64 = run.tables.iter().map(|(_, bytes)| bytes).sum();
+        println!();
+        println!(
+            "{}: {} entities; {:.0} bytes per entity in all tables, {:.0} with the write-ahead log at its largest ({} bytes)",
+            run.backend.name(),
+            run.accepted,
+            per_entity(total),
+            per_entity(total + run.wal_bytes),
+            run.wal_bytes,
+        );
+        println!("| table (with its indexes) | bytes | per entity |");
+        println!("|---|---|---|");
+        for (table, bytes) in run.tables.iter().take(12) {
+            println!("| {table} | {bytes} | {:.0} |", per_entity(*bytes));
+        }
     }
     Ok(())
 }
