@@ -401,6 +401,36 @@ database_test!(
             assert_eq!(page["meta"]["has_more"], false, "{query}");
         }
 
+        // Each item is stored once, under `items/`; its index entries are empty and name it by
+        // the id ending their key.
+        let scope = KvScope {
+            engine_code: "activity",
+            tenant_id: &tenant.id,
+        };
+        let database = &app.state().database;
+        let stored = engine_kv::list(database, &scope, "", None, 1000, false)
+            .await
+            .unwrap();
+        let index: Vec<&(String, Vec<u8>)> = stored
+            .iter()
+            .filter(|(key, _)| key.starts_with("by-"))
+            .collect();
+        assert!(index.len() >= 4 * all.len(), "{index:?}");
+        assert!(index.iter().all(|(_, value)| value.is_empty()), "{index:?}");
+        // An index entry written before that, holding a copy of its item, is still read.
+        let item_id = all[1]["id"].as_str().unwrap();
+        let copy = serde_json::to_vec(&all[1]).unwrap();
+        engine_kv::set(
+            database,
+            &scope,
+            &format!("by-actor/{editor}/{item_id}"),
+            &copy,
+        )
+        .await
+        .unwrap();
+        let page = feed_page(&app, &tenant.viewer, &format!("?actor_id={editor}")).await;
+        assert_eq!(page["data"], json!([&all[1], &all[2]]));
+
         // Unknown parameters are 400; bad values 422, naming the parameter.
         let body = json_with_status(
             app.get_as(&format!("{FEED}?colour=red"), &tenant.owner)

@@ -2,7 +2,9 @@
 //! combination of `actor_id`, `entity_id` and `type` (exact or `prefix.*`).
 //!
 //! A filtered page reads one index (`by-entity/…`, else `by-actor/…`, else `by-type/…`), never
-//! the whole feed, and checks the other filters on the items it reads. With several filters a
+//! the whole feed, and checks the other filters on the items it reads. An index entry is empty:
+//! its key ends with the item's id, and the items are read from `items/` (one `get-many` for a
+//! page with one filter; an entry written before that change holds the item itself). With several filters a
 //! request reads at most [`SCAN_BUDGET`] index entries: a page may then come back short, with
 //! `has_more` and a cursor after the last entry read.
 
@@ -12,7 +14,7 @@ use tessera_sdk::{
 };
 
 use crate::items::{
-    FeedItem, ITEMS_PREFIX, MAX_ID_BYTES, actor_prefix, entity_prefix, type_prefix,
+    FeedItem, ITEMS_PREFIX, MAX_ID_BYTES, actor_prefix, entity_prefix, item_key, type_prefix,
 };
 use crate::require_reader;
 
@@ -160,19 +162,81 @@ fn read_page(
         .after
         .as_ref()
         .map(|item_id| format!("{prefix}{item_id}"));
-    let found = storage::find_json::<FeedItem, _, HostError>(
+    let one_filter = filter.index_suffices();
+    let found = storage::find::<Indexed, HostError>(
         &prefix,
         after.as_deref(),
         true,
         page.fetch_limit() as usize,
         SCAN_BUDGET,
         batch,
-        |_, item| Ok(filter.matches(&item).then_some(item)),
+        |key, value| {
+            let indexed = Indexed::decode(&key[prefix.len()..], &key, &value)?;
+            if one_filter {
+                // Every entry of the index matches: the items are read together below.
+                return Ok(Some(indexed));
+            }
+            let item = resolve(vec![indexed])?.pop();
+            Ok(item.filter(|item| filter.matches(item)).map(Indexed::Item))
+        },
     )?;
+    let items = resolve(found.items)?;
     let stopped_after = found
         .stopped_after
         .map(|key| key[prefix.len()..].to_owned());
-    Ok(page.finish_found(found.items, |item| item.id.clone(), stopped_after))
+    Ok(page.finish_found(items, |item| item.id.clone(), stopped_after))
+}
+
+/// What an entry of the feed or of an index gives: the item, or (an index entry) the id of the
+/// item to read from `items/`.
+enum Indexed {
+    Item(FeedItem),
+    Id(String),
+}
+
+impl Indexed {
+    /// The entry `key` whose key ends with `item_id`: the feed's entries and index entries
+    /// written before index entries were emptied hold the item, an index entry its id only.
+    fn decode(item_id: &str, key: &str, value: &[u8]) -> Result<Self, HostError> {
+        if value.is_empty() {
+            return Ok(Self::Id(item_id.to_owned()));
+        }
+        tessera_sdk::serde_json::from_slice(value)
+            .map(Self::Item)
+            .map_err(|error| HostError::new("storage.decode", format!("{key}: {error}")))
+    }
+}
+
+/// The items `entries` give, in their order, reading those named by id with one `get-many`;
+/// an id whose item is gone (never the case: an item and its entries are removed together) is
+/// skipped.
+fn resolve(entries: Vec<Indexed>) -> Result<Vec<FeedItem>, HostError> {
+    let keys: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Indexed::Id(id) => Some(item_key(id)),
+            Indexed::Item(_) => None,
+        })
+        .collect();
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let mut read = storage::get_many(&key_refs)?.into_iter().zip(&keys);
+    let mut items = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match entry {
+            Indexed::Item(item) => items.push(item),
+            Indexed::Id(_) => {
+                let (value, key) = read.next().expect("one value per key read");
+                if let Some(value) = value {
+                    items.push(
+                        tessera_sdk::serde_json::from_slice(&value).map_err(|error| {
+                            HostError::new("storage.decode", format!("{key}: {error}"))
+                        })?,
+                    );
+                }
+            }
+        }
+    }
+    Ok(items)
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@
 //! | `tenant`, `users/<user_id>` | provisioning records (`tenancy`) |
 //! | `feed-settings` | `{retention_days, event_types, created_at}` |
 //! | `items/<item_id>` | the feed (ids are UUID v7 taken on arrival: keys sort by time) |
-//! | `by-actor/<actor_id>/<item_id>`, `by-entity/<entity_id>/<item_id>` | indexes (the item) |
-//! | `by-type/<type>/<item_id>`, `by-type/<prefix>.*/<item_id>` | type indexes (the item) |
+//! | `by-actor/<actor_id>/<item_id>`, `by-entity/<entity_id>/<item_id>` | indexes (empty: the key names the item; entries written before 2026-11-26 hold a copy of it) |
+//! | `by-type/<type>/<item_id>`, `by-type/<prefix>.*/<item_id>` | type indexes (likewise) |
 //! | `seen-events/<event_id>` | the item id of a recorded event (at-least-once delivery) |
 //! | `users/<user_id>/seen` | the user's last-seen mark (`seen.rs`) |
 //! | `retention-schedule` | the pending daily pruning run (`retention.rs`) |
