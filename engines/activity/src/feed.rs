@@ -2,11 +2,11 @@
 //! combination of `actor_id`, `entity_id` and `type` (exact or `prefix.*`).
 //!
 //! A filtered page reads one index (`by-entity/…`, else `by-actor/…`, else `by-type/…`), never
-//! the whole feed, and checks the other filters on the items it reads. An index entry is empty:
-//! its key ends with the item's id, and the items are read from `items/` (one `get-many` for a
-//! page with one filter; an entry written before that change holds the item itself). With several filters a
-//! request reads at most [`SCAN_BUDGET`] index entries: a page may then come back short, with
-//! `has_more` and a cursor after the last entry read.
+//! the whole feed, and checks the other filters on the items it reads. An index entry is
+//! empty: its key ends with the item's id, and the items are read from `items/` (one
+//! `get-many` for a page with one filter; an entry written before 2026-11-26 holds the item
+//! itself). With several filters a request reads at most [`SCAN_BUDGET`] index entries: a page
+//! may then come back short, with `has_more` and a cursor after the last entry read.
 
 use tessera_sdk::{
     ApiError, Context, CursorMeta, CursorPage, HandlerResult, HostError, Query, Request, Response,
@@ -171,7 +171,7 @@ fn read_page(
         SCAN_BUDGET,
         batch,
         |key, value| {
-            let indexed = Indexed::decode(&key[prefix.len()..], &key, &value)?;
+            let indexed = Indexed::decode(&key, prefix.len(), &value)?;
             if one_filter {
                 // Every entry of the index matches: the items are read together below.
                 return Ok(Some(indexed));
@@ -195,11 +195,12 @@ enum Indexed {
 }
 
 impl Indexed {
-    /// The entry `key` whose key ends with `item_id`: the feed's entries and index entries
-    /// written before index entries were emptied hold the item, an index entry its id only.
-    fn decode(item_id: &str, key: &str, value: &[u8]) -> Result<Self, HostError> {
+    /// The entry under `key` (its item's id follows the first `prefix_len` bytes): the feed's
+    /// entries, and index entries written before 2026-11-26, hold the item; an index entry is
+    /// empty and names it.
+    fn decode(key: &str, prefix_len: usize, value: &[u8]) -> Result<Self, HostError> {
         if value.is_empty() {
-            return Ok(Self::Id(item_id.to_owned()));
+            return Ok(Self::Id(key[prefix_len..].to_owned()));
         }
         tessera_sdk::serde_json::from_slice(value)
             .map(Self::Item)
@@ -225,7 +226,9 @@ fn resolve(entries: Vec<Indexed>) -> Result<Vec<FeedItem>, HostError> {
         match entry {
             Indexed::Item(item) => items.push(item),
             Indexed::Id(_) => {
-                let (value, key) = read.next().expect("one value per key read");
+                let (value, key) = read.next().ok_or_else(|| {
+                    HostError::new("storage.get-many", "fewer values than keys were read")
+                })?;
                 if let Some(value) = value {
                     items.push(
                         tessera_sdk::serde_json::from_slice(&value).map_err(|error| {
