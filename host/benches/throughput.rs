@@ -75,12 +75,15 @@ async fn table_sizes(state: &AppState) -> anyhow::Result<Vec<(String, u64)>> {
 /// applied.
 async fn unfinished(state: &AppState) -> anyhow::Result<u64> {
     let cap = u64::MAX / 4;
+    let loaded: Vec<String> = (state.engines.loaded().iter())
+        .map(|engine| engine.descriptor.code.clone())
+        .collect();
     let work = state
         .engines
         .runtime()
         .services()
         .queue
-        .backlog(cap)
+        .backlog(&loaded, cap)
         .await?;
     let events = tessera_host::core::projections::backlog(&state.database, cap).await?;
     let running: i64 = tessera_host::on_pool!(state.database, pool => sqlx::query_scalar(

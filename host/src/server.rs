@@ -215,8 +215,9 @@ impl Application {
 }
 
 /// Measures the platform's backlog every [`backpressure::SAMPLE_INTERVAL`] until `shutdown`:
-/// engine work due (event deliveries and jobs) and events the slowest projection has not
-/// applied, both read from the database, so every host of a cluster refuses writes alike.
+/// engine work due (event deliveries and jobs) of the engines loaded here and events the
+/// slowest projection has not applied, both read from the database, so every host of a cluster
+/// running the same engines refuses writes alike.
 async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
     let backpressure = state.core.backpressure.clone();
     let cap = backpressure.count_cap();
@@ -224,7 +225,10 @@ async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
     let mut previous = tokio::time::Instant::now();
     loop {
         let sampled = async {
-            let work = queue.backlog(cap).await?;
+            let loaded: Vec<String> = (state.engines.loaded().iter())
+                .map(|engine| engine.descriptor.code.clone())
+                .collect();
+            let work = queue.backlog(&loaded, cap).await?;
             let events = crate::core::projections::backlog(&state.database, cap).await?;
             anyhow::Ok(work.and(events))
         };

@@ -153,7 +153,8 @@ database_test!(
             payload: b"{}".to_vec(),
             due_at: chrono::Utc::now() + chrono::Duration::seconds(due_in_seconds),
         };
-        assert_eq!(queue.backlog(100).await.unwrap().items, 0);
+        let engines = ["absent".to_owned(), "other".to_owned()];
+        assert_eq!(queue.backlog(&engines, 100).await.unwrap().items, 0);
         // Four jobs due (the oldest 60 s ago), two due in an hour: only the four wait.
         let jobs = vec![job(-60), job(-1), job(0), job(-5), job(3600), job(3600)];
         writer
@@ -165,16 +166,20 @@ database_test!(
             })
             .await
             .unwrap();
-        let sample = queue.backlog(100).await.unwrap();
+        let sample = queue.backlog(&engines, 100).await.unwrap();
         assert_eq!(sample.items, 4);
         assert!(
             (60..120).contains(&sample.oldest_age.as_secs()),
             "{sample:?}"
         );
         // Counting stops at the cap; the age is still the oldest's.
-        let capped = queue.backlog(2).await.unwrap();
+        let capped = queue.backlog(&engines, 2).await.unwrap();
         assert_eq!(capped.items, 2);
         assert!(capped.oldest_age.as_secs() >= 60);
+        // The work of engines not loaded here does not count (nor does anything without them).
+        let elsewhere = queue.backlog(&["other".to_owned()], 100).await.unwrap();
+        assert_eq!((elsewhere.items, elsewhere.oldest_age), (0, Duration::ZERO));
+        assert_eq!(queue.backlog(&[], 100).await.unwrap().items, 0);
         handle.close().await;
     }
 );

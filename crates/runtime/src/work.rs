@@ -98,11 +98,18 @@ pub struct WorkQueue {
 }
 
 impl WorkQueue {
-    /// The items due and not yet run (event deliveries and jobs; counted up to `cap`) and how
-    /// long the oldest has been due: the engines' part of the platform's backlog.
-    pub async fn backlog(&self, cap: u64) -> anyhow::Result<BacklogSample> {
+    /// The items of `engine_codes` due and not yet run (event deliveries and jobs; counted up
+    /// to `cap`) and how long the oldest has been due: the engines' part of the platform's
+    /// backlog. Only engines that run here count: the items of an engine removed from
+    /// `plugins/` wait for it without holding up everything else.
+    pub async fn backlog(
+        &self,
+        engine_codes: &[String],
+        cap: u64,
+    ) -> anyhow::Result<BacklogSample> {
         let now = Utc::now();
-        let (items, oldest) = store::due_backlog(&self.database, &time::format(now), cap).await?;
+        let (items, oldest) =
+            store::due_backlog(&self.database, engine_codes, &time::format(now), cap).await?;
         let oldest_age = oldest
             .and_then(|due_at| DateTime::parse_from_rfc3339(&due_at).ok())
             .and_then(|due_at| (now - due_at.with_timezone(&Utc)).to_std().ok())

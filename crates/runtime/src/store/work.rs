@@ -5,7 +5,7 @@
 use anyhow::Context as _;
 
 use tessera_storage::{Database, Pool, Tx, time};
-use tessera_storage::{on_pool, on_tx, on_writer};
+use tessera_storage::{on_tx, on_writer};
 
 /// Items inserted by one statement (nine parameters each).
 const INSERT_CHUNK: usize = 100;
@@ -23,29 +23,63 @@ pub struct WorkRow<'a> {
 /// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
 pub type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
 
-/// The pending items due by `now` (counted up to `cap`) and the due time of the oldest.
+/// The pending items of `engine_codes` due by `now` (counted up to `cap`) and the due time of
+/// the oldest.
 pub async fn due_backlog(
     database: &Database,
+    engine_codes: &[String],
     now: &str,
     cap: u64,
 ) -> anyhow::Result<(i64, Option<String>)> {
+    if engine_codes.is_empty() {
+        return Ok((0, None));
+    }
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-    let count: i64 = on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM engine_work
-         WHERE status = 'pending' AND due_at <= $1 LIMIT $2) AS due",
-    )
-    .bind(now)
-    .bind(cap)
-    .fetch_one(pool)
-    .await)
-    .context("counting the engine work due")?;
-    let oldest: Option<String> = on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT MIN(due_at) FROM engine_work WHERE status = 'pending' AND due_at <= $1",
-    )
-    .bind(now)
-    .fetch_one(pool)
-    .await)
-    .context("reading the oldest engine work due")?;
+    let of_engines = match database.pool() {
+        Pool::Postgres(_) => "engine_code = ANY($2)".to_owned(),
+        Pool::Sqlite(_) => {
+            let codes: Vec<String> = (0..engine_codes.len())
+                .map(|index| format!("${}", index + 2))
+                .collect();
+            format!("engine_code IN ({})", codes.join(", "))
+        }
+    };
+    let due = format!("status = 'pending' AND due_at <= $1 AND {of_engines}");
+    let limit = engine_codes.len() + 2;
+    let count_sql = format!(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM engine_work WHERE {due} LIMIT ${limit}) AS due"
+    );
+    let oldest_sql = format!("SELECT MIN(due_at) FROM engine_work WHERE {due}");
+    let (count, oldest): (i64, Option<String>) = match database.pool() {
+        Pool::Postgres(pool) => {
+            // `ANY($2)` takes the codes as one array: the limit is `$3`.
+            let count_sql = count_sql.replace(&format!("${limit}"), "$3");
+            let count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql))
+                .bind(now)
+                .bind(engine_codes)
+                .bind(cap)
+                .fetch_one(pool)
+                .await;
+            let oldest = sqlx::query_scalar(sqlx::AssertSqlSafe(oldest_sql))
+                .bind(now)
+                .bind(engine_codes)
+                .fetch_one(pool)
+                .await;
+            (count?, oldest?)
+        }
+        Pool::Sqlite(pool) => {
+            let mut count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql)).bind(now);
+            let mut oldest = sqlx::query_scalar(sqlx::AssertSqlSafe(oldest_sql)).bind(now);
+            for code in engine_codes {
+                count = count.bind(code);
+                oldest = oldest.bind(code);
+            }
+            (
+                count.bind(cap).fetch_one(pool).await?,
+                oldest.fetch_one(pool).await?,
+            )
+        }
+    };
     Ok((count, oldest))
 }
 
