@@ -17,11 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use serde_json::json;
 use tessera_host::state::AppState;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
 
 /// Concurrent clients.
 const CLIENTS: usize = 16;
@@ -75,16 +74,8 @@ async fn table_sizes(state: &AppState) -> anyhow::Result<Vec<(String, u64)>> {
 /// applied.
 async fn unfinished(state: &AppState) -> anyhow::Result<u64> {
     let cap = u64::MAX / 4;
-    let loaded: Vec<String> = (state.engines.loaded().iter())
-        .map(|engine| engine.descriptor.code.clone())
-        .collect();
-    let work = state
-        .engines
-        .runtime()
-        .services()
-        .queue
-        .backlog(&loaded, cap)
-        .await?;
+    let queue = &state.engines.runtime().services().queue;
+    let work = queue.backlog(&state.engines.codes(), cap).await?;
     let events = tessera_host::core::projections::backlog(&state.database, cap).await?;
     let running: i64 = tessera_host::on_pool!(state.database, pool => sqlx::query_scalar(
         "SELECT COUNT(*) FROM engine_work WHERE status = 'running'",
@@ -120,20 +111,10 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
                 let client = reqwest::Client::new();
                 while Instant::now() < deadline {
                     let n = counter.fetch_add(1, Ordering::Relaxed);
-                    let body = json!({
-                        "type": "entity.create",
-                        "payload": { "family": "contact", "fields": {
-                            "name": format!("Ada Lovelace {n}"),
-                            "email": format!("ada{n}@example.com"),
-                            "phone": "+1 (415) 555-0100",
-                            "company": "Analytical Engines",
-                            "city": "London",
-                        } },
-                    });
                     let answer = client
                         .post(&url)
                         .bearer_auth(&token)
-                        .json(&body)
+                        .json(&engine_probes::contact_intention(n))
                         .send()
                         .await;
                     let tally = match answer.map(|answer| answer.status().as_u16()) {

@@ -225,10 +225,7 @@ async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
     let mut previous = tokio::time::Instant::now();
     loop {
         let sampled = async {
-            let loaded: Vec<String> = (state.engines.loaded().iter())
-                .map(|engine| engine.descriptor.code.clone())
-                .collect();
-            let work = queue.backlog(&loaded, cap).await?;
+            let work = queue.backlog(&state.engines.codes(), cap).await?;
             let events = crate::core::projections::backlog(&state.database, cap).await?;
             anyhow::Ok(work.and(events))
         };

@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::ApiError;
+use crate::error::unavailable_retry_after;
 
 /// How often the binary samples the backlog.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
@@ -192,15 +192,10 @@ pub struct Refused {
 
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
-        let mut response = ApiError::ServiceUnavailable(
+        unavailable_retry_after(
             "The platform is catching up with work already accepted; retry later.".into(),
+            self.retry_after_seconds,
         )
-        .into_response();
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(self.retry_after_seconds),
-        );
-        response
     }
 }
 
@@ -228,6 +223,7 @@ pub async fn enforce(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header;
 
     fn bound(max_items: u64, max_age_seconds: u64) -> Backpressure {
         Backpressure::new(BacklogBound {

@@ -150,6 +150,16 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// 503 `{message}` with `Retry-After`: a refusal for lack of capacity (engine slots, a backlog
+/// past its bound) that the client should retry after `retry_after_seconds`.
+pub fn unavailable_retry_after(message: String, retry_after_seconds: u64) -> Response {
+    let mut response = ApiError::ServiceUnavailable(message).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+    response
+}
+
 /// The `{message}` a bare status gets when no handler wrote a body (axum's 405, a body-limit
 /// 413, the fallback 404, a caught panic).
 pub fn default_message(status: StatusCode) -> &'static str {

@@ -21,11 +21,12 @@ use tessera_auth::AuthState;
 use tessera_auth::caller::Caller;
 use tessera_http::conventions::CorrelationId;
 use tessera_http::envelope::Data;
+use tessera_http::error::unavailable_retry_after;
 use tessera_http::extract::NoQuery;
 use tessera_http::{ApiError, ApiResult};
 
 /// What a request refused for lack of engine capacity is told to wait before retrying.
-const BUSY_RETRY_AFTER_SECONDS: u32 = 1;
+const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 
 /// Request headers an engine never sees: credentials stay with the host.
 const WITHHELD_REQUEST_HEADERS: [HeaderName; 3] = [
@@ -212,12 +213,7 @@ fn response_commits(response: &wit::Response) -> bool {
 
 /// 503 `{message}` with `Retry-After`.
 fn retry_later(message: String) -> Response {
-    let mut response = ApiError::ServiceUnavailable(message).into_response();
-    response.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from(BUSY_RETRY_AFTER_SECONDS),
-    );
-    response
+    unavailable_retry_after(message, BUSY_RETRY_AFTER_SECONDS)
 }
 
 /// 503 `{message}` with `Retry-After`: the tenant already runs its share of engine calls and

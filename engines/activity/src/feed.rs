@@ -202,9 +202,7 @@ impl Indexed {
         if value.is_empty() {
             return Ok(Self::Id(key[prefix_len..].to_owned()));
         }
-        tessera_sdk::serde_json::from_slice(value)
-            .map(Self::Item)
-            .map_err(|error| HostError::new("storage.decode", format!("{key}: {error}")))
+        storage::decode_json(key, value).map(Self::Item)
     }
 }
 
@@ -230,11 +228,7 @@ fn resolve(entries: Vec<Indexed>) -> Result<Vec<FeedItem>, HostError> {
                     HostError::new("storage.get-many", "fewer values than keys were read")
                 })?;
                 if let Some(value) = value {
-                    items.push(
-                        tessera_sdk::serde_json::from_slice(&value).map_err(|error| {
-                            HostError::new("storage.decode", format!("{key}: {error}"))
-                        })?,
-                    );
+                    items.push(storage::decode_json(key, &value)?);
                 }
             }
         }

@@ -216,6 +216,13 @@ fn holds_name(kind: Kind, key: &str, entry: &IndexEntry) -> Result<bool, HostErr
     Ok(entry.claimed_at > grace_start || live_item(kind, key, entry)?.is_some())
 }
 
+/// Whether the index entry `bytes` under `key` keeps its name from the item `id` of `kind`:
+/// another item holds it (live, or claimed moments ago).
+fn held_by_another(kind: Kind, key: &str, bytes: &[u8], id: &str) -> Result<bool, HostError> {
+    let holder = decode_entry(key, bytes)?;
+    Ok(holder.id != id && holds_name(kind, key, &holder)?)
+}
+
 /// A name claimed in a folder's index, for an item about to be written.
 pub struct Claim {
     key: String,
@@ -252,11 +259,10 @@ pub fn claim_name(
     let mut claimed = false;
     for _ in 0..CLAIM_ROUNDS {
         let current = storage::get(&key)?;
-        if let Some(bytes) = &current {
-            let holder = decode_entry(&key, bytes)?;
-            if holder.id != id && holds_name(kind, &key, &holder)? {
-                return Ok(None);
-            }
+        if let Some(bytes) = &current
+            && held_by_another(kind, &key, bytes, id)?
+        {
+            return Ok(None);
         }
         if storage::compare_and_swap(&key, current.as_deref(), Some(&value))? {
             claimed = true;
@@ -272,12 +278,11 @@ pub fn claim_name(
     let claim = Claim { key, value };
     // The same name held by an item of the other kind.
     let other_key = index_key(folder_id, kind.other(), name);
-    if let Some(bytes) = storage::get(&other_key)? {
-        let holder = decode_entry(&other_key, &bytes)?;
-        if holder.id != id && holds_name(kind.other(), &other_key, &holder)? {
-            claim.release()?;
-            return Ok(None);
-        }
+    if let Some(bytes) = storage::get(&other_key)?
+        && held_by_another(kind.other(), &other_key, &bytes, id)?
+    {
+        claim.release()?;
+        return Ok(None);
     }
     Ok(Some(claim))
 }
@@ -324,11 +329,10 @@ pub fn free_name(
     let mut found = storage::get_many(&[key.as_str(), other_key.as_str()])?.into_iter();
     let (current, other) = (found.next().flatten(), found.next().flatten());
     for (kind, key, bytes) in [(kind, &key, &current), (kind.other(), &other_key, &other)] {
-        if let Some(bytes) = bytes {
-            let holder = decode_entry(key, bytes)?;
-            if holder.id != id && holds_name(kind, key, &holder)? {
-                return Ok(None);
-            }
+        if let Some(bytes) = bytes
+            && held_by_another(kind, key, bytes, id)?
+        {
+            return Ok(None);
         }
     }
     let entry = IndexEntry {

@@ -357,16 +357,25 @@ pub async fn core_write(state: &AppState, base: &str) -> anyhow::Result<Probe> {
         "POST an intention (entity.create, 5 fields)",
         200,
         move |client, n| {
-            client.post(&url).bearer_auth(&token).json(&json!({
-                "type": "entity.create",
-                "payload": { "family": "contact", "fields": {
-                    "name": format!("Ada Lovelace {n}"),
-                    "email": format!("ada{n}@example.com"),
-                    "phone": "+1 (415) 555-0100",
-                    "company": "Analytical Engines",
-                    "city": "London",
-                } },
-            }))
+            client
+                .post(&url)
+                .bearer_auth(&token)
+                .json(&contact_intention(n))
         },
     ))
+}
+
+/// The body of the `n`th contact the core benchmarks write: an `entity.create` intention of a
+/// contact with five fields.
+pub fn contact_intention(n: u64) -> Value {
+    json!({
+        "type": "entity.create",
+        "payload": { "family": "contact", "fields": {
+            "name": format!("Ada Lovelace {n}"),
+            "email": format!("ada{n}@example.com"),
+            "phone": "+1 (415) 555-0100",
+            "company": "Analytical Engines",
+            "city": "London",
+        } },
+    })
 }

@@ -36,51 +36,40 @@ pub async fn due_backlog(
     }
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
     let of_engines = match database.pool() {
-        Pool::Postgres(_) => "engine_code = ANY($2)".to_owned(),
+        Pool::Postgres(_) => "engine_code = ANY($3)".to_owned(),
         Pool::Sqlite(_) => {
             let codes: Vec<String> = (0..engine_codes.len())
-                .map(|index| format!("${}", index + 2))
+                .map(|index| format!("${}", index + 3))
                 .collect();
             format!("engine_code IN ({})", codes.join(", "))
         }
     };
-    let due = format!("status = 'pending' AND due_at <= $1 AND {of_engines}");
-    let limit = engine_codes.len() + 2;
-    let count_sql = format!(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM engine_work WHERE {due} LIMIT ${limit}) AS due"
+    // The oldest due items first, from the partial index of pending rows: the first `cap` of
+    // them hold the oldest.
+    let sql = format!(
+        "SELECT COUNT(*), MIN(due_at) FROM (SELECT due_at FROM engine_work
+         WHERE status = 'pending' AND due_at <= $1 AND {of_engines}
+         ORDER BY due_at LIMIT $2) AS due"
     );
-    let oldest_sql = format!("SELECT MIN(due_at) FROM engine_work WHERE {due}");
-    let (count, oldest): (i64, Option<String>) = match database.pool() {
+    match database.pool() {
         Pool::Postgres(pool) => {
-            // `ANY($2)` takes the codes as one array: the limit is `$3`.
-            let count_sql = count_sql.replace(&format!("${limit}"), "$3");
-            let count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql))
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(now)
-                .bind(engine_codes)
                 .bind(cap)
-                .fetch_one(pool)
-                .await;
-            let oldest = sqlx::query_scalar(sqlx::AssertSqlSafe(oldest_sql))
-                .bind(now)
                 .bind(engine_codes)
                 .fetch_one(pool)
-                .await;
-            (count?, oldest?)
+                .await
         }
         Pool::Sqlite(pool) => {
-            let mut count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql)).bind(now);
-            let mut oldest = sqlx::query_scalar(sqlx::AssertSqlSafe(oldest_sql)).bind(now);
-            for code in engine_codes {
-                count = count.bind(code);
-                oldest = oldest.bind(code);
-            }
-            (
-                count.bind(cap).fetch_one(pool).await?,
-                oldest.fetch_one(pool).await?,
-            )
+            let query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(now).bind(cap);
+            engine_codes
+                .iter()
+                .fold(query, |query, code| query.bind(code))
+                .fetch_one(pool)
+                .await
         }
-    };
-    Ok((count, oldest))
+    }
+    .context("measuring the engine work due")
 }
 
 /// Inserts `rows` as pending items in the caller's transaction, [`INSERT_CHUNK`] per statement.

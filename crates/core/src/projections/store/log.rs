@@ -40,40 +40,33 @@ pub(crate) async fn behind(
     cap: u64,
 ) -> anyhow::Result<(i64, Option<String>)> {
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-    let (count, first) = match database.pool() {
+    match database.pool() {
         tessera_storage::Pool::Sqlite(pool) => {
-            let count: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE position > $1 LIMIT $2)",
+            sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE position > $1 LIMIT $2)),
+                        (SELECT occurred_at FROM events WHERE position > $1
+                         ORDER BY position LIMIT 1)",
             )
             .bind(after.position)
             .bind(cap)
             .fetch_one(pool)
             .await
-            .context("counting the events not yet projected")?;
-            let first: Option<String> = sqlx::query_scalar(
-                "SELECT occurred_at FROM events WHERE position > $1 ORDER BY position LIMIT 1",
-            )
-            .bind(after.position)
-            .fetch_optional(pool)
-            .await
-            .context("reading the first event not yet projected")?;
-            (count, first)
         }
         tessera_storage::Pool::Postgres(pool) => {
-            let count: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM events
-                 WHERE (transaction_id, position) > ($1, $2) LIMIT $3) AS behind",
+            sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events
+                         WHERE (transaction_id, position) > ($1, $2) LIMIT $3) AS behind),
+                        (SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
+                         ORDER BY transaction_id, position LIMIT 1)",
             )
             .bind(after.transaction_id)
             .bind(after.position)
             .bind(cap)
             .fetch_one(pool)
             .await
-            .context("counting the events not yet projected")?;
-            (count, first_pending(database, after).await?)
         }
-    };
-    Ok((count, first))
+    }
+    .context("measuring the events not yet projected")
 }
 
 /// SQLite: up to `batch_size` events after `after`, in position order (commit order there).
