@@ -40,6 +40,10 @@ struct Run {
     processed_after: Duration,
     /// The largest backlog sampled (items).
     peak_backlog: u64,
+    /// From the first request until the projections had applied every event.
+    projected_after: Duration,
+    /// From the first request until every engine delivery and job had run.
+    delivered_after: Duration,
     /// Bytes per table (its indexes included), largest first, once everything was processed.
     tables: Vec<(String, u64)>,
     /// SQLite: the write-ahead log's largest size sampled.
@@ -72,7 +76,19 @@ async fn table_sizes(state: &AppState) -> anyhow::Result<Vec<(String, u64)>> {
 
 /// Items still to do: engine work due or running, and events the slowest projection has not
 /// applied.
-async fn unfinished(state: &AppState) -> anyhow::Result<u64> {
+#[derive(Clone, Copy)]
+struct Unfinished {
+    work: u64,
+    events: u64,
+}
+
+impl Unfinished {
+    fn total(self) -> u64 {
+        self.work + self.events
+    }
+}
+
+async fn unfinished(state: &AppState) -> anyhow::Result<Unfinished> {
     let cap = u64::MAX / 4;
     let queue = &state.engines.runtime().services().queue;
     let work = queue.backlog(&state.engines.codes(), cap).await?;
@@ -82,7 +98,10 @@ async fn unfinished(state: &AppState) -> anyhow::Result<u64> {
     )
     .fetch_one(pool)
     .await)?;
-    Ok(work.items + events.items + u64::try_from(running).unwrap_or(0))
+    Ok(Unfinished {
+        work: work.items + u64::try_from(running).unwrap_or(0),
+        events: events.items,
+    })
 }
 
 async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Run> {
@@ -131,7 +150,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     let wal_size = || std::fs::metadata(&wal).map_or(0, |metadata| metadata.len());
     let (mut peak_backlog, mut wal_bytes) = (0, 0);
     while Instant::now() < deadline {
-        peak_backlog = peak_backlog.max(unfinished(&server.state).await?);
+        peak_backlog = peak_backlog.max(unfinished(&server.state).await?.total());
         wal_bytes = wal_bytes.max(wal_size());
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -139,16 +158,25 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         client.await?;
     }
     let window = started.elapsed();
+    let (mut projected_after, mut delivered_after) = (None, None);
     loop {
         let left = unfinished(&server.state).await?;
-        peak_backlog = peak_backlog.max(left);
+        peak_backlog = peak_backlog.max(left.total());
         wal_bytes = wal_bytes.max(wal_size());
-        if left == 0 {
+        if left.events == 0 {
+            projected_after.get_or_insert(started.elapsed());
+        }
+        if left.work == 0 {
+            delivered_after.get_or_insert(started.elapsed());
+        }
+        if left.total() == 0 {
             break;
         }
         anyhow::ensure!(
             started.elapsed() < DRAIN_LIMIT,
-            "{left} items still unfinished after {DRAIN_LIMIT:?}"
+            "{} engine work items and {} events still unfinished after {DRAIN_LIMIT:?}",
+            left.work,
+            left.events
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -162,6 +190,8 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         other: other.load(Ordering::Relaxed),
         accepted_rate: accepted as f64 / window.as_secs_f64(),
         processed_after,
+        projected_after: projected_after.unwrap_or(processed_after),
+        delivered_after: delivered_after.unwrap_or(processed_after),
         peak_backlog,
         tables,
         wal_bytes,
@@ -182,18 +212,20 @@ async fn main() -> anyhow::Result<()> {
         None => eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping PostgreSQL"),
     }
     println!(
-        "| database | accepted (200) | refused (503) | other | accepted/s | processed after | processed/s | processed / accepted rate | peak backlog (items) |"
+        "| database | accepted (200) | refused (503) | other | accepted/s | projected after | delivered after | processed after | processed/s | processed / accepted rate | peak backlog (items) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for run in &runs {
         let processed_rate = run.accepted as f64 / run.processed_after.as_secs_f64();
         println!(
-            "| {} | {} | {} | {} | {:.0} | {:.1} s | {:.0} | {:.0} % | {} |",
+            "| {} | {} | {} | {} | {:.0} | {:.1} s | {:.1} s | {:.1} s | {:.0} | {:.0} % | {} |",
             run.backend.name(),
             run.accepted,
             run.refused,
             run.other,
             run.accepted_rate,
+            run.projected_after.as_secs_f64(),
+            run.delivered_after.as_secs_f64(),
             run.processed_after.as_secs_f64(),
             processed_rate,
             processed_rate / run.accepted_rate * 100.0,

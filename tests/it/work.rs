@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::database_test;
 use crate::helpers::{AppOptions, TestApp, eventually, json_with_status, spawn_app_with};
+use tessera_host::runtime::bus::BusEvent;
 use tessera_host::runtime::work::{ClaimedWork, NewWork, WorkKind, WorkQueue};
 
 /// Generous: the worker polls every 500 ms and retries after 1 s.
@@ -306,6 +307,75 @@ database_test!(
             work_rows(&app, "jobber").await,
             0,
             "the publisher, though subscribed to ping.*, is not sent its own events"
+        );
+        app.stop().await;
+    }
+);
+
+database_test!(
+    a_batch_of_deliveries_commits_all_or_nothing,
+    |backend| async move {
+        let app = spawn_with(backend, vec!["listener"]).await;
+        let tenant = uuid();
+        let token = app.token(&tenant, &uuid(), "editor").await;
+        let services = app.state().engines.runtime().services();
+        // Three events of one tenant enqueued at once, so one claim takes them as one batch:
+        // the first is delivered, the second fails, the third is never reached.
+        let event = |name: &str, payload: Value| BusEvent {
+            id: format!("{name}-{}", uuid()),
+            event_type: "ping.batch".into(),
+            tenant_id: tenant.clone(),
+            occurred_at: "2026-11-26T04:00:00.000000Z".into(),
+            actor_id: None,
+            correlation_id: uuid(),
+            payload,
+        };
+        let events = [
+            event("first", json!({ "name": "first" })),
+            event("failing", json!({ "name": "failing", "fail": true })),
+            event("third", json!({ "name": "third" })),
+        ];
+        let mut deliveries = Vec::new();
+        for event in &events {
+            deliveries.extend(services.bus.deliveries(event, None).unwrap());
+        }
+        let failing_work = deliveries[1].id.clone();
+        services.queue.enqueue(&deliveries).await.unwrap();
+
+        // The failing event, delivered alone after the batch, fails on its own account.
+        let database = &app.state().database;
+        eventually(30, "the failing delivery counted alone", || async {
+            let attempt: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+                "SELECT attempt FROM engine_work WHERE id = $1 AND last_error IS NOT NULL",
+            )
+            .bind(&failing_work)
+            .fetch_optional(pool)
+            .await)
+            .unwrap()
+            .unwrap_or(0);
+            (attempt >= 1).then_some(())
+        })
+        .await;
+        let delivered = wait_for(&app, "/listener/api/v1/events", &token, |events| {
+            events.len() >= 2
+        })
+        .await;
+        let names: Vec<&Value> = delivered
+            .iter()
+            .map(|event| &event["payload"]["name"])
+            .collect();
+        assert_eq!(names, [&json!("first"), &json!("third")], "{delivered:?}");
+        // The first event ran in the failed batch too, but nothing it wrote there stayed: its
+        // committed record is that of its second run, which found no earlier attempt.
+        assert_eq!(delivered[0]["attempt"], 1, "{delivered:?}");
+        assert_eq!(delivered[1]["attempt"], 1, "{delivered:?}");
+        // Delivered again as one batch without the failing event: one instance, in order.
+        assert_eq!(delivered[0]["position"], 0, "{delivered:?}");
+        assert_eq!(delivered[1]["position"], 1, "{delivered:?}");
+        assert_eq!(
+            work_rows(&app, "listener").await,
+            1,
+            "only the failing event waits"
         );
         app.stop().await;
     }

@@ -54,10 +54,10 @@ pub struct StorageBatch {
     pub prefix_deletes: Vec<String>,
     /// The unit's blob writes.
     pub blobs: BlobWrites,
-    /// The engine work item (`(id, attempt)`) whose run this unit is: deleted in the same
-    /// transaction when the unit is written, so a delivery's effect and its completion commit
-    /// together.
-    pub completes: Option<(String, u32)>,
+    /// The engine work items (`(id, attempt)`) whose runs this unit holds the effects of:
+    /// deleted in the same transaction when the unit is written, so a delivery's effect and
+    /// its completion commit together.
+    pub completes: Vec<(String, u32)>,
 }
 
 /// The blob writes of a unit of work: prefix deletions, then deletions, then puts; then the
@@ -413,9 +413,7 @@ async fn write_unit_in(tx: &mut Tx, batch: &StorageBatch) -> anyhow::Result<Outc
     {
         return Ok(None);
     }
-    if let Some(work) = &batch.completes {
-        WorkQueue::complete_in(tx, std::slice::from_ref(work)).await?;
-    }
+    WorkQueue::complete_in(tx, &batch.completes).await?;
     Ok(Some(job_ids_of(batch)))
 }
 
@@ -460,7 +458,7 @@ fn with_units_completed<'a>(
     units: impl Iterator<Item = &'a StorageBatch>,
 ) -> Vec<(String, u32)> {
     let mut all = completions.to_vec();
-    all.extend(units.filter_map(|batch| batch.completes.clone()));
+    all.extend(units.flat_map(|batch| batch.completes.iter().cloned()));
     all
 }
 

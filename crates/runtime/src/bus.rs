@@ -140,6 +140,12 @@ impl EventBus {
 
     /// One delivery per subscribed engine but `publisher`, to store with the write that
     /// published `event` (a call's unit of work, or the core's own transaction).
+    ///
+    /// A delivery's id is derived from the tenant, the engine and the event's id, so the same
+    /// event published again while its delivery still waits or runs is not delivered twice
+    /// (the queue keeps the first, `store/work.rs`); once that delivery completed, a copy is
+    /// delivered again (an engine that must see each event once keeps a marker of it, as
+    /// activity does).
     pub fn deliveries(
         &self,
         event: &BusEvent,
@@ -156,7 +162,7 @@ impl EventBus {
             .into_iter()
             .filter(|code| Some(code.as_str()) != publisher)
             .map(|engine_code| NewWork {
-                id: uuid::Uuid::new_v4().to_string(),
+                id: delivery_id(&event.tenant_id, &engine_code, &event.id),
                 engine_code,
                 tenant_id: event.tenant_id.clone(),
                 kind: WorkKind::Event,
@@ -167,9 +173,34 @@ impl EventBus {
     }
 }
 
+/// The id of the delivery of the event `event_id` to `engine_code` in `tenant_id`: a UUID v5
+/// of the three (lengths first, so no two triples run together).
+fn delivery_id(tenant_id: &str, engine_code: &str, event_id: &str) -> String {
+    let name = format!(
+        "{}:{}:{}:{tenant_id}{engine_code}{event_id}",
+        tenant_id.len(),
+        engine_code.len(),
+        event_id.len()
+    );
+    uuid::Uuid::new_v5(&DELIVERY_NAMESPACE, name.as_bytes()).to_string()
+}
+
+/// The namespace of delivery ids (a fixed random UUID).
+const DELIVERY_NAMESPACE: uuid::Uuid = uuid::uuid!("5b0c7f8e-3d2a-4e61-9a4f-1c7d2e9b8a60");
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delivery_id_names_one_tenant_engine_and_event() {
+        let id = delivery_id("t1", "activity", "e1");
+        assert_eq!(id, delivery_id("t1", "activity", "e1"));
+        assert_ne!(id, delivery_id("t2", "activity", "e1"));
+        assert_ne!(id, delivery_id("t1", "chat", "e1"));
+        assert_ne!(id, delivery_id("t1", "activity", "e2"));
+        assert_ne!(delivery_id("t1a", "b", "c"), delivery_id("t1", "ab", "c"));
+    }
 
     #[test]
     fn patterns_and_event_types() {

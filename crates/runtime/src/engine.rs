@@ -351,7 +351,7 @@ impl EngineRuntime {
             .admission
             .admit(scope.tenant_id.as_deref(), CallKind::Background, timeout)
             .await?;
-        self.call_admitted(permit, pre, scope, timeout, commits, None, call)
+        self.call_admitted(permit, pre, scope, timeout, commits, call)
             .await
     }
 
@@ -362,10 +362,10 @@ impl EngineRuntime {
     /// (`compare-and-swap`, `transact`) committed. The commit can still be refused when the
     /// call's blobs no longer fit their quota (a concurrent upload took the room).
     ///
-    /// `completes` is the engine work item the call runs: deleted in the transaction of the
-    /// call's unit, so its effect and its completion commit together (only when the call's
-    /// answer commits; otherwise the caller records the failure).
-    #[allow(clippy::too_many_arguments)]
+    /// A call running engine work marks each item it ran to completion in its unit
+    /// (`UnitOfWork::complete`): the item is deleted in the transaction of the unit, so its
+    /// effect and its completion commit together (only when the call's answer commits;
+    /// otherwise the caller records the failure).
     pub async fn call_admitted<R>(
         &self,
         permit: Permit,
@@ -373,18 +373,16 @@ impl EngineRuntime {
         scope: CallScope,
         timeout: Duration,
         commits: fn(&R) -> bool,
-        completes: Option<(String, u32)>,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let (engine_code, tenant_id) = (scope.engine_code.clone(), scope.tenant_id.clone());
         let outcome = self.run_once(&permit, pre, scope, timeout, call).await;
         let outcome = match outcome {
-            Ok((value, unit)) if (!unit.is_empty() || completes.is_some()) && commits(&value) => {
+            Ok((value, unit)) if !unit.is_empty() && commits(&value) => {
                 let Some(tenant_id) = tenant_id else {
                     return Err(CallError::Commit("writes outside a tenant".into()));
                 };
-                let mut batch = unit.into_batch(engine_code, tenant_id, Vec::new());
-                batch.completes = completes;
+                let batch = unit.into_batch(engine_code, tenant_id, Vec::new());
                 match self.services.batch_writer.commit_unit(batch).await {
                     Ok(true) => Ok(value),
                     Ok(false) => Err(CallError::Commit(

@@ -185,6 +185,13 @@ impl StoreState {
         }
     }
 
+    /// Starts the next event of a batch delivered on this store (`work.rs`): each event is a
+    /// call of its own, with its correlation id and a fresh scan budget, in the batch's unit.
+    pub(super) fn begin_delivery(&mut self, correlation_id: String) {
+        self.scope.correlation_id = Some(correlation_id);
+        self.scanned = 0;
+    }
+
     /// The call's unit of work, leaving an empty one.
     pub(super) fn take_unit(&mut self) -> UnitOfWork {
         std::mem::take(&mut self.unit)

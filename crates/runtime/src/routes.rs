@@ -169,7 +169,6 @@ async fn handle_engine_request(
             scope,
             runtime.config().handle_timeout,
             response_commits,
-            None,
             async |guest, store| guest.call_handle(store, &wit_caller, &wit_request).await,
         )
         .await;

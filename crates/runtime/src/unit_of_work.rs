@@ -51,6 +51,9 @@ pub struct UnitOfWork {
     /// Jobs scheduled and event deliveries, in order.
     jobs: Vec<NewWork>,
     blobs: BlobUnit,
+    /// The engine work items (`(id, attempt)`) this call ran to completion: deleted when the
+    /// unit commits, so a delivery's effects and its completion commit together.
+    completes: Vec<(String, u32)>,
 }
 
 /// The blob side of a unit.
@@ -109,6 +112,7 @@ impl UnitOfWork {
             && self.blobs.puts.is_empty()
             && self.blobs.deletes.is_empty()
             && self.blobs.prefix_deletes.is_empty()
+            && self.completes.is_empty()
     }
 
     fn entries(&self) -> usize {
@@ -245,6 +249,12 @@ impl UnitOfWork {
         self.jobs.len() != before
     }
 
+    /// Records that the engine work item `work` (`(id, attempt)`) ran to completion in this
+    /// call: its item is deleted with the unit's next commit.
+    pub fn complete(&mut self, work: (String, u32)) {
+        self.completes.push(work);
+    }
+
     pub fn blobs(&self) -> &BlobUnit {
         &self.blobs
     }
@@ -286,7 +296,7 @@ impl UnitOfWork {
                 prefix_deletes: self.blobs.prefix_deletes,
                 quota: self.blobs.quota,
             },
-            completes: None,
+            completes: self.completes,
         }
     }
 }

@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 use super::admission::{CallKind, Permit};
 use super::bindings::v0_2::tessera::engine::types as wit;
 use super::bus::{BusEvent, event_to_wit};
+use super::engine::CallError;
 use super::registry::EngineRegistry;
 use super::store::work as store;
 use tessera_http::backpressure::BacklogSample;
@@ -212,24 +213,35 @@ impl WorkQueue {
             .collect()
     }
 
-    /// Hands back claimed items whose runs never started (a host stopping with claimed items
-    /// still waiting for a slot): pending again, due as before, their claim not counted as a
-    /// run. An item claimed again since (`attempt` moved on) is left alone.
-    pub async fn release(&self, unstarted: &[ClaimedWork]) -> anyhow::Result<()> {
-        for work in unstarted {
-            store::hand_back(&self.database, &work.id, work.attempt, None).await?;
+    /// Hands back claimed items whose runs never started or whose effects were not kept (a
+    /// host stopping with claimed items still waiting for a slot, the other items of a batch
+    /// one item of which failed): pending again, due as before, their claims not counted as
+    /// runs. An item claimed again since (`attempt` moved on) or completed is left alone.
+    pub async fn release(&self, items: &[ClaimedWork]) -> anyhow::Result<()> {
+        for chunk in items.chunks(COMPLETION_CHUNK) {
+            store::hand_back(&self.database, &Self::runs_of(chunk), None).await?;
         }
         Ok(())
     }
 
-    /// Hands back a claimed item that found no engine slot free: pending again, due after
-    /// `delay`, the claim not counted as a run (running out of capacity is not a failure). An
+    /// Hands back claimed items that found no engine slot free: pending again, due after
+    /// `delay`, the claims not counted as runs (running out of capacity is not a failure). An
     /// item claimed again since (`attempt` moved on) is left alone.
-    pub async fn postpone(&self, work: &ClaimedWork, delay: Duration) -> anyhow::Result<()> {
+    pub async fn postpone(&self, items: &[ClaimedWork], delay: Duration) -> anyhow::Result<()> {
         let due_at = time::format(Utc::now() + delay);
-        store::hand_back(&self.database, &work.id, work.attempt, Some(&due_at))
-            .await
-            .context("postponing engine work that found no engine slot")
+        for chunk in items.chunks(COMPLETION_CHUNK) {
+            store::hand_back(&self.database, &Self::runs_of(chunk), Some(&due_at))
+                .await
+                .context("postponing engine work that found no engine slot")?;
+        }
+        Ok(())
+    }
+
+    fn runs_of(items: &[ClaimedWork]) -> Vec<(String, u32)> {
+        items
+            .iter()
+            .map(|item| (item.id.clone(), item.attempt))
+            .collect()
     }
 
     /// The runs of `done` (`(id, attempt)`) succeeded: their items are deleted in one
@@ -279,11 +291,12 @@ impl WorkQueue {
 /// How the worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Items run at once on this host (default 64: most runs wait on the network or the
-    /// database, e.g. a webhook delivery waiting for its receiver, so a slow receiver does
-    /// not hold up the others, and 32 left two cores a quarter idle under a backlog). Each
-    /// run also needs an engine slot within its tenant's share (`admission.rs`), so work and
-    /// HTTP requests share the pool fairly. As many claimed items may wait for a slot.
+    /// Runs at once on this host (default 64: most runs wait on the network or the database,
+    /// e.g. a webhook delivery waiting for its receiver, so a slow receiver does not hold up
+    /// the others, and 32 left two cores a quarter idle under a backlog). A run is one job or
+    /// a batch of events for one engine and tenant (at most [`MAX_DELIVERY_BATCH`]). Each run
+    /// also needs an engine slot within its tenant's share (`admission.rs`), so work and HTTP
+    /// requests share the pool fairly. As many claimed runs may wait for a slot.
     pub concurrency: usize,
     /// How often the worker looks for due items when nothing woke it.
     pub poll_interval: Duration,
@@ -298,14 +311,70 @@ impl Default for WorkerConfig {
     }
 }
 
+/// Most events of one engine and tenant delivered in one run: one instance, one unit of work
+/// (one commit for the effects and completions of all of them).
+pub const MAX_DELIVERY_BATCH: usize = 32;
+
+/// Most items remembered as to be delivered alone; past it the memory starts anew.
+const MAX_ALONE: usize = 10_000;
+
+/// A run: one job, or events due to one engine in one tenant, delivered in order.
+type Run = Vec<ClaimedWork>;
+
+/// Items to deliver alone, in a run of their own: each failed in a batch after other events of
+/// it had run, so the batch (its deadline, its unit's limits) may be what failed it. Alone, it
+/// succeeds, or fails and counts the attempt.
+#[derive(Clone, Default)]
+struct Alone(Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
+
+impl Alone {
+    fn insert(&self, id: &str) {
+        let mut ids = self.0.lock().expect("alone lock");
+        if ids.len() >= MAX_ALONE {
+            ids.clear();
+        }
+        ids.insert(id.to_owned());
+    }
+
+    /// Whether `id` must run alone; it is forgotten once asked (the run it goes to is alone).
+    fn take(&self, id: &str) -> bool {
+        self.0.lock().expect("alone lock").remove(id)
+    }
+}
+
+/// Groups `claimed` items (in due order) into runs: the events of one engine and tenant in
+/// batches of at most [`MAX_DELIVERY_BATCH`], each in due order; jobs and events to deliver
+/// alone one per run. Runs are ordered by their first item.
+fn into_runs(claimed: Vec<ClaimedWork>, alone: &Alone) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    // The open batch of each (engine, tenant): an index into `runs`.
+    let mut open: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
+    for work in claimed {
+        if work.kind == WorkKind::Job || alone.take(&work.id) {
+            runs.push(vec![work]);
+            continue;
+        }
+        let key = (work.engine_code.clone(), work.tenant_id.clone());
+        match open.get(&key) {
+            Some(&index) if runs[index].len() < MAX_DELIVERY_BATCH => runs[index].push(work),
+            _ => {
+                open.insert(key, runs.len());
+                runs.push(vec![work]);
+            }
+        }
+    }
+    runs
+}
+
 /// Runs due work of the engines loaded on this host until `shutdown`, then waits for the runs
 /// in flight (each bounded by the lifecycle deadline) and hands back the items it had claimed
 /// but not started.
 ///
-/// Claiming and running are two tasks: a claimer keeps up to `concurrency` claimed items
+/// Claiming and running are two tasks: a claimer keeps up to `concurrency` claimed runs
 /// waiting for a slot, claiming again once half of them have started (one claim statement per
-/// `concurrency / 2` items or more, where one per finished run would make every delivery pay a
-/// write transaction), and this task starts each waiting item as soon as a slot frees, without
+/// `concurrency / 2` runs or more, where one per finished run would make every delivery pay a
+/// write transaction), and this task starts each waiting run as soon as a slot frees, without
 /// waiting for a claim.
 pub async fn run_worker(
     engines: Arc<EngineRegistry>,
@@ -316,23 +385,26 @@ pub async fn run_worker(
     let concurrency = config.concurrency.max(1);
     let permits = Arc::new(Semaphore::new(concurrency));
     let running = TaskTracker::new();
-    // An item may wait for a slot while the runs ahead of it take the whole lifecycle deadline
-    // (at most `concurrency` items wait, and every run ahead ends within the deadline), then
-    // run for the deadline itself: the lease outlives both.
+    let alone = Alone::default();
+    // A run may wait for a slot while the runs ahead of it take the whole lifecycle deadline
+    // (at most `concurrency` runs wait, another round may be held by the claimer, and every
+    // run ahead ends within the deadline), then run for the deadline itself: the lease
+    // outlives all three.
     let lifecycle_timeout = engines.runtime().config().lifecycle_timeout;
     // Then it may wait for an engine slot, at most `ADMISSION_PATIENCE`.
-    let lease = lifecycle_timeout * 2 + ADMISSION_PATIENCE + Duration::from_secs(30);
+    let lease = lifecycle_timeout * 3 + ADMISSION_PATIENCE + Duration::from_secs(30);
     let (waiting_sender, mut waiting) = tokio::sync::mpsc::channel(concurrency);
     let claimer = tokio::spawn(claim_ahead(ClaimAhead {
         engines: engines.clone(),
         queue: queue.clone(),
         waiting: waiting_sender,
+        alone: alone.clone(),
         lease,
         poll_interval: config.poll_interval,
         shutdown: shutdown.clone(),
     }));
     loop {
-        // A free slot first, then the next claimed item: items wait in `waiting` (whose
+        // A free slot first, then the next claimed run: runs wait in `waiting` (whose
         // capacity bounds them), not here.
         let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => match permit {
@@ -341,26 +413,30 @@ pub async fn run_worker(
             },
             () = shutdown.cancelled() => break,
         };
-        let work = tokio::select! {
-            work = waiting.recv() => match work {
-                Some(work) => work,
+        let run = tokio::select! {
+            run = waiting.recv() => match run {
+                Some(run) => run,
                 None => break,
             },
             () = shutdown.cancelled() => break,
         };
         let engines = engines.clone();
         let queue = queue.clone();
-        running.spawn(async move { run_one(&engines, &queue, work, permit).await });
+        let alone = alone.clone();
+        running.spawn(async move { run_one(&engines, &queue, &alone, run, permit).await });
     }
     // The claimer stops at `shutdown` (or ended because this loop did); what it had claimed
     // and nobody started goes back to the queue for the next host to claim.
     waiting.close();
-    if let Err(error) = claimer.await {
-        tracing::error!(%error, "the engine work claimer stopped");
-    }
-    let mut unstarted = Vec::new();
-    while let Ok(work) = waiting.try_recv() {
-        unstarted.push(work);
+    let mut unstarted = match claimer.await {
+        Ok(held) => held,
+        Err(error) => {
+            tracing::error!(%error, "the engine work claimer stopped");
+            Vec::new()
+        }
+    };
+    while let Ok(run) = waiting.try_recv() {
+        unstarted.extend(run);
     }
     if !unstarted.is_empty()
         && let Err(error) = queue.release(&unstarted).await
@@ -379,87 +455,124 @@ pub async fn run_worker(
 struct ClaimAhead {
     engines: Arc<EngineRegistry>,
     queue: WorkQueue,
-    /// Claimed items waiting for a slot; its capacity is the most that may wait.
-    waiting: tokio::sync::mpsc::Sender<ClaimedWork>,
+    /// Claimed runs waiting for a slot; its capacity is the most that may wait.
+    waiting: tokio::sync::mpsc::Sender<Run>,
+    alone: Alone,
     lease: Duration,
     poll_interval: Duration,
     shutdown: CancellationToken,
 }
 
-/// Claims due items into `waiting` until `shutdown` or until the worker stops taking them: as
-/// many as there is room for, once there is room for half of its capacity. When nothing is
-/// due it waits for an enqueue on this host or the poll interval (other hosts' work).
-async fn claim_ahead(claimer: ClaimAhead) {
+/// Claims due items into `waiting` as runs until `shutdown` or until the worker stops taking
+/// them (then answers the items it still held): as many runs as there is room for, once there
+/// is room for half of its capacity. A claim asks for as many items per free place as the
+/// previous claim made per run (1 to [`MAX_DELIVERY_BATCH`]), so a backlog of few tenants is
+/// claimed in full batches and one of many tenants one item per run; runs claimed beyond the
+/// room are held and sent first next time. When nothing is due it waits for an enqueue on
+/// this host or the poll interval (other hosts' work).
+async fn claim_ahead(claimer: ClaimAhead) -> Vec<ClaimedWork> {
     let ClaimAhead {
         engines,
         queue,
         waiting,
+        alone,
         lease,
         poll_interval,
         shutdown,
     } = claimer;
     let batch = (waiting.max_capacity() / 2).max(1);
+    let mut held: std::collections::VecDeque<Run> = std::collections::VecDeque::new();
+    let mut items_per_run = 1;
+    let held_items = |held: std::collections::VecDeque<Run>| held.into_iter().flatten().collect();
     while !shutdown.is_cancelled() {
         let room = tokio::select! {
             room = waiting.reserve_many(batch) => match room {
                 Ok(room) => room,
-                Err(_) => return,
+                Err(_) => return held_items(held),
             },
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return held_items(held),
         };
         let mut room: Vec<_> = room.collect();
         if let Ok(more) = waiting.try_reserve_many(waiting.capacity()) {
             room.extend(more);
         }
-        let codes: Vec<String> = engines
-            .loaded()
-            .iter()
-            .map(|engine| engine.descriptor.code.clone())
-            .collect();
-        let limit = u32::try_from(room.len()).unwrap_or(u32::MAX);
-        let claimed = match queue.claim(&codes, limit, lease).await {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                tracing::error!(error = format!("{error:#}"), "claiming engine work failed");
-                Vec::new()
+        let mut found = 0;
+        if held.is_empty() {
+            let codes = engines.codes();
+            let limit = u32::try_from(room.len() * items_per_run).unwrap_or(u32::MAX);
+            let claimed = match queue.claim(&codes, limit, lease).await {
+                Ok(claimed) => claimed,
+                Err(error) => {
+                    tracing::error!(error = format!("{error:#}"), "claiming engine work failed");
+                    Vec::new()
+                }
+            };
+            found = claimed.len();
+            let runs = into_runs(claimed, &alone);
+            if !runs.is_empty() {
+                items_per_run = (found / runs.len()).clamp(1, MAX_DELIVERY_BATCH);
             }
-        };
-        let found = claimed.len();
-        for (slot, work) in room.into_iter().zip(claimed) {
-            slot.send(work);
+            held.extend(runs);
         }
-        if found == 0 {
+        for slot in room {
+            let Some(run) = held.pop_front() else { break };
+            slot.send(run);
+        }
+        if found == 0 && held.is_empty() {
             tokio::select! {
                 () = queue.enqueued() => {}
                 () = tokio::time::sleep(poll_interval) => {}
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => return Vec::new(),
             }
         }
     }
+    held_items(held)
 }
 
-/// Most items deleted by one statement (two parameters each).
+/// Most items deleted or handed back by one statement (two parameters each).
 const COMPLETION_CHUNK: usize = 256;
 
-/// Runs one claimed item in the worker's slot `permit` holds, once admitted within its
-/// tenant's share of the engine runtime, and records its outcome. An item not admitted within
-/// [`ADMISSION_PATIENCE`] goes back to the queue uncounted (see [`WorkQueue::postpone`]). A success is
-/// deleted in the transaction of the run's own unit of work (`EngineRuntime::call_admitted`),
-/// through the host's group-commit writer: the run's writes, events and jobs and the item's
-/// completion commit together. Until then the item stays `running` under its lease, so nobody
-/// claims it again, and a crash before the commit runs it again with nothing of the first run
-/// left behind (but what its synchronisation points committed).
+/// How a run ended.
+#[derive(Debug)]
+enum RunOutcome {
+    /// Every item ran; its effects and its completion committed together.
+    Done,
+    /// The item at `index` failed with `reason`: nothing the run buffered since its last
+    /// commit is kept (the items a synchronisation point committed with their completions
+    /// are done).
+    Failed { index: usize, reason: String },
+    /// Every item ran but their unit could not be committed.
+    NotCommitted(String),
+}
+
+/// Runs one claimed run in the worker's slot `permit` holds, once admitted within its
+/// tenant's share of the engine runtime, and records its outcome. A run not admitted within
+/// [`ADMISSION_PATIENCE`] goes back to the queue uncounted (see [`WorkQueue::postpone`]).
+///
+/// Each item that succeeds is deleted in the transaction of the run's unit of work
+/// (`EngineRuntime::call_admitted`), through the host's group-commit writer: the run's writes,
+/// events and jobs and the items' completions commit together, all or nothing. Until then the
+/// items stay `running` under their lease, so nobody claims them again, and a crash before the
+/// commit runs them again with nothing of the first run left behind (but what its
+/// synchronisation points committed, with the completions of the items done by then).
+///
+/// When an item fails: alone, or first of its batch, the failure counts (retried after
+/// [`backoff`]) and the rest of the batch goes back uncounted; later in a batch, nothing counts,
+/// the whole batch goes back and the item is delivered alone next, so a batch never fails an
+/// item that alone would succeed.
 async fn run_one(
     engines: &EngineRegistry,
     queue: &WorkQueue,
-    work: ClaimedWork,
+    alone: &Alone,
+    run: Run,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
+    let Some(first) = run.first() else { return };
     let admitted = engines
         .runtime()
         .admission()
         .admit(
-            Some(&work.tenant_id),
+            Some(&first.tenant_id),
             CallKind::Background,
             ADMISSION_PATIENCE,
         )
@@ -468,48 +581,93 @@ async fn run_one(
         Ok(admitted) => admitted,
         Err(refused) => {
             drop(permit);
-            tracing::debug!(engine = %work.engine_code, work_id = %work.id, reason = %refused, "engine work postponed: no engine slot");
-            if let Err(error) = queue.postpone(&work, ADMISSION_RETRY).await {
-                tracing::error!(work_id = %work.id, error = format!("{error:#}"), "postponing engine work failed; it runs again when its lease ends");
+            tracing::debug!(engine = %first.engine_code, work_id = %first.id, items = run.len(), reason = %refused, "engine work postponed: no engine slot");
+            if let Err(error) = queue.postpone(&run, ADMISSION_RETRY).await {
+                tracing::error!(work_id = %first.id, error = format!("{error:#}"), "postponing engine work failed; it runs again when its lease ends");
             }
             return;
         }
     };
-    let outcome = deliver(engines, &work, admitted).await;
+    let outcome = deliver(engines, &run, admitted).await;
     drop(permit);
-    let recorded = match &outcome {
-        // Completed in the transaction of the run's unit of work.
-        Ok(()) => Ok(()),
-        Err(error) => {
-            tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, %error, "engine work failed");
-            queue.fail(&work, error).await
+    let recorded = match outcome {
+        RunOutcome::Done => Ok(()),
+        RunOutcome::Failed { index, reason } => {
+            let work = &run[index];
+            tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, batch = run.len(), error = %reason, "engine work failed");
+            if index == 0 {
+                let rest = queue.release(&run[1..]).await;
+                queue.fail(work, &reason).await.and(rest)
+            } else {
+                alone.insert(&work.id);
+                queue.release(&run).await
+            }
+        }
+        RunOutcome::NotCommitted(reason) if run.len() == 1 => {
+            tracing::warn!(engine = %first.engine_code, work_id = %first.id, kind = first.kind.as_str(), attempt = first.attempt, error = %reason, "engine work failed");
+            queue.fail(first, &reason).await
+        }
+        RunOutcome::NotCommitted(reason) => {
+            tracing::warn!(engine = %first.engine_code, items = run.len(), error = %reason, "a batch of engine work could not be committed; each item runs alone next");
+            for work in &run {
+                alone.insert(&work.id);
+            }
+            queue.release(&run).await
         }
     };
     if let Err(error) = recorded {
-        tracing::error!(work_id = %work.id, error = format!("{error:#}"), "recording the outcome of engine work failed; it runs again when its lease ends");
+        tracing::error!(work_id = %first.id, error = format!("{error:#}"), "recording the outcome of engine work failed; it runs again when its lease ends");
     }
 }
 
-async fn deliver(
-    engines: &EngineRegistry,
-    work: &ClaimedWork,
-    admitted: Permit,
-) -> Result<(), String> {
-    let engine = engines
-        .get(&work.engine_code)
-        .ok_or_else(|| format!("the engine {} is not loaded", work.engine_code))?;
-    let event = match work.kind {
-        WorkKind::Event => Some(
-            serde_json::from_slice::<BusEvent>(&work.payload)
-                .map_err(|error| format!("an undeliverable event: {error}"))?,
-        ),
-        WorkKind::Job => None,
+/// A run's item, ready to deliver.
+enum Delivery {
+    Event(wit::Event),
+    Job(wit::Job),
+}
+
+/// Runs `run` on one instance, each item in turn (one job, or the events of one engine and
+/// tenant: each a call of its own on that instance, with its own correlation id and scan
+/// budget), as one unit of work, within the lifecycle deadline.
+async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit) -> RunOutcome {
+    let first = &run[0];
+    let Some(engine) = engines.get(&first.engine_code) else {
+        return RunOutcome::Failed {
+            index: 0,
+            reason: format!("the engine {} is not loaded", first.engine_code),
+        };
     };
-    let correlation_id = event
-        .as_ref()
-        .map_or_else(|| work.id.clone(), |event| event.correlation_id.clone());
-    let scope = engine.scope(&work.tenant_id, Some(correlation_id));
+    let mut deliveries = Vec::with_capacity(run.len());
+    for (index, work) in run.iter().enumerate() {
+        let delivery = match work.kind {
+            WorkKind::Event => match serde_json::from_slice::<BusEvent>(&work.payload) {
+                Ok(event) => (
+                    event.correlation_id.clone(),
+                    Delivery::Event(event_to_wit(&event)),
+                ),
+                Err(error) => {
+                    return RunOutcome::Failed {
+                        index,
+                        reason: format!("an undeliverable event: {error}"),
+                    };
+                }
+            },
+            WorkKind::Job => (
+                work.id.clone(),
+                Delivery::Job(wit::Job {
+                    id: work.id.clone(),
+                    tenant_id: work.tenant_id.clone(),
+                    payload: work.payload.clone(),
+                    attempt: work.attempt,
+                }),
+            ),
+        };
+        deliveries.push(delivery);
+    }
+    let scope = engine.scope(&first.tenant_id, Some(deliveries[0].0.clone()));
     let runtime = engines.runtime();
+    // The item running, for a trap or the deadline.
+    let current = std::sync::atomic::AtomicUsize::new(0);
     let outcome = runtime
         .call_admitted(
             admitted,
@@ -517,24 +675,37 @@ async fn deliver(
             scope,
             runtime.config().lifecycle_timeout,
             Result::is_ok,
-            Some((work.id.clone(), work.attempt)),
-            async |guest, store| match &event {
-                Some(event) => guest.call_on_event(store, &event_to_wit(event)).await,
-                None => {
-                    let job = wit::Job {
-                        id: work.id.clone(),
-                        tenant_id: work.tenant_id.clone(),
-                        payload: work.payload.clone(),
-                        attempt: work.attempt,
+            async |guest, store| {
+                for (index, ((correlation_id, delivery), work)) in
+                    deliveries.into_iter().zip(run).enumerate()
+                {
+                    current.store(index, std::sync::atomic::Ordering::Relaxed);
+                    store.data_mut().begin_delivery(correlation_id);
+                    let result = match &delivery {
+                        Delivery::Event(event) => guest.call_on_event(&mut *store, event).await?,
+                        Delivery::Job(job) => guest.call_run_job(&mut *store, job).await?,
                     };
-                    guest.call_run_job(store, &job).await
+                    match result {
+                        Ok(()) => store
+                            .data_mut()
+                            .unit
+                            .complete((work.id.clone(), work.attempt)),
+                        Err(reason) => return Ok(Err((index, reason))),
+                    }
                 }
+                Ok(Ok(()))
             },
         )
         .await;
+    let failed_at = || current.load(std::sync::atomic::Ordering::Relaxed);
     match outcome {
-        Ok(result) => result,
-        Err(error) => Err(error.into_reason(&engine.descriptor.code)),
+        Ok(Ok(())) => RunOutcome::Done,
+        Ok(Err((index, reason))) => RunOutcome::Failed { index, reason },
+        Err(CallError::Commit(reason)) => RunOutcome::NotCommitted(reason),
+        Err(error) => RunOutcome::Failed {
+            index: failed_at(),
+            reason: error.into_reason(&engine.descriptor.code),
+        },
     }
 }
 
@@ -554,5 +725,59 @@ mod tests {
             WorkKind::Event
         );
         assert!(WorkKind::parse("other").is_err());
+    }
+
+    fn work(id: &str, engine_code: &str, tenant_id: &str, kind: WorkKind) -> ClaimedWork {
+        ClaimedWork {
+            id: id.to_owned(),
+            engine_code: engine_code.to_owned(),
+            tenant_id: tenant_id.to_owned(),
+            kind,
+            payload: Vec::new(),
+            attempt: 1,
+        }
+    }
+
+    fn ids(runs: &[Run]) -> Vec<Vec<&str>> {
+        runs.iter()
+            .map(|run| run.iter().map(|work| work.id.as_str()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn events_of_one_engine_and_tenant_run_together_in_due_order() {
+        let alone = Alone::default();
+        alone.insert("e5");
+        let claimed = vec![
+            work("e1", "activity", "t1", WorkKind::Event),
+            work("e2", "activity", "t2", WorkKind::Event),
+            work("j1", "activity", "t1", WorkKind::Job),
+            work("e3", "activity", "t1", WorkKind::Event),
+            work("e4", "chat", "t1", WorkKind::Event),
+            work("e5", "activity", "t1", WorkKind::Event),
+            work("e6", "activity", "t2", WorkKind::Event),
+        ];
+        assert_eq!(
+            ids(&into_runs(claimed, &alone)),
+            [
+                vec!["e1", "e3"],
+                vec!["e2", "e6"],
+                vec!["j1"],
+                vec!["e4"],
+                vec!["e5"],
+            ]
+        );
+        // Delivered alone once, then batched again.
+        let claimed = vec![
+            work("e5", "activity", "t1", WorkKind::Event),
+            work("e7", "activity", "t1", WorkKind::Event),
+        ];
+        assert_eq!(ids(&into_runs(claimed, &alone)), [vec!["e5", "e7"]]);
+
+        let many: Vec<ClaimedWork> = (0..MAX_DELIVERY_BATCH * 2 + 1)
+            .map(|index| work(&format!("e{index}"), "activity", "t1", WorkKind::Event))
+            .collect();
+        let sizes: Vec<usize> = into_runs(many, &alone).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [MAX_DELIVERY_BATCH, MAX_DELIVERY_BATCH, 1]);
     }
 }

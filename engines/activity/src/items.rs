@@ -19,7 +19,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::{Map, Value};
-use tessera_sdk::{Event, HostError, storage};
+use tessera_sdk::storage;
+use tessera_sdk::{Event, HostError};
 
 /// Longest identifier kept (actor, entity, data values), in bytes.
 pub const MAX_ID_BYTES: usize = 200;
@@ -215,29 +216,21 @@ fn is_data(key: &str, value: &Value) -> bool {
     }
 }
 
-/// Records `event` as one item, once: the first delivery claims `seen-events/<event_id>` with
-/// a new item id (compare-and-swap), and every delivery then writes the item and its (empty)
-/// index entries in one batch unless the item exists. A redelivery, concurrent or after a crash
-/// between the two steps, writes the same keys with the same values: one item either way.
+/// Records `event` as one item, once, without a synchronisation point: the item, its (empty)
+/// index entries and the marker `seen-events/<event_id>` (holding the item's id) are buffered
+/// in the delivery's unit of work, which the host commits with the delivery's completion. The
+/// host queues one delivery of an event at a time (a copy published while it waits or runs is
+/// dropped), so a copy delivered later finds the committed marker, and one earlier in the
+/// same batch of deliveries the buffered marker: either writes nothing.
 pub fn record(event: &Event) -> Result<(), HostError> {
     let marker = event_marker_key(&event.id);
-    let candidate = uuid::Uuid::now_v7().to_string();
-    let (_, claim) = storage::json_entry(marker.as_str(), &candidate)?;
-    let claimed = storage::compare_and_swap(&marker, None, Some(&claim))?;
-    let item_id = if claimed {
-        candidate
-    } else {
-        match storage::get_json::<String>(&marker)? {
-            Some(item_id) => item_id,
-            // Removed in between (the tenant was deprovisioned): nothing to record.
-            None => return Ok(()),
-        }
-    };
-    if storage::exists(&item_key(&item_id))? {
+    if storage::exists(&marker)? {
         return Ok(());
     }
-    let item = FeedItem::from_event(item_id, event);
-    storage::write_batch(&item.entries()?, &[], &[]).map(drop)
+    let item = FeedItem::from_event(uuid::Uuid::now_v7().to_string(), event);
+    let mut sets = item.entries()?;
+    sets.push(storage::json_entry(marker.as_str(), &item.id)?);
+    storage::write_batch(&sets, &[], &[]).map(drop)
 }
 
 /// Every key an item occupies: [`FeedItem::keys`] and its event's marker (what removing it

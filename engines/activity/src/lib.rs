@@ -18,7 +18,7 @@
 //! | `items/<item_id>` | the feed (ids are UUID v7 taken on arrival: keys sort by time) |
 //! | `by-actor/<actor_id>/<item_id>`, `by-entity/<entity_id>/<item_id>` | indexes (empty: the key names the item; entries written before 2026-11-26 hold a copy of it) |
 //! | `by-type/<type>/<item_id>`, `by-type/<prefix>.*/<item_id>` | type indexes (likewise) |
-//! | `seen-events/<event_id>` | the item id of a recorded event (at-least-once delivery) |
+//! | `seen-events/<event_id>` | the item id of a recorded event (one item per event, `items.rs`) |
 //! | `users/<user_id>/seen` | the user's last-seen mark (`seen.rs`) |
 //! | `retention-schedule` | the pending daily pruning run (`retention.rs`) |
 

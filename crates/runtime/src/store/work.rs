@@ -73,6 +73,8 @@ pub async fn due_backlog(
 }
 
 /// Inserts `rows` as pending items in the caller's transaction, [`INSERT_CHUNK`] per statement.
+/// A row whose id is already queued is skipped: the same event's delivery to the same engine
+/// is queued once at a time (`bus.rs`).
 pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {
     let now = time::now();
     for chunk in rows.chunks(INSERT_CHUNK) {
@@ -91,6 +93,7 @@ pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {
                     .push_bind("pending")
                     .push_bind(&now);
             });
+            insert.push(" ON CONFLICT (id) DO NOTHING");
             insert.build().execute(&mut **conn).await.map(drop)
         })
         .context("enqueuing engine work")?;
@@ -184,25 +187,35 @@ pub async fn claim(
     .context("claiming due engine work")
 }
 
-/// Makes the claimed item `id` (at run `attempt`) pending again, due at `due_at` when given,
-/// its claim not counted; an item claimed again since is left alone.
+/// Makes the claimed `items` (`(id, attempt)`, at most a few hundred) pending again, due at
+/// `due_at` when given, their claims not counted; an item claimed again since (a newer attempt)
+/// or already completed is left alone.
 pub async fn hand_back(
     database: &Database,
-    id: &str,
-    attempt: u32,
+    items: &[(String, u32)],
     due_at: Option<&str>,
 ) -> anyhow::Result<()> {
-    on_writer!(database, pool => sqlx::query(
-        "UPDATE engine_work SET status = 'pending', locked_until = NULL, attempt = attempt - 1,
-         due_at = COALESCE($3, due_at)
-         WHERE id = $1 AND attempt = $2 AND status = 'running'",
-    )
-    .bind(id)
-    .bind(i64::from(attempt))
-    .bind(due_at)
-    .execute(pool)
-    .await
-    .map(drop))
+    if items.is_empty() {
+        return Ok(());
+    }
+    on_writer!(database, pool => {
+        let mut update = sqlx::QueryBuilder::new(
+            "UPDATE engine_work SET status = 'pending', locked_until = NULL,
+             attempt = attempt - 1, due_at = COALESCE(",
+        );
+        update.push_bind(due_at);
+        update.push(", due_at) WHERE status = 'running' AND (id, attempt) IN (VALUES ");
+        let mut rows = update.separated(", ");
+        for (id, attempt) in items {
+            rows.push("(");
+            rows.push_bind_unseparated(id);
+            rows.push_unseparated(", ");
+            rows.push_bind_unseparated(i64::from(*attempt));
+            rows.push_unseparated(")");
+        }
+        update.push(")");
+        update.build().execute(pool).await.map(drop)
+    })
     .context("handing back claimed engine work")
 }
 

@@ -1,8 +1,12 @@
 //! Test engine `listener`: subscribes to `ping.*` and records every delivery in its storage.
-//! An event whose payload has `"fail_once": true` fails its first delivery.
+//! An event whose payload has `"fail_once": true` fails its first delivery (keeping its record
+//! of it), one with `"fail": true` fails every delivery (keeping nothing).
 //!
 //! - `GET /api/v1/events` → 200 `{"data": [{"id", "event_type", "tenant_id", "payload",
-//!   "attempt"}, …]}` in delivery order.
+//!   "attempt", "position"}, …]}` in delivery order; `position` counts the events the same
+//!   instance received before this one (0 but in a batch of deliveries).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::{
@@ -10,6 +14,9 @@ use tessera_sdk::{
 };
 
 struct Listener;
+
+/// Events this instance received so far.
+static RECEIVED: AtomicU64 = AtomicU64::new(0);
 
 impl Engine for Listener {
     fn describe() -> Descriptor {
@@ -23,6 +30,7 @@ impl Engine for Listener {
     }
 
     fn on_event(event: &Event) -> Result<(), String> {
+        let position = RECEIVED.fetch_add(1, Ordering::Relaxed);
         let payload: Value = event.payload_json()?;
         let attempts_key = format!("attempts/{}", event.id);
         let attempt = storage::get_json::<u64>(&attempts_key)?.unwrap_or(0) + 1;
@@ -35,8 +43,12 @@ impl Engine for Listener {
                 "tenant_id": event.tenant_id,
                 "payload": payload,
                 "attempt": attempt,
+                "position": position,
             }),
         )?;
+        if payload["fail"] == true {
+            return Err("failing every delivery on purpose".into());
+        }
         if payload["fail_once"] == true && attempt == 1 {
             // A failing delivery commits nothing it wrote; keep the record of this one.
             storage::commit_now()?;
