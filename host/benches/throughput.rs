@@ -48,6 +48,20 @@ struct Run {
     tables: Vec<(String, u64)>,
     /// SQLite: the write-ahead log's largest size sampled.
     wal_bytes: u64,
+    /// Events each projection had still to apply when the clients stopped.
+    behind_at_window_end: Vec<(String, i64)>,
+}
+
+/// Events each projection has still to apply (by log position).
+async fn behind_per_projection(state: &AppState) -> anyhow::Result<Vec<(String, i64)>> {
+    Ok(
+        tessera_host::on_pool!(state.database, pool => sqlx::query_as(
+        "SELECT c.projection, (SELECT COUNT(*) FROM events AS e WHERE e.position > c.position)
+         FROM projection_checkpoints AS c ORDER BY c.projection",
+    )
+    .fetch_all(pool)
+    .await)?,
+    )
 }
 
 /// Bytes each table takes with its indexes, largest first.
@@ -158,6 +172,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         client.await?;
     }
     let window = started.elapsed();
+    let behind_at_window_end = behind_per_projection(&server.state).await?;
     let (mut projected_after, mut delivered_after) = (None, None);
     loop {
         let left = unfinished(&server.state).await?;
@@ -195,6 +210,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
         peak_backlog,
         tables,
         wal_bytes,
+        behind_at_window_end,
     };
     server.shutdown().await?;
     database.destroy().await;
@@ -230,6 +246,19 @@ async fn main() -> anyhow::Result<()> {
             processed_rate,
             processed_rate / run.accepted_rate * 100.0,
             run.peak_backlog,
+        );
+    }
+    println!();
+    for run in &runs {
+        let behind: Vec<String> = run
+            .behind_at_window_end
+            .iter()
+            .map(|(projection, events)| format!("{projection} {events}"))
+            .collect();
+        println!(
+            "{}: events still to apply per projection when the clients stopped: {}",
+            run.backend.name(),
+            behind.join(", ")
         );
     }
     for run in &runs {

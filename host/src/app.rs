@@ -101,10 +101,14 @@ impl EventSink for EngineBus {
     fn publish_in<'a>(
         &'a self,
         tx: &'a mut Tx,
-        event: &'a StoredEvent,
+        events: Vec<&'a StoredEvent>,
     ) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>> {
         Box::pin(async move {
-            self.0.publish_in(tx, &bus_event(event)?, None).await?;
+            let events = events
+                .into_iter()
+                .map(bus_event)
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            self.0.publish_all_in(tx, &events, None).await?;
             Ok(())
         })
     }

@@ -121,14 +121,19 @@ impl EventBus {
         Ok(deliveries.len())
     }
 
-    /// [`publish`](Self::publish) inside `tx`; call [`wake`](Self::wake) once it committed.
-    pub async fn publish_in(
+    /// [`publish`](Self::publish) of many events inside `tx` (their deliveries inserted
+    /// together, a hundred rows a statement); returns how many. Call [`wake`](Self::wake) once
+    /// it committed.
+    pub async fn publish_all_in(
         &self,
         tx: &mut tessera_storage::Tx,
-        event: &BusEvent,
+        events: &[BusEvent],
         publisher: Option<&str>,
     ) -> anyhow::Result<usize> {
-        let deliveries = self.deliveries(event, publisher)?;
+        let mut deliveries = Vec::new();
+        for event in events {
+            deliveries.extend(self.deliveries(event, publisher)?);
+        }
         WorkQueue::insert_in(tx, &deliveries).await?;
         Ok(deliveries.len())
     }

@@ -74,6 +74,28 @@ fn require_reader(ctx: &Context) -> Result<(), ApiError> {
 
 struct Activity;
 
+thread_local! {
+    /// Whether the tenant of the events this instance received is provisioned, read at the
+    /// first of them: an instance serves one batch of one tenant's deliveries.
+    static PROVISIONED: std::cell::RefCell<Option<(String, bool)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether `tenant_id` (the tenant of the current call) is provisioned here, read once per
+/// instance.
+fn provisioned(tenant_id: &str) -> Result<bool, String> {
+    let known = PROVISIONED.with_borrow(|known| match known {
+        Some((known_tenant, provisioned)) if known_tenant == tenant_id => Some(*provisioned),
+        _ => None,
+    });
+    if let Some(provisioned) = known {
+        return Ok(provisioned);
+    }
+    let provisioned = tenancy::tenant_record()?.is_some();
+    PROVISIONED.set(Some((tenant_id.to_owned(), provisioned)));
+    Ok(provisioned)
+}
+
 impl Engine for Activity {
     fn describe() -> Descriptor {
         SUBSCRIPTIONS.into_iter().fold(
@@ -116,7 +138,7 @@ impl Engine for Activity {
     }
 
     fn on_event(event: &Event) -> Result<(), String> {
-        if tenancy::tenant_record()?.is_none() {
+        if !provisioned(&event.tenant_id)? {
             return Ok(());
         }
         items::record(event)?;

@@ -137,6 +137,9 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn on_event(event: wit::Event) -> Result<(), String> {
+        // The events of a batch are calls of their own on one instance: each starts with the
+        // whole scan budget, as the host counts it.
+        crate::storage::begin_call();
         E::on_event(&Event {
             id: event.id,
             event_type: event.event_type,

@@ -334,7 +334,7 @@ impl ScanLimits {
 }
 
 thread_local! {
-    /// The host's limits, read once per call (every call runs in a fresh instance).
+    /// The host's limits, read once per instance (an operator's change reaches new instances).
     static LIMITS: std::cell::OnceCell<ScanLimits> = const { std::cell::OnceCell::new() };
     /// Entries the scans of this call returned so far.
     static SCANNED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -353,6 +353,12 @@ pub fn scan_limits() -> ScanLimits {
             }
         })
     })
+}
+
+/// Starts a new call's count of scanned entries (an instance may serve several calls one after
+/// another: the events of a batch of deliveries).
+pub(crate) fn begin_call() {
+    SCANNED.with(|count| count.set(0));
 }
 
 /// How many more entries this call may scan.

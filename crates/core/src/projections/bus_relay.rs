@@ -21,12 +21,13 @@ pub trait EventSink: Send + Sync + 'static {
     /// True when some engine subscribes to `event_type` (the relay skips the others).
     fn subscribed(&self, event_type: &str) -> bool;
 
-    /// Stores the deliveries of `event` in `tx`: the event's id, type, tenant, time, actor and
-    /// correlation id (its own id when it has none), its data plus `entity_id` as the payload.
+    /// Stores the deliveries of `events` (in log order) in `tx`, with few statements for the
+    /// whole batch: each carries the event's id, type, tenant, time, actor and correlation id
+    /// (its own id when it has none), its data plus `entity_id` as the payload.
     fn publish_in<'a>(
         &'a self,
         tx: &'a mut Tx,
-        event: &'a StoredEvent,
+        events: Vec<&'a StoredEvent>,
     ) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
 
     /// After the deliveries' transaction committed: wake whoever runs them.
@@ -44,13 +45,15 @@ impl Projection for BusRelay {
     }
 
     async fn apply(&self, tx: &mut Tx, events: &[StoredEvent]) -> anyhow::Result<()> {
-        for event in events {
-            // Most events interest no engine: skip building them.
-            if self.sink.subscribed(&event.event_type) {
-                self.sink.publish_in(tx, event).await?;
-            }
+        // Most events interest no engine: skip building them.
+        let subscribed: Vec<&StoredEvent> = events
+            .iter()
+            .filter(|event| self.sink.subscribed(&event.event_type))
+            .collect();
+        if subscribed.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.sink.publish_in(tx, subscribed).await
     }
 
     fn committed(&self) {
