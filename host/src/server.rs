@@ -234,6 +234,14 @@ async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
                 let now = tokio::time::Instant::now();
                 backpressure.record(sample, now - previous);
                 previous = now;
+                if backpressure.refusing()
+                    && let Err(error) = hold_back_heaviest(&state, &queue, sample.items).await
+                {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "finding the tenants that hold the backlog failed; every tenant's writes are refused"
+                    );
+                }
             }
             Err(error) => {
                 tracing::warn!(error = format!("{error:#}"), "measuring the backlog failed");
@@ -244,6 +252,29 @@ async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
             () = tokio::time::sleep(backpressure::SAMPLE_INTERVAL) => {}
         }
     }
+}
+
+/// Narrows the refusal of writes to the tenants holding most of the backlog (`total` items
+/// sampled): both parts of it per tenant, added up.
+async fn hold_back_heaviest(
+    state: &AppState,
+    queue: &crate::runtime::work::WorkQueue,
+    total: u64,
+) -> anyhow::Result<()> {
+    let backpressure = &state.core.backpressure;
+    let cap = backpressure.count_cap();
+    // Enough tenants of each part that the heaviest of both together are among them.
+    let limit = (backpressure::MAX_HELD_TENANTS * 2) as u64;
+    let work = queue
+        .backlog_by_tenant(&state.engines.codes(), cap, limit)
+        .await?;
+    let events = crate::core::projections::backlog_by_tenant(&state.database, cap, limit).await?;
+    let mut per_tenant: std::collections::BTreeMap<String, u64> = Default::default();
+    for (tenant_id, items) in work.into_iter().chain(events) {
+        *per_tenant.entry(tenant_id).or_default() += items;
+    }
+    backpressure.hold_back(total, per_tenant.into_iter().collect());
+    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -133,6 +133,73 @@ database_test!(
     }
 );
 
+/// Creates contacts as `token` until a write is refused; returns how many were accepted.
+async fn write_until_refused(app: &TestApp, token: &str) -> usize {
+    let mut accepted = 0;
+    loop {
+        assert!(accepted < 200, "no write was refused");
+        let response = app
+            .intention(
+                token,
+                "entity.create",
+                json!({ "family": "contact", "fields": { "name": format!("c{accepted}") } }),
+            )
+            .await;
+        if response.status() == 503 {
+            return accepted;
+        }
+        json_with_status(response, 200).await;
+        accepted += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+database_test!(
+    a_tenant_flooding_the_platform_is_refused_while_another_goes_on_writing,
+    |backend| async move {
+        // A host whose projections do not run: every accepted intention's events wait.
+        let app = host(backend, None, false).await;
+        let flooding = app.create_tenant("flood");
+        let quiet = app.create_tenant("quiet");
+        let flooding_token = app
+            .token(&flooding, &uuid::Uuid::new_v4().to_string(), "owner")
+            .await;
+        let quiet_token = app
+            .token(&quiet, &uuid::Uuid::new_v4().to_string(), "owner")
+            .await;
+        assert!(write_until_refused(&app, &flooding_token).await as u64 > MAX_ITEMS / 2);
+
+        // Once the sampler has found who holds the backlog, the other tenant writes again.
+        eventually(10, "the quiet tenant's write accepted", || async {
+            let response = app
+                .intention(
+                    &quiet_token,
+                    "entity.create",
+                    json!({ "family": "contact", "fields": { "name": "quiet" } }),
+                )
+                .await;
+            (response.status() == 200).then_some(())
+        })
+        .await;
+        let report = backlog(&app).await;
+        assert_eq!(report["refusing_writes"], true, "{report}");
+        assert_eq!(report["refused_tenants"], json!([flooding]), "{report}");
+        // The flooding tenant is still refused, and its refused write changed nothing.
+        let before = app.scalar("SELECT COUNT(*) FROM entities").await;
+        let refused = app
+            .intention(
+                &flooding_token,
+                "entity.create",
+                json!({ "family": "contact", "fields": { "name": "more" } }),
+            )
+            .await;
+        assert_eq!(refused.status(), 503);
+        assert!(refused.headers().contains_key("retry-after"));
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM entities").await, before);
+        app.stop().await;
+    }
+);
+
 database_test!(
     the_backlog_counts_due_engine_work_up_to_its_cap_and_its_age,
     |backend| async move {

@@ -121,6 +121,21 @@ impl WorkQueue {
         })
     }
 
+    /// The tenants with the most of [`Self::backlog`]'s items (at most `limit`).
+    pub async fn backlog_by_tenant(
+        &self,
+        engine_codes: &[String],
+        cap: u64,
+        limit: u64,
+    ) -> anyhow::Result<Vec<(String, u64)>> {
+        let now = time::format(Utc::now());
+        let rows = store::due_by_tenant(&self.database, engine_codes, &now, cap, limit).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(tenant_id, items)| (tenant_id, u64::try_from(items).unwrap_or(0)))
+            .collect())
+    }
+
     pub fn new(database: Database) -> Self {
         Self {
             database,

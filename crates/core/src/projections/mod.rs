@@ -31,6 +31,20 @@ pub async fn backlog(database: &Database, cap: u64) -> anyhow::Result<BacklogSam
     })
 }
 
+/// The tenants with the most of [`backlog`]'s events (at most `limit`).
+pub async fn backlog_by_tenant(
+    database: &Database,
+    cap: u64,
+    limit: u64,
+) -> anyhow::Result<Vec<(String, u64)>> {
+    let slowest = store::checkpoints::slowest(database).await?;
+    let rows = store::log::behind_by_tenant(database, slowest, cap, limit).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(tenant_id, events)| (tenant_id, u64::try_from(events).unwrap_or(0)))
+        .collect())
+}
+
 /// A consumer of the event log with its own checkpoint.
 pub trait Projection: Send + Sync + 'static {
     /// The checkpoint row, the worker slot in extended health and the metrics key:

@@ -72,6 +72,59 @@ pub async fn due_backlog(
     .context("measuring the engine work due")
 }
 
+/// The tenants with the most pending items of `engine_codes` due by `now` among the oldest
+/// `cap` of them: at most `limit` `(tenant id, items)`.
+pub async fn due_by_tenant(
+    database: &Database,
+    engine_codes: &[String],
+    now: &str,
+    cap: u64,
+    limit: u64,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    if engine_codes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let of_engines = match database.pool() {
+        Pool::Postgres(_) => "engine_code = ANY($4)".to_owned(),
+        Pool::Sqlite(_) => {
+            let codes: Vec<String> = (0..engine_codes.len())
+                .map(|index| format!("${}", index + 4))
+                .collect();
+            format!("engine_code IN ({})", codes.join(", "))
+        }
+    };
+    let sql = format!(
+        "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM engine_work
+         WHERE status = 'pending' AND due_at <= $1 AND {of_engines}
+         ORDER BY due_at LIMIT $2) AS due GROUP BY tenant_id ORDER BY 2 DESC LIMIT $3"
+    );
+    match database.pool() {
+        Pool::Postgres(pool) => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(cap)
+                .bind(limit)
+                .bind(engine_codes)
+                .fetch_all(pool)
+                .await
+        }
+        Pool::Sqlite(pool) => {
+            let query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(cap)
+                .bind(limit);
+            engine_codes
+                .iter()
+                .fold(query, |query, code| query.bind(code))
+                .fetch_all(pool)
+                .await
+        }
+    }
+    .context("measuring the engine work due per tenant")
+}
+
 /// Inserts `rows` as pending items in the caller's transaction, [`INSERT_CHUNK`] per statement.
 /// A row whose id is already queued is skipped: the same event's delivery to the same engine
 /// is queued once at a time (`bus.rs`).

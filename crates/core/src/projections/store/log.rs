@@ -69,6 +69,47 @@ pub(crate) async fn behind(
     .context("measuring the events not yet projected")
 }
 
+/// The tenants with the most events after `after` among the first `cap` of them: at most
+/// `limit` `(tenant id, events)`.
+pub(crate) async fn behind_by_tenant(
+    database: &Database,
+    after: LogPosition,
+    cap: u64,
+    limit: u64,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    match database.pool() {
+        tessera_storage::Pool::Sqlite(pool) => {
+            sqlx::query_as(
+                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM events
+                 WHERE position > $1 ORDER BY position LIMIT $2)
+                 GROUP BY tenant_id ORDER BY 2 DESC LIMIT $3",
+            )
+            .bind(after.position)
+            .bind(cap)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        }
+        tessera_storage::Pool::Postgres(pool) => {
+            sqlx::query_as(
+                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM events
+                 WHERE (transaction_id, position) > ($1, $2)
+                 ORDER BY transaction_id, position LIMIT $3) AS behind
+                 GROUP BY tenant_id ORDER BY 2 DESC LIMIT $4",
+            )
+            .bind(after.transaction_id)
+            .bind(after.position)
+            .bind(cap)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        }
+    }
+    .context("measuring the events not yet projected per tenant")
+}
+
 /// SQLite: up to `batch_size` events after `after`, in position order (commit order there).
 pub(crate) async fn sqlite_events_after(
     database: &Database,
