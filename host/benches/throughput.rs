@@ -4,7 +4,8 @@
 //! delivery and job those events caused completed. On SQLite, and on PostgreSQL when
 //! `TESSERA_TEST_POSTGRES_URL` is set.
 //!
-//! `cargo bench -p tessera-host --bench throughput` (about a minute per database).
+//! `cargo bench -p tessera-host --bench throughput` (about a minute per database, twice: the 16
+//! clients in one tenant, then each in its own).
 
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
@@ -24,6 +25,9 @@ use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant}
 
 /// Concurrent clients.
 const CLIENTS: usize = 16;
+/// The tenants the clients write in: all in one, then each in its own (client `n` writes in
+/// tenant `n % tenants`).
+const TENANT_COUNTS: [usize; 2] = [1, CLIENTS];
 /// How long the clients write.
 const WINDOW: Duration = Duration::from_secs(10);
 /// The longest the platform may take to finish the window's work before the run fails.
@@ -31,6 +35,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 
 struct Run {
     backend: Backend,
+    tenants: usize,
     accepted: u64,
     refused: u64,
     other: u64,
@@ -118,15 +123,26 @@ async fn unfinished(state: &AppState) -> anyhow::Result<Unfinished> {
     })
 }
 
-async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Result<Run> {
+async fn run_backend(
+    backend: Backend,
+    admin_url: Option<&str>,
+    tenants: usize,
+) -> anyhow::Result<Run> {
     let database = BenchDatabase::create(backend, admin_url, "throughput").await?;
     components::install_engines(&database.plugins_dir(), &components::ENGINES);
     let server = Server::start(&database, |_| {}).await?;
-    let (_, users) = provisioned_tenant(&server.state, "bench-throughput", &[Role::Editor])
+    let mut tokens = Vec::with_capacity(tenants);
+    for tenant in 0..tenants {
+        let (_, users) = provisioned_tenant(
+            &server.state,
+            &format!("bench-throughput-{tenant}"),
+            &[Role::Editor],
+        )
         .await
         .context("a tenant on the seven engines")?;
+        tokens.push(users[0].token.clone());
+    }
     let url = server.url("/core/api/v1/intentions");
-    let token = users[0].token.clone();
 
     let counter = Arc::new(AtomicU64::new(0));
     let (accepted, refused, other) = (
@@ -137,8 +153,9 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     let started = Instant::now();
     let deadline = started + WINDOW;
     let clients: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let (url, token, counter) = (url.clone(), token.clone(), counter.clone());
+        .map(|client| {
+            let token = tokens[client % tokens.len()].clone();
+            let (url, counter) = (url.clone(), counter.clone());
             let (accepted, refused, other) = (accepted.clone(), refused.clone(), other.clone());
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
@@ -200,6 +217,7 @@ async fn run_backend(backend: Backend, admin_url: Option<&str>) -> anyhow::Resul
     let tables = table_sizes(&server.state).await?;
     let run = Run {
         backend,
+        tenants,
         accepted,
         refused: refused.load(Ordering::Relaxed),
         other: other.load(Ordering::Relaxed),
@@ -222,20 +240,24 @@ async fn main() -> anyhow::Result<()> {
     let admin_url = std::env::var("TESSERA_TEST_POSTGRES_URL")
         .ok()
         .filter(|url| !url.is_empty());
-    let mut runs = vec![run_backend(Backend::Sqlite, None).await?];
-    match &admin_url {
-        Some(url) => runs.push(run_backend(Backend::Postgres, Some(url)).await?),
-        None => eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping PostgreSQL"),
+    let mut runs = Vec::new();
+    for tenants in TENANT_COUNTS {
+        runs.push(run_backend(Backend::Sqlite, None, tenants).await?);
+        match &admin_url {
+            Some(url) => runs.push(run_backend(Backend::Postgres, Some(url), tenants).await?),
+            None => eprintln!("TESSERA_TEST_POSTGRES_URL is not set: skipping PostgreSQL"),
+        }
     }
     println!(
-        "| database | accepted (200) | refused (503) | other | accepted/s | projected after | delivered after | processed after | processed/s | processed / accepted rate | peak backlog (items) |"
+        "| database | tenants | accepted (200) | refused (503) | other | accepted/s | projected after | delivered after | processed after | processed/s | processed / accepted rate | peak backlog (items) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for run in &runs {
         let processed_rate = run.accepted as f64 / run.processed_after.as_secs_f64();
         println!(
-            "| {} | {} | {} | {} | {:.0} | {:.1} s | {:.1} s | {:.1} s | {:.0} | {:.0} % | {} |",
+            "| {} | {} | {} | {} | {} | {:.0} | {:.1} s | {:.1} s | {:.1} s | {:.0} | {:.0} % | {} |",
             run.backend.name(),
+            run.tenants,
             run.accepted,
             run.refused,
             run.other,
@@ -256,8 +278,9 @@ async fn main() -> anyhow::Result<()> {
             .map(|(projection, events)| format!("{projection} {events}"))
             .collect();
         println!(
-            "{}: events still to apply per projection when the clients stopped: {}",
+            "{}, {} tenant(s): events still to apply per projection when the clients stopped: {}",
             run.backend.name(),
+            run.tenants,
             behind.join(", ")
         );
     }
@@ -266,8 +289,9 @@ async fn main() -> anyhow::Result<()> {
         let total: u64 = run.tables.iter().map(|(_, bytes)| bytes).sum();
         println!();
         println!(
-            "{}: {} entities; {:.0} bytes per entity in all tables, {:.0} with the write-ahead log at its largest ({} bytes)",
+            "{}, {} tenant(s): {} entities; {:.0} bytes per entity in all tables, {:.0} with the write-ahead log at its largest ({} bytes)",
             run.backend.name(),
+            run.tenants,
             run.accepted,
             per_entity(total),
             per_entity(total + run.wal_bytes),
