@@ -330,6 +330,13 @@ impl Default for WorkerConfig {
 /// (one commit for the effects and completions of all of them).
 pub const MAX_DELIVERY_BATCH: usize = 32;
 
+/// Most payload bytes of the events of one run (one event may pass it alone): a claim of many
+/// large events makes small runs, and the claims after it claim fewer items per run.
+pub const MAX_DELIVERY_BATCH_BYTES: usize = 1024 * 1024;
+
+/// Most items one claim takes (with [`MAX_PAYLOAD_BYTES`] events, 128 MiB held at most).
+const MAX_CLAIM_ITEMS: usize = 512;
+
 /// Most items remembered as to be delivered alone; past it the memory starts anew.
 const MAX_ALONE: usize = 10_000;
 
@@ -358,8 +365,9 @@ impl Alone {
 }
 
 /// Groups `claimed` items (in due order) into runs: the events of one engine and tenant in
-/// batches of at most [`MAX_DELIVERY_BATCH`], each in due order; jobs and events to deliver
-/// alone one per run. Runs are ordered by their first item.
+/// batches of at most [`MAX_DELIVERY_BATCH`] events and [`MAX_DELIVERY_BATCH_BYTES`] of
+/// payloads, each in due order; jobs and events to deliver alone one per run. Runs are
+/// ordered by their first item.
 fn into_runs(claimed: Vec<ClaimedWork>, alone: &Alone) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     // The open batch of each (engine, tenant): an index into `runs`.
@@ -371,8 +379,12 @@ fn into_runs(claimed: Vec<ClaimedWork>, alone: &Alone) -> Vec<Run> {
             continue;
         }
         let key = (work.engine_code.clone(), work.tenant_id.clone());
+        let fits = |run: &Run| {
+            let bytes: usize = run.iter().map(|work| work.payload.len()).sum();
+            run.len() < MAX_DELIVERY_BATCH && bytes + work.payload.len() <= MAX_DELIVERY_BATCH_BYTES
+        };
         match open.get(&key) {
-            Some(&index) if runs[index].len() < MAX_DELIVERY_BATCH => runs[index].push(work),
+            Some(&index) if fits(&runs[index]) => runs[index].push(work),
             _ => {
                 open.insert(key, runs.len());
                 runs.push(vec![work]);
@@ -481,7 +493,7 @@ struct ClaimAhead {
 /// Claims due items into `waiting` as runs until `shutdown` or until the worker stops taking
 /// them (then answers the items it still held): as many runs as there is room for, once there
 /// is room for half of its capacity. A claim asks for as many items per free place as the
-/// previous claim made per run (1 to [`MAX_DELIVERY_BATCH`]), so a backlog of few tenants is
+/// previous claim made per run (1 to [`MAX_DELIVERY_BATCH`]; at most [`MAX_CLAIM_ITEMS`]), so a backlog of few tenants is
 /// claimed in full batches and one of many tenants one item per run; runs claimed beyond the
 /// room are held and sent first next time. When nothing is due it waits for an enqueue on
 /// this host or the poll interval (other hosts' work).
@@ -514,7 +526,8 @@ async fn claim_ahead(claimer: ClaimAhead) -> Vec<ClaimedWork> {
         let mut found = 0;
         if held.is_empty() {
             let codes = engines.codes();
-            let limit = u32::try_from(room.len() * items_per_run).unwrap_or(u32::MAX);
+            let limit = (room.len() * items_per_run).min(MAX_CLAIM_ITEMS);
+            let limit = u32::try_from(limit).unwrap_or(u32::MAX);
             let claimed = match queue.claim(&codes, limit, lease).await {
                 Ok(claimed) => claimed,
                 Err(error) => {
@@ -794,5 +807,24 @@ mod tests {
             .collect();
         let sizes: Vec<usize> = into_runs(many, &alone).iter().map(Vec::len).collect();
         assert_eq!(sizes, [MAX_DELIVERY_BATCH, MAX_DELIVERY_BATCH, 1]);
+
+        // Large events make smaller batches; one larger than the bound runs alone.
+        let sized = |id: &str, bytes: usize| ClaimedWork {
+            payload: vec![b'x'; bytes],
+            ..work(id, "activity", "t1", WorkKind::Event)
+        };
+        let third = MAX_DELIVERY_BATCH_BYTES / 3;
+        let large = vec![
+            sized("l1", third),
+            sized("l2", third),
+            sized("l3", third),
+            sized("l4", third),
+            sized("huge", MAX_DELIVERY_BATCH_BYTES + 1),
+            sized("l5", 10),
+        ];
+        assert_eq!(
+            ids(&into_runs(large, &alone)),
+            [vec!["l1", "l2", "l3"], vec!["l4"], vec!["huge"], vec!["l5"]]
+        );
     }
 }
