@@ -49,28 +49,8 @@ database_test!(
             .token(&tenant, &uuid::Uuid::new_v4().to_string(), "owner")
             .await;
 
-        let mut accepted = Vec::new();
-        let refused = loop {
-            assert!(accepted.len() < 200, "no write was refused");
-            let response = app
-                .intention(
-                    &token,
-                    "entity.create",
-                    json!({ "family": "contact", "fields": { "name": format!("c{}", accepted.len()) } }),
-                )
-                .await;
-            if response.status() == 503 {
-                break response;
-            }
-            let body = json_with_status(response, 200).await;
-            accepted.push(body["data"]["entity_id"].as_str().unwrap().to_owned());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        assert!(
-            accepted.len() as u64 > MAX_ITEMS,
-            "{} accepted",
-            accepted.len()
-        );
+        let (accepted, refused) = write_until_refused(&app, &token).await;
+        assert!(accepted as u64 > MAX_ITEMS, "{accepted} accepted");
         let retry_after: u64 = refused.headers()["retry-after"]
             .to_str()
             .unwrap()
@@ -84,7 +64,7 @@ database_test!(
         );
         // The refused write changed nothing; reads and sign-in are not refused.
         let entities = app.scalar("SELECT COUNT(*) FROM entities").await;
-        assert_eq!(entities, accepted.len() as i64);
+        assert_eq!(entities, accepted as i64);
         json_with_status(
             app.get_as("/core/api/v1/entities?family=contact", &token)
                 .await,
@@ -100,7 +80,7 @@ database_test!(
         // accepted entity was projected, and writes are admitted again.
         let database = app.stop_keeping_database().await;
         let app = host(backend, Some(database), true).await;
-        let accepted_count = accepted.len() as i64;
+        let accepted_count = accepted as i64;
         eventually(
             30,
             "every accepted entity projected and the backlog drained",
@@ -119,36 +99,33 @@ database_test!(
         let report = backlog(&app).await;
         assert_eq!(report["items"], 0, "{report}");
         assert_eq!(report["refusing_writes"], false, "{report}");
-        json_with_status(
-            app.intention(
-                &token,
-                "entity.create",
-                json!({ "family": "contact", "fields": { "name": "after" } }),
-            )
-            .await,
-            200,
-        )
-        .await;
+        json_with_status(create_contact(&app, &token, "after").await, 200).await;
         app.stop().await;
     }
 );
 
-/// Creates contacts as `token` until a write is refused; returns how many were accepted.
-async fn write_until_refused(app: &TestApp, token: &str) -> usize {
+/// `POST /core/api/v1/intentions`: a contact named `name`, as `token`.
+async fn create_contact(app: &TestApp, token: &str, name: &str) -> reqwest::Response {
+    app.intention(
+        token,
+        "entity.create",
+        json!({ "family": "contact", "fields": { "name": name } }),
+    )
+    .await
+}
+
+/// Creates contacts as `token` until a write is refused: how many were accepted, and the
+/// refusal.
+async fn write_until_refused(app: &TestApp, token: &str) -> (usize, reqwest::Response) {
     let mut accepted = 0;
     loop {
         assert!(accepted < 200, "no write was refused");
-        let response = app
-            .intention(
-                token,
-                "entity.create",
-                json!({ "family": "contact", "fields": { "name": format!("c{accepted}") } }),
-            )
-            .await;
+        let response = create_contact(app, token, &format!("c{accepted}")).await;
         if response.status() == 503 {
-            return accepted;
+            return (accepted, response);
         }
-        json_with_status(response, 200).await;
+        let body = json_with_status(response, 200).await;
+        assert!(body["data"]["entity_id"].is_string(), "{body}");
         accepted += 1;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -167,17 +144,12 @@ database_test!(
         let quiet_token = app
             .token(&quiet, &uuid::Uuid::new_v4().to_string(), "owner")
             .await;
-        assert!(write_until_refused(&app, &flooding_token).await as u64 > MAX_ITEMS / 2);
+        let (flooded, _) = write_until_refused(&app, &flooding_token).await;
+        assert!(flooded as u64 > MAX_ITEMS / 2);
 
         // Once the sampler has found who holds the backlog, the other tenant writes again.
         eventually(10, "the quiet tenant's write accepted", || async {
-            let response = app
-                .intention(
-                    &quiet_token,
-                    "entity.create",
-                    json!({ "family": "contact", "fields": { "name": "quiet" } }),
-                )
-                .await;
+            let response = create_contact(&app, &quiet_token, "quiet").await;
             (response.status() == 200).then_some(())
         })
         .await;
@@ -186,13 +158,7 @@ database_test!(
         assert_eq!(report["refused_tenants"], json!([flooding]), "{report}");
         // The flooding tenant is still refused, and its refused write changed nothing.
         let before = app.scalar("SELECT COUNT(*) FROM entities").await;
-        let refused = app
-            .intention(
-                &flooding_token,
-                "entity.create",
-                json!({ "family": "contact", "fields": { "name": "more" } }),
-            )
-            .await;
+        let refused = create_contact(&app, &flooding_token, "more").await;
         assert_eq!(refused.status(), 503);
         assert!(refused.headers().contains_key("retry-after"));
         assert_eq!(app.scalar("SELECT COUNT(*) FROM entities").await, before);

@@ -23,6 +23,23 @@ pub struct WorkRow<'a> {
 /// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
 pub type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
 
+/// The condition "`engine_code` is one of the codes bound from parameter `first` on": an array
+/// parameter on PostgreSQL, one parameter per code on SQLite (see [`sqlite_codes`]).
+fn of_engines(database: &Database, codes: usize, first: usize) -> String {
+    match database.pool() {
+        Pool::Postgres(_) => format!("engine_code = ANY(${first})"),
+        Pool::Sqlite(_) => format!("engine_code IN ({})", sqlite_codes(codes, first)),
+    }
+}
+
+/// `$first, $first+1, …`: one SQLite parameter per engine code.
+fn sqlite_codes(codes: usize, first: usize) -> String {
+    (0..codes)
+        .map(|index| format!("${}", index + first))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The pending items of `engine_codes` due by `now` (counted up to `cap`) and the due time of
 /// the oldest.
 pub async fn due_backlog(
@@ -35,15 +52,7 @@ pub async fn due_backlog(
         return Ok((0, None));
     }
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-    let of_engines = match database.pool() {
-        Pool::Postgres(_) => "engine_code = ANY($3)".to_owned(),
-        Pool::Sqlite(_) => {
-            let codes: Vec<String> = (0..engine_codes.len())
-                .map(|index| format!("${}", index + 3))
-                .collect();
-            format!("engine_code IN ({})", codes.join(", "))
-        }
-    };
+    let of_engines = of_engines(database, engine_codes.len(), 3);
     // The oldest due items first, from the partial index of pending rows: the first `cap` of
     // them hold the oldest.
     let sql = format!(
@@ -86,15 +95,7 @@ pub async fn due_by_tenant(
     }
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let of_engines = match database.pool() {
-        Pool::Postgres(_) => "engine_code = ANY($4)".to_owned(),
-        Pool::Sqlite(_) => {
-            let codes: Vec<String> = (0..engine_codes.len())
-                .map(|index| format!("${}", index + 4))
-                .collect();
-            format!("engine_code IN ({})", codes.join(", "))
-        }
-    };
+    let of_engines = of_engines(database, engine_codes.len(), 4);
     let sql = format!(
         "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM engine_work
          WHERE status = 'pending' AND due_at <= $1 AND {of_engines}
@@ -179,10 +180,7 @@ pub async fn delete_pending_job(
 /// until `$2`. Pending items and items whose lease ran out are read separately, each from its
 /// partial index in order and cut at the limit (one OR-ed query would sort every due item).
 fn sqlite_claim_statement(engine_codes: usize) -> String {
-    let codes = (0..engine_codes)
-        .map(|index| format!("${}", index + 4))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let codes = sqlite_codes(engine_codes, 4);
     format!(
         "WITH
            pending AS (SELECT id, due_at FROM engine_work
