@@ -4,12 +4,18 @@
 //! delivery and job those events caused completed. On SQLite, and on PostgreSQL when
 //! `TESSERA_TEST_POSTGRES_URL` is set.
 //!
+//! Then search at scale (`support/search_scale.rs`): a million contacts, a rare and a common
+//! word, p50/p99 at 1 and 16 clients.
+//!
 //! `cargo bench -p tessera-host --bench throughput` (about a minute per database, twice: the 16
-//! clients in one tenant, then each in its own).
+//! clients in one tenant, then each in its own; then a few minutes per database for the search
+//! part). `TESSERA_BENCH_SEARCH_ONLY=1` runs the search part alone.
 
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
 mod components;
+#[path = "support/search_scale.rs"]
+mod search_scale;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -240,8 +246,9 @@ async fn main() -> anyhow::Result<()> {
     let admin_url = std::env::var("TESSERA_TEST_POSTGRES_URL")
         .ok()
         .filter(|url| !url.is_empty());
+    let search_only = std::env::var("TESSERA_BENCH_SEARCH_ONLY").is_ok_and(|value| value == "1");
     let mut runs = Vec::new();
-    for tenants in TENANT_COUNTS {
+    for tenants in TENANT_COUNTS.iter().copied().filter(|_| !search_only) {
         runs.push(run_backend(Backend::Sqlite, None, tenants).await?);
         match &admin_url {
             Some(url) => runs.push(run_backend(Backend::Postgres, Some(url), tenants).await?),
@@ -302,6 +309,40 @@ async fn main() -> anyhow::Result<()> {
         for (table, bytes) in run.tables.iter().take(12) {
             println!("| {table} | {bytes} | {:.0} |", per_entity(*bytes));
         }
+    }
+    let mut searches = vec![search_scale::run(Backend::Sqlite, None).await?];
+    if let Some(url) = &admin_url {
+        searches.push(search_scale::run(Backend::Postgres, Some(url)).await?);
+    }
+    println!();
+    println!(
+        "Search over {} contacts of one tenant (`{}` in 10 of them, `{}` in 10 %):",
+        search_scale::CONTACTS,
+        search_scale::RARE_WORD,
+        search_scale::COMMON_WORD
+    );
+    println!("| database | word | clients | meta.total | p50 | p99 |");
+    println!("|---|---|---|---|---|---|");
+    for search in &searches {
+        for latency in &search.latencies {
+            println!(
+                "| {} | `{}` | {} | {} | {:.2} ms | {:.2} ms |",
+                search.backend.name(),
+                latency.word,
+                latency.clients,
+                latency.matches,
+                latency.p50.as_secs_f64() * 1e3,
+                latency.p99.as_secs_f64() * 1e3,
+            );
+        }
+    }
+    for search in &searches {
+        println!(
+            "{}: seeded in {:.0} s; the search tables hold {:.0} bytes per contact",
+            search.backend.name(),
+            search.seeding.as_secs_f64(),
+            search.index_bytes_per_contact,
+        );
     }
     Ok(())
 }

@@ -103,6 +103,8 @@ pub struct Config {
     /// Workflow limits (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`,
     /// `TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET`).
     pub workflows: crate::core::workflows::WorkflowLimits,
+    /// Search limits (`TESSERA_SEARCH_MAX_CANDIDATES`).
+    pub search: crate::core::search::SearchLimits,
     /// The bound on the backlog of accepted work past which writes are refused
     /// (`TESSERA_BACKLOG_MAX_ITEMS`, `TESSERA_BACKLOG_MAX_AGE`).
     pub backlog: crate::http::backpressure::BacklogBound,
@@ -294,6 +296,17 @@ impl Config {
                         "TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET must be at least 1"
                     );
                     limits.chain_write_budget = budget;
+                }
+                limits
+            },
+            search: {
+                let mut limits = crate::core::search::SearchLimits::default();
+                if let Some(max) = env_var::<u32>("TESSERA_SEARCH_MAX_CANDIDATES")? {
+                    anyhow::ensure!(
+                        (1..=100_000).contains(&max),
+                        "TESSERA_SEARCH_MAX_CANDIDATES must be between 1 and 100000"
+                    );
+                    limits.max_candidates = max;
                 }
                 limits
             },

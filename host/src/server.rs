@@ -85,6 +85,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         cache: cache.clone(),
         projections: config.projections.clone(),
         workflows: config.workflows,
+        search: config.search,
         event_signal,
         intention_writer,
         workers,

@@ -86,7 +86,7 @@ database_test!(
             "every accepted entity projected and the backlog drained",
             || async {
                 let projected = app
-                    .scalar("SELECT COUNT(DISTINCT entity_id) FROM timeline_items")
+                    .scalar("SELECT COUNT(DISTINCT entity_id) FROM search_documents")
                     .await;
                 let report = backlog(&app).await;
                 let drained = report["items"] == 0 && report["refusing_writes"] == false;

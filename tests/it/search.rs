@@ -12,7 +12,9 @@ use tessera_host::core::search::{IndexQuery, SearchProjection, search};
 use tessera_host::storage::Database;
 
 use crate::database_test;
-use crate::helpers::{Backend, TestApp, TestDatabase, json_with_status, spawn_app};
+use crate::helpers::{
+    AppOptions, Backend, TestApp, TestDatabase, json_with_status, spawn_app, spawn_app_with,
+};
 
 const SEARCH: &str = "/core/api/v1/search";
 
@@ -453,6 +455,34 @@ database_test!(
     }
 );
 
+database_test!(
+    the_operator_sets_how_many_matches_a_search_ranks_and_counts,
+    |backend| async move {
+        let app = spawn_app_with(
+            backend,
+            AppOptions::unlimited_and(|config| config.search.max_candidates = 2),
+        )
+        .await;
+        let token = editor(&app, "acme").await;
+        for n in 0..3 {
+            app.create_entity(
+                &token,
+                "contact",
+                json!({"name": format!("Acme person{n}")}),
+            )
+            .await;
+            search_until(&app, &token, &q(&format!("person{n}")), |body| {
+                total(body) == 1
+            })
+            .await;
+        }
+        let body = json_with_status(app.get_as(&q("acme"), &token).await, 200).await;
+        assert_eq!(body["meta"], json!({"total": 2, "page": 1, "per_page": 20}));
+        assert_eq!(body["data"].as_array().unwrap().len(), 2);
+        app.stop().await;
+    }
+);
+
 // The index itself: batches applied straight to the projection, without the API.
 
 /// A fresh, migrated database without a server (and so without workers).
@@ -520,12 +550,28 @@ impl Log {
     }
 }
 
+/// The candidate window of the index-level searches (the default of `SearchLimits`).
+const WINDOW: i64 = 1_000;
+
 /// The entity ids and total of a search in `tenant`.
 async fn find(
     database: &Database,
     tenant: &str,
     text: &str,
     family: Option<&str>,
+) -> (Vec<String>, u64) {
+    find_page(database, tenant, text, family, (100, 0), WINDOW).await
+}
+
+/// The entity ids and total of one page (`limit`, `offset`) of a search in `tenant`, in the
+/// family if one is given, with a candidate window of `window` matches.
+async fn find_page(
+    database: &Database,
+    tenant: &str,
+    text: &str,
+    family: Option<&str>,
+    (limit, offset): (i64, i64),
+    window: i64,
 ) -> (Vec<String>, u64) {
     let terms = parse(text);
     let (hits, total) = search(
@@ -534,8 +580,9 @@ async fn find(
             tenant_id: tenant,
             terms: &terms,
             family,
-            limit: 100,
-            offset: 0,
+            limit,
+            offset,
+            window,
         },
     )
     .await
@@ -635,6 +682,7 @@ database_test!(
                     family: None,
                     limit: 10,
                     offset: page * 10,
+                    window: WINDOW,
                 },
             )
             .await
@@ -646,6 +694,114 @@ database_test!(
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 80);
+        database.close().await;
+    }
+);
+
+database_test!(
+    a_query_matching_more_than_its_window_ranks_pages_and_counts_the_window_alone,
+    |backend| async move {
+        let (_guard, database) = index_database(backend).await;
+        let mut log = Log::new();
+        // One batch each, in this order: the window is the first matches in the index's order.
+        for n in 0..5 {
+            let name = match n {
+                4 => "Window Window Zebra".to_owned(),
+                n => format!("Window person {n}"),
+            };
+            log.create("t1", &format!("w{n}"), "contact", json!({ "name": name }));
+            log.apply(&database).await;
+        }
+        let everything = find_page(&database, "t1", "window", None, (100, 0), WINDOW).await;
+        assert_eq!(everything.1, 5);
+        assert_eq!(
+            everything.0[0], "w4",
+            "the strongest match first: {everything:?}"
+        );
+
+        // A window of three: the three indexed first, ranked, paged and counted alone.
+        let (mut windowed, total) = find_page(&database, "t1", "window", None, (100, 0), 3).await;
+        assert_eq!(total, 3);
+        windowed.sort_unstable();
+        assert_eq!(windowed, ["w0", "w1", "w2"]);
+        let (first_page, total) = find_page(&database, "t1", "window", None, (2, 0), 3).await;
+        assert_eq!((first_page.len(), total), (2, 3));
+        let (second_page, total) = find_page(&database, "t1", "window", None, (2, 2), 3).await;
+        assert_eq!((second_page.len(), total), (1, 3));
+        assert!(!first_page.contains(&second_page[0]));
+        let past_the_window = find_page(&database, "t1", "window", None, (2, 4), 3).await;
+        assert_eq!(past_the_window, (Vec::new(), 3));
+        // A narrower query reaches what the window left out.
+        assert_eq!(
+            find_page(&database, "t1", "window zebra", None, (100, 0), 3).await,
+            (vec!["w4".to_owned()], 1)
+        );
+        database.close().await;
+    }
+);
+
+database_test!(
+    prefixes_longer_than_the_prefix_indexes_find_every_word_they_begin,
+    |backend| async move {
+        let (_guard, database) = index_database(backend).await;
+        let mut log = Log::new();
+        let many_words: Vec<String> = (0..40).map(|n| format!("zetaword{n}")).collect();
+        log.create(
+            "t1",
+            "a",
+            "contact",
+            json!({"name": "Ada Lovelace", "notes": many_words.join(" ")}),
+        )
+        .create("t1", "b", "contact", json!({"name": "Bea Loveless"}))
+        .create("t1", "c", "contact", json!({"name": "Cy Love"}))
+        .create("t2", "d", "contact", json!({"name": "Di Lovelace"}));
+        log.apply(&database).await;
+        let sorted = |(mut ids, total): (Vec<String>, u64)| {
+            ids.sort_unstable();
+            (ids, total)
+        };
+        let found = |ids: &[&str]| {
+            (
+                ids.iter().map(|id| (*id).to_owned()).collect(),
+                ids.len() as u64,
+            )
+        };
+        // Short prefixes come from FTS5's prefix indexes, longer ones through the dictionary.
+        assert_eq!(
+            sorted(find(&database, "t1", "lov", None).await),
+            found(&["a", "b", "c"])
+        );
+        assert_eq!(
+            sorted(find(&database, "t1", "love", None).await),
+            found(&["a", "b", "c"])
+        );
+        assert_eq!(
+            sorted(find(&database, "t1", "lovel", None).await),
+            found(&["a", "b"])
+        );
+        assert_eq!(find(&database, "t1", "lovela", None).await, found(&["a"]));
+        assert_eq!(
+            sorted(find(&database, "t1", "name:lovel", None).await),
+            found(&["a", "b"])
+        );
+        assert_eq!(find(&database, "t1", "notes:lovel", None).await, found(&[]));
+        assert_eq!(find(&database, "t1", "lovex", None).await, found(&[]));
+        assert_eq!(find(&database, "t2", "lovel", None).await, found(&["d"]));
+        // A prefix of more words than are expanded, and one of fewer.
+        assert_eq!(find(&database, "t1", "zetaword", None).await, found(&["a"]));
+        assert_eq!(
+            find(&database, "t1", "zetaword3", None).await,
+            found(&["a"])
+        );
+        assert_eq!(
+            find(&database, "t1", "zetaword39 ada", None).await,
+            found(&["a"])
+        );
+        // A word no document holds any more stays in the dictionary and matches nothing.
+        log.push("t1", "b", "entity.deleted", json!({"family": "contact"}));
+        log.apply(&database).await;
+        assert_eq!(find(&database, "t1", "lovel", None).await, found(&["a"]));
+        assert_eq!(find(&database, "t1", "lovele", None).await, found(&[]));
         database.close().await;
     }
 );

@@ -1,6 +1,7 @@
-//! The timeline and inbox read models (written by the projector, `projections/projector.rs`):
-//! cursor-paged reads and marking inbox items read. Every query (`store/feeds.rs`) is bounded
-//! by the tenant, and inbox queries by the recipient too.
+//! The timeline and the inbox: cursor-paged reads and marking inbox items read. The timeline
+//! is the tenant's `entity.*` events read from the log itself (no copy); the inbox is written
+//! by the projector (`projections/projector.rs`). Every query (`store/feeds.rs`) is bounded by
+//! the tenant, and inbox queries by the recipient too.
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -45,7 +46,7 @@ pub struct InboxItem {
     pub read_at: Option<String>,
 }
 
-/// A page of the tenant's timeline (optionally of one entity) with each item's position.
+/// A page of the tenant's timeline (optionally of one entity) with each item's sequence.
 pub async fn timeline(
     database: &Database,
     tenant_id: &str,

@@ -38,6 +38,8 @@ pub struct CoreServices {
     pub cache: Cache,
     pub projections: ProjectionConfig,
     pub workflows: WorkflowLimits,
+    /// Search limits (`TESSERA_SEARCH_MAX_CANDIDATES`).
+    pub search: crate::search::SearchLimits,
     /// Wakes the projection workers after appends to the event log.
     pub event_signal: EventSignal,
     /// Group-commits intentions.

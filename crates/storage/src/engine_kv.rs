@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 
-use crate::{Database, DatabaseKind, Tx, time};
+use crate::{Database, DatabaseKind, Tx};
 use crate::{on_pool, on_tx, on_writer};
 
 /// The scope every engine storage operation runs in.
@@ -151,14 +151,13 @@ pub async fn set(
     value: &[u8],
 ) -> anyhow::Result<()> {
     on_writer!(database, pool => sqlx::query(
-        "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        "INSERT INTO engine_kv (engine_code, tenant_id, key, value) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value",
     )
     .bind(scope.engine_code)
     .bind(scope.tenant_id)
     .bind(key)
     .bind(value)
-    .bind(time::now())
     .execute(pool)
     .await
     .map(drop))
@@ -310,29 +309,26 @@ pub fn in_key_order<'w, 'a>(
     (sets, deletes)
 }
 
-/// Rows per multi-row statement (five parameters each).
+/// Rows per multi-row statement (four parameters each).
 const WRITE_CHUNK: usize = 200;
 
 /// Applies `writes` in `tx` with multi-row statements, in key order; every (engine, tenant,
 /// key) appears at most once (PostgreSQL refuses an upsert touching one row twice).
 pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()> {
-    let now = time::now();
     let (sets, deletes) = in_key_order(writes);
     for chunk in sets.chunks(WRITE_CHUNK) {
         on_tx!(tx, conn => {
             let mut upsert = sqlx::QueryBuilder::new(
-                "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) ",
+                "INSERT INTO engine_kv (engine_code, tenant_id, key, value) ",
             );
             upsert.push_values(chunk, |mut row, write| {
                 row.push_bind(write.engine_code)
                     .push_bind(write.tenant_id)
                     .push_bind(write.key)
-                    .push_bind(write.value)
-                    .push_bind(&now);
+                    .push_bind(write.value);
             });
             upsert.push(
-                " ON CONFLICT (engine_code, tenant_id, key)
-                  DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                " ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value",
             );
             upsert.build().execute(&mut **conn).await.map(drop)
         })
@@ -406,14 +402,13 @@ pub async fn lock_in<'a>(tx: &mut Tx, keys: &[KvKey<'a>]) -> anyhow::Result<Lock
                 break;
             }
             let claimed = on_tx!(tx, conn => sqlx::query(
-                "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
+                "INSERT INTO engine_kv (engine_code, tenant_id, key, value)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
             )
             .bind(key.engine_code)
             .bind(key.tenant_id)
             .bind(key.key)
             .bind(Vec::<u8>::new())
-            .bind(time::now())
             .execute(&mut **conn)
             .await
             .map(|result| result.rows_affected()))

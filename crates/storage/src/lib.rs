@@ -13,6 +13,7 @@ pub mod engine_blobs;
 pub mod engine_kv;
 pub mod files;
 mod sqlite_library;
+mod sqlite_search_rank;
 pub mod time;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sqlx::postgres::{PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, Postgres};
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -331,15 +332,22 @@ impl Database {
         let url = config.url.as_str();
         let mut sqlite_writer = None;
         let pool = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // No synchronized sequential scans: a scan joining another one mid-table would
+            // return rows in a different order, and a search's candidate window is the first
+            // rows its scan finds (core/search), which every host must find alike.
+            let options = PgConnectOptions::from_str(url)
+                .context("parsing the PostgreSQL database URL")?
+                .options([("synchronize_seqscans", "off")]);
             let pool = PgPoolOptions::new()
                 .max_connections(config.max_connections)
                 .acquire_timeout(Duration::from_secs(10))
-                .connect(url)
+                .connect_with(options)
                 .await
                 .context("connecting to PostgreSQL")?;
             Pool::Postgres(pool)
         } else if url.starts_with("sqlite:") {
             sqlite_library::configure();
+            sqlite_search_rank::register();
             let options = SqliteConnectOptions::from_str(url)
                 .context("parsing the SQLite database URL")?
                 .create_if_missing(true)

@@ -1,5 +1,5 @@
-//! The projector: the timeline (one item per domain event) and the inbox (items addressed
-//! to one person) of each tenant.
+//! The projector: the inbox (items addressed to one person) of each tenant. (The timeline,
+//! one item per `entity.*` event, is read from the log itself: `store/feeds.rs`.)
 //!
 //! Inbox items come from two kinds of events: an entity's assignment field (`assignee_id`)
 //! set to someone other than the actor, and `notification.created` (the workflows'
@@ -12,15 +12,12 @@ use serde_json::Value;
 use super::store::projector::{self as store, InboxInsert};
 use crate::events::StoredEvent;
 use crate::projections::Projection;
-use tessera_storage::{Tx, time};
+use tessera_storage::Tx;
 
 /// The entity field whose value names the person an entity is assigned to.
 pub const ASSIGNEE_FIELD: &str = "assignee_id";
 
-/// Rows per multi-row `INSERT`.
-const INSERT_CHUNK: usize = 100;
-
-/// Timeline and inbox.
+/// The inbox.
 #[derive(Debug, Clone, Default)]
 pub struct Projector;
 
@@ -30,14 +27,6 @@ impl Projection for Projector {
     }
 
     async fn apply(&self, tx: &mut Tx, events: &[StoredEvent]) -> anyhow::Result<()> {
-        let projected_at = time::now();
-        let timeline: Vec<&StoredEvent> = events
-            .iter()
-            .filter(|event| event.event_type.starts_with("entity."))
-            .collect();
-        for chunk in timeline.chunks(INSERT_CHUNK) {
-            store::insert_timeline(tx, chunk, &projected_at).await?;
-        }
         // Inbox rows and read marks in log order, so a read mark never precedes its item.
         for event in events {
             if let Some(item) = inbox_item(tx, event).await? {
@@ -114,14 +103,13 @@ async fn inbox_item(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<I
     }
 }
 
-/// The family of the event's entity, from its `entity.created` timeline item (already
-/// written: items of a batch are inserted before the inbox is computed). Read from the
-/// projection itself so a rebuild gives the same titles.
+/// The family of the event's entity, from its `entity.created` event (earlier in the log, so
+/// committed), so a rebuild gives the same titles.
 async fn entity_family(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<String>> {
     let Some(entity_id) = &event.entity_id else {
         return Ok(None);
     };
-    let data = store::created_item_data(tx, &event.tenant_id, entity_id).await?;
+    let data = store::created_event_data(tx, &event.tenant_id, entity_id).await?;
     Ok(data
         .and_then(|data| serde_json::from_str::<Value>(&data).ok())
         .and_then(|data| {

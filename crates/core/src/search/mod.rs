@@ -12,9 +12,13 @@
 //!   the touched documents once, applies the events in memory and writes each final state
 //!   once (upsert, or delete for `entity.deleted`).
 //! - **Read side**: [`search`] turns the parsed `q` into prefix terms on those tokens (never
-//!   user text), ranks with the backend's function (`bm25`, `ts_rank`) inside the page's
-//!   `ORDER BY … LIMIT`, and computes highlights (`highlight.rs`) for the page's documents
-//!   only. `GET /core/api/v1/search` is in `routes.rs`.
+//!   user text) and takes a **candidate window**: the first [`SearchLimits::max_candidates`]
+//!   matching documents in the index's own order (SQLite: the order documents were first
+//!   indexed; PostgreSQL: the GIN scan's, which is storage order). Only those are ranked
+//!   (`search_rank` on SQLite, `ts_rank` on PostgreSQL), paged and counted (`meta.total` is
+//!   the window's size), so a word found in a million documents costs what a word found in a
+//!   thousand does. Highlights (`highlight.rs`) are computed for the page's documents only.
+//!   `GET /core/api/v1/search` is in `routes.rs`.
 
 pub mod highlight;
 mod postgres;
@@ -100,6 +104,23 @@ impl Document {
     }
 }
 
+/// What an operator bounds about search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLimits {
+    /// Matching documents a search ranks at most (`TESSERA_SEARCH_MAX_CANDIDATES`): a query
+    /// matching more ranks the first this many in the index's order, and `meta.total` says
+    /// this many. It bounds the cost of a search whatever the number of matches.
+    pub max_candidates: u32,
+}
+
+impl Default for SearchLimits {
+    fn default() -> Self {
+        Self {
+            max_candidates: 1_000,
+        }
+    }
+}
+
 /// One search, as the index runs it.
 #[derive(Debug, Clone)]
 pub struct IndexQuery<'a> {
@@ -109,6 +130,8 @@ pub struct IndexQuery<'a> {
     pub family: Option<&'a str>,
     pub limit: i64,
     pub offset: i64,
+    /// The candidate window: matches ranked and counted at most.
+    pub window: i64,
 }
 
 /// A document of a result page, with its backend score (higher is better).
@@ -166,15 +189,15 @@ pub trait FullTextIndex {
     /// Deletes every document of every tenant (tenant keys stay).
     fn clear(conn: &mut Connection<Self>) -> impl Future<Output = anyhow::Result<()>> + Send;
 
-    /// One page of the tenant's matching documents, best first, and the number of matches
-    /// when the backend learns it on the way.
+    /// One page of the window of the tenant's matching documents, best first, and the
+    /// window's size when the backend learns it on the way.
     fn page(
         pool: &sqlx::Pool<Self::Db>,
         key: TenantKey,
         query: &IndexQuery<'_>,
     ) -> impl Future<Output = anyhow::Result<(Vec<Hit>, Option<u64>)>> + Send;
 
-    /// The number of the tenant's matching documents.
+    /// The number of the tenant's matching documents, up to the window.
     fn count(
         pool: &sqlx::Pool<Self::Db>,
         key: TenantKey,
@@ -182,7 +205,7 @@ pub trait FullTextIndex {
     ) -> impl Future<Output = anyhow::Result<u64>> + Send;
 }
 
-/// Runs `query`: a page of hits and the total number of matches.
+/// Runs `query`: a page of hits and the number of matches in the window.
 pub async fn search(
     database: &Database,
     query: &IndexQuery<'_>,

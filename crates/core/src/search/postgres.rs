@@ -1,6 +1,8 @@
 //! The PostgreSQL index: one `search_documents` row per document, its tokens in a `tsvector`
-//! column with a GIN index, ranked by `ts_rank` (normalized by document length) inside the
-//! page's `ORDER BY … LIMIT`, the total counted over the same materialized matches.
+//! column with a GIN index. A search takes its candidate window (the first matches the scan
+//! finds, `LIMIT window`), ranks them by `ts_rank` (normalized by document length), and cuts
+//! the page and counts the window from the same materialized rows. (A prefix term is answered
+//! by GIN's partial match over the words it begins, which needs no dictionary.)
 //!
 //! Vectors and queries are written as `tsvector`/`tsquery` literals made of alphanumeric
 //! tokens only (`'token':1,2`, `'token':* & …`) and cast, so no text-search parser or
@@ -137,6 +139,7 @@ impl FullTextIndex for PostgresIndex {
             query.tenant_id,
             tsquery(key, query.terms),
             query.family,
+            query.window,
             query.limit,
             query.offset,
         )
@@ -162,6 +165,7 @@ impl FullTextIndex for PostgresIndex {
             query.tenant_id,
             tsquery(key, query.terms),
             query.family,
+            query.window,
         )
         .await?;
         Ok(u64::try_from(count).unwrap_or_default())

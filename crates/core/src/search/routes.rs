@@ -136,6 +136,7 @@ async fn search(
             family,
             limit: page.limit(),
             offset: page.offset(),
+            window: i64::from(state.search.max_candidates),
         },
     )
     .await?;

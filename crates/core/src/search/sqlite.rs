@@ -1,12 +1,19 @@
 //! The SQLite index: documents in `search_documents`, their tokens in the contentless FTS5
-//! table `search_index` under the document's rowid, ranked by `bm25` (the table's `rank`,
-//! configured with weight 0 for the family column).
+//! table `search_index` under the document's rowid, and every token longer than the prefix
+//! indexes in the dictionary `search_terms`.
 //!
-//! A search is one FTS5 query: `ORDER BY rank LIMIT … OFFSET …` over a MATCH of prefix terms
-//! on the tenant's tokens (and the family token when filtered), so FTS5 ranks and cuts the
-//! page itself; only the page's rows are then joined to their documents, which are filtered by
-//! tenant id once more. The MATCH text is made of quoted alphanumeric tokens only. The SQL is
-//! in `store/sqlite.rs`.
+//! A search is one FTS5 query for its candidate window: the first matches in rowid order
+//! (`LIMIT window`, which FTS5 stops early), ranked by `search_rank` (a per-row BM25 without
+//! inverse document frequencies, registered by `tessera-storage`), paged and counted in the
+//! same statement; only the page's rows are then joined to their documents, which are
+//! filtered by tenant id once more. FTS5 answers a prefix query lazily only from a prefix
+//! index (`prefix = '10 11 12'`: the tenant key, the kind letter and one to three characters
+//! of a word); a longer prefix it answers by merging every matching word's whole list, whose
+//! cost grows with the matches. So a term longer than that is first expanded through
+//! `search_terms` into the words it is a prefix of, and queried as `("w1" OR "w2" …)`, which
+//! FTS5 walks lazily; a prefix of more than [`MAX_EXPANSIONS`] words falls back to FTS5's
+//! prefix query. The MATCH text is made of quoted alphanumeric tokens only. The SQL is in
+//! `store/sqlite.rs`.
 
 use serde_json::Value;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
@@ -22,21 +29,92 @@ const KEY_WIDTH: usize = 8;
 /// Rows per multi-row statement (a few parameters each, far below SQLite's limit).
 const CHUNK: usize = 500;
 
+/// The longest token prefix FTS5 answers from a prefix index (`prefix = '10 11 12'` in the
+/// migration): the tenant key, the kind letter and up to three characters.
+const LONGEST_INDEXED_PREFIX: usize = KEY_WIDTH + 1 + 3;
+
+/// Words a prefix term is expanded into at most; beyond, FTS5 merges the prefix itself.
+const MAX_EXPANSIONS: usize = 32;
+
+/// How one term is asked of FTS5.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TermQuery {
+    /// `"token"*`: from a prefix index, or merged by FTS5 when the prefix has many words.
+    Prefix(String),
+    /// `("w1" OR "w2" …)`: the indexed words the term is a prefix of.
+    Words(Vec<String>),
+}
+
+/// Each term as FTS5 should be asked for it, or `None` when a term is the prefix of no
+/// indexed word (nothing can match).
+async fn term_queries(
+    pool: &SqlitePool,
+    key: TenantKey,
+    terms: &[Term],
+) -> anyhow::Result<Option<Vec<TermQuery>>> {
+    let mut queries = Vec::with_capacity(terms.len());
+    for term in terms {
+        let token = term.token(key);
+        if token.len() <= LONGEST_INDEXED_PREFIX {
+            queries.push(TermQuery::Prefix(token));
+            continue;
+        }
+        let words = store::words_with_prefix(pool, &token, MAX_EXPANSIONS + 1).await?;
+        match words.len() {
+            0 => return Ok(None),
+            count if count > MAX_EXPANSIONS => queries.push(TermQuery::Prefix(token)),
+            _ => queries.push(TermQuery::Words(words)),
+        }
+    }
+    Ok(Some(queries))
+}
+
+/// The tokens of these documents that `search_terms` lists (those a prefix index does not
+/// cover), each once.
+fn dictionary_words(key: TenantKey, documents: &[&Document]) -> Vec<String> {
+    let mut words = std::collections::BTreeSet::new();
+    for document in documents {
+        for token in key.document_tokens(&document.fields) {
+            if token.len() > LONGEST_INDEXED_PREFIX {
+                words.insert(token);
+            }
+        }
+    }
+    words.into_iter().collect()
+}
+
 /// FTS5 and plain tables of SQLite.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SqliteIndex;
 
-/// The FTS5 MATCH expression of a query: every term as a prefix query on its token, ANDed,
-/// and the family token on the family column.
-pub fn match_expression(key: TenantKey, terms: &[Term], family: Option<&str>) -> String {
+/// The FTS5 MATCH expression of a query: every term ANDed, and the family token on the
+/// family column.
+pub fn match_expression(key: TenantKey, terms: &[TermQuery], family: Option<&str>) -> String {
     let mut parts: Vec<String> = terms
         .iter()
-        .map(|term| format!("\"{}\"*", term.token(key)))
+        .map(|term| match term {
+            TermQuery::Prefix(token) => format!("\"{token}\"*"),
+            TermQuery::Words(words) => {
+                let quoted: Vec<String> = words.iter().map(|word| format!("\"{word}\"")).collect();
+                format!("({})", quoted.join(" OR "))
+            }
+        })
         .collect();
     if let Some(family) = family {
         parts.push(format!("family : \"{}\"", key.family_token(family)));
     }
     parts.join(" AND ")
+}
+
+/// The MATCH expression of `query`, or `None` when nothing can match.
+async fn query_expression(
+    pool: &SqlitePool,
+    key: TenantKey,
+    query: &IndexQuery<'_>,
+) -> anyhow::Result<Option<String>> {
+    Ok(term_queries(pool, key, query.terms)
+        .await?
+        .map(|terms| match_expression(key, &terms, query.family)))
 }
 
 impl FullTextIndex for SqliteIndex {
@@ -85,6 +163,10 @@ impl FullTextIndex for SqliteIndex {
                 .iter()
                 .map(|document| (document.entity_id.as_str(), document))
                 .collect();
+            let documents: Vec<&Document> = chunk.iter().collect();
+            for words in dictionary_words(key, &documents).chunks(CHUNK) {
+                store::add_words(conn, words).await?;
+            }
             let index_rows: Vec<(i64, String, String)> = ids
                 .iter()
                 .filter_map(|(id, entity_id)| {
@@ -121,25 +203,31 @@ impl FullTextIndex for SqliteIndex {
         key: TenantKey,
         query: &IndexQuery<'_>,
     ) -> anyhow::Result<(Vec<Hit>, Option<u64>)> {
-        let expression = match_expression(key, query.terms, query.family);
+        let Some(expression) = query_expression(pool, key, query).await? else {
+            return Ok((Vec::new(), Some(0)));
+        };
         let rows = store::page(
             pool,
             query.tenant_id,
             &expression,
+            query.window,
             query.limit,
             query.offset,
         )
         .await?;
+        let total = rows
+            .first()
+            .map(|row| u64::try_from(row.4).unwrap_or_default());
         let hits = rows
             .into_iter()
-            .map(|(entity_id, family_code, fields, score)| Hit {
+            .map(|(entity_id, family_code, fields, score, _)| Hit {
                 entity_id,
                 family_code,
                 fields,
                 score,
             })
             .collect();
-        Ok((hits, None))
+        Ok((hits, total))
     }
 
     async fn count(
@@ -147,8 +235,10 @@ impl FullTextIndex for SqliteIndex {
         key: TenantKey,
         query: &IndexQuery<'_>,
     ) -> anyhow::Result<u64> {
-        let expression = match_expression(key, query.terms, query.family);
-        let count = store::count(pool, &expression).await?;
+        let Some(expression) = query_expression(pool, key, query).await? else {
+            return Ok(0);
+        };
+        let count = store::count(pool, &expression, query.window).await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
 }
@@ -159,15 +249,54 @@ mod tests {
     use crate::search::query::parse;
 
     #[test]
-    fn match_expressions_are_quoted_prefix_tokens() {
+    fn match_expressions_are_quoted_tokens() {
         let key = TenantKey::new(3, KEY_WIDTH);
+        let terms = parse("Lov name:ada OR *");
+        let prefixes: Vec<TermQuery> = terms
+            .iter()
+            .map(|term| TermQuery::Prefix(term.token(key)))
+            .collect();
         assert_eq!(
-            match_expression(key, &parse("Lov name:ada OR *"), None),
+            match_expression(key, &prefixes, None),
             "\"00000003wlov\"* AND \"00000003fnamexada\"* AND \"00000003wor\"*"
         );
         assert_eq!(
-            match_expression(key, &parse("ada"), Some("deal")),
-            "\"00000003wada\"* AND family : \"00000003gdeal\""
+            match_expression(
+                key,
+                &[TermQuery::Words(vec![
+                    "00000003wlovelace".into(),
+                    "00000003wloveless".into()
+                ])],
+                Some("deal")
+            ),
+            "(\"00000003wlovelace\" OR \"00000003wloveless\") AND family : \"00000003gdeal\""
         );
+    }
+
+    #[test]
+    fn the_dictionary_lists_each_token_beyond_the_prefix_indexes_once() {
+        let key = TenantKey::new(3, KEY_WIDTH);
+        let document = |name: &str| Document {
+            entity_id: "e".into(),
+            family_code: "contact".into(),
+            fields: serde_json::json!({"name": name})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let (first, second) = (document("Ada Lovelace"), document("Ada Byron"));
+        let words = dictionary_words(key, &[&first, &second]);
+        // "ada" fits a prefix index (12 characters); its field token does not.
+        assert_eq!(
+            words,
+            [
+                "00000003fnamexada",
+                "00000003fnamexbyron",
+                "00000003fnamexlovelace",
+                "00000003wbyron",
+                "00000003wlovelace",
+            ]
+        );
+        assert_eq!(LONGEST_INDEXED_PREFIX, "00000003wada".len());
     }
 }

@@ -1,7 +1,7 @@
-//! The SQL of the timeline and inbox reads (`feeds.rs`): cursor pages over `position`, and
-//! the lock and update of marking an inbox item read. Every query is bounded by the tenant,
-//! and inbox queries by the recipient too. (The projector writes these tables:
-//! `projections/store/projector.rs`.)
+//! The SQL of the timeline and inbox reads (`feeds.rs`): the timeline's cursor pages over the
+//! log's per-tenant `sequence`, the inbox's over `position`, and the lock and update of
+//! marking an inbox item read. Every query is bounded by the tenant, and inbox queries by the
+//! recipient too. (The projector writes the inbox: `projections/store/projector.rs`.)
 
 use anyhow::Context as _;
 
@@ -10,8 +10,8 @@ use tessera_http::paging::CursorPage;
 use tessera_storage::{Database, DatabaseKind, Tx};
 use tessera_storage::{on_pool, on_tx};
 
-/// A timeline row: position, id, type, occurrence time, entity, actor and the data (JSON
-/// object text).
+/// A timeline row: the event's sequence, id, type, occurrence time, entity, actor and data
+/// (JSON object text).
 pub(crate) type TimelineRow = (
     i64,
     String,
@@ -32,17 +32,25 @@ pub(crate) struct InboxRow {
 
 const INBOX_COLUMNS: &str = "position, id, item_type, title, entity_id, created_at, read_at";
 
-/// `WHERE` fragment and order of a cursor page over a `position` column.
-fn cursor_clause(after: Option<i64>, descending: bool, parameter: usize) -> (String, &'static str) {
+/// `WHERE` fragment and order of a cursor page over the column `column`.
+fn cursor_clause(
+    column: &str,
+    after: Option<i64>,
+    descending: bool,
+    parameter: usize,
+) -> (String, &'static str) {
     let condition = match (after, descending) {
         (None, _) => String::new(),
-        (Some(_), true) => format!(" AND position < ${parameter}"),
-        (Some(_), false) => format!(" AND position > ${parameter}"),
+        (Some(_), true) => format!(" AND {column} < ${parameter}"),
+        (Some(_), false) => format!(" AND {column} > ${parameter}"),
     };
     (condition, if descending { "DESC" } else { "ASC" })
 }
 
-/// A page of the tenant's timeline (optionally of one entity).
+/// A page of the tenant's timeline (optionally of one entity): its `entity.*` events, read
+/// from the log by their per-tenant sequence. A sequence is taken under the tenant's
+/// sequence row lock and held until commit, so within a tenant later commits have higher
+/// sequences and a newest-first walk never misses an event that existed when it started.
 pub(crate) async fn timeline(
     database: &Database,
     tenant_id: &str,
@@ -56,11 +64,13 @@ pub(crate) async fn timeline(
         ""
     };
     let cursor_parameter = if entity_id.is_some() { 4 } else { 3 };
-    let (cursor_condition, order) = cursor_clause(page.after, descending, cursor_parameter);
+    let (cursor_condition, order) =
+        cursor_clause("sequence", page.after, descending, cursor_parameter);
     let sql = format!(
-        "SELECT position, id, item_type, occurred_at, entity_id, actor_id, data
-         FROM timeline_items WHERE tenant_id = $1{entity_condition}{cursor_condition}
-         ORDER BY position {order} LIMIT $2"
+        "SELECT sequence, id, event_type, occurred_at, entity_id, actor_id, data
+         FROM events WHERE tenant_id = $1{entity_condition}{cursor_condition}
+           AND event_type LIKE 'entity.%'
+         ORDER BY sequence {order} LIMIT $2"
     );
     on_pool!(database, pool => {
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
@@ -85,7 +95,7 @@ pub(crate) async fn inbox(
     page: &CursorPage<i64>,
     descending: bool,
 ) -> anyhow::Result<Vec<InboxRow>> {
-    let (cursor_condition, order) = cursor_clause(page.after, descending, 4);
+    let (cursor_condition, order) = cursor_clause("position", page.after, descending, 4);
     let sql = format!(
         "SELECT {INBOX_COLUMNS} FROM inbox_items
          WHERE tenant_id = $1 AND recipient_id = $2{cursor_condition}

@@ -115,32 +115,33 @@ pub(crate) async fn clear(conn: &mut PgConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One page of the tenant's documents matching `tsquery` (a literal), best first, each with
-/// the number of all matches.
+/// One page of the candidate window of the tenant's documents matching `tsquery` (its first
+/// `window` matches in the scan's order, which GIN's bitmap gives as storage order), best
+/// first, each row with the window's size: the scan stops after the window, which is ranked,
+/// counted and cut once.
 pub(crate) async fn page(
     pool: &PgPool,
     tenant_id: &str,
     tsquery: String,
     family: Option<&str>,
+    window: i64,
     limit: i64,
     offset: i64,
 ) -> anyhow::Result<Vec<HitRow>> {
     let family_filter = if family.is_some() {
-        "AND family_code = $5"
+        "AND family_code = $6"
     } else {
         ""
     };
-    // Scores narrow rows (id and score) of every match once, counts them and cuts the page
-    // from the same materialized set (cheaper than a `count(*) OVER ()` window), then reads
-    // only the page's documents.
     let sql = format!(
-        "WITH matches AS MATERIALIZED (
+        "WITH candidates AS MATERIALIZED (
            SELECT entity_id, ts_rank(tokens, $2::tsquery, 1) AS score
            FROM search_documents
-           WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter})
+           WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter}
+           LIMIT $5)
          SELECT d.entity_id, d.family_code, d.fields, page.score::float8,
-                (SELECT count(*) FROM matches) AS total
-         FROM (SELECT entity_id, score FROM matches
+                (SELECT count(*) FROM candidates) AS total
+         FROM (SELECT entity_id, score FROM candidates
                ORDER BY score DESC, entity_id LIMIT $3 OFFSET $4) AS page
          JOIN search_documents AS d ON d.entity_id = page.entity_id AND d.tenant_id = $1
          ORDER BY page.score DESC, page.entity_id"
@@ -149,32 +150,35 @@ pub(crate) async fn page(
         .bind(tenant_id)
         .bind(tsquery)
         .bind(limit)
-        .bind(offset);
+        .bind(offset)
+        .bind(window);
     if let Some(family) = family {
         select = select.bind(family);
     }
     select.fetch_all(pool).await.context("searching")
 }
 
-/// The number of the tenant's documents matching `tsquery` (a literal).
+/// The number of the tenant's documents matching `tsquery` (a literal), up to `window`.
 pub(crate) async fn count(
     pool: &PgPool,
     tenant_id: &str,
     tsquery: String,
     family: Option<&str>,
+    window: i64,
 ) -> anyhow::Result<i64> {
     let family_filter = if family.is_some() {
-        "AND family_code = $3"
+        "AND family_code = $4"
     } else {
         ""
     };
     let sql = format!(
-        "SELECT count(*) FROM search_documents
-         WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter}"
+        "SELECT count(*) FROM (SELECT 1 FROM search_documents
+         WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter} LIMIT $3) AS candidates"
     );
     let mut select = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
         .bind(tenant_id)
-        .bind(tsquery);
+        .bind(tsquery)
+        .bind(window);
     if let Some(family) = family {
         select = select.bind(family);
     }

@@ -1,7 +1,8 @@
 //! The SQL of the SQLite index (`search/sqlite.rs`): tenant keys, documents in
 //! `search_documents` and their tokens in the contentless FTS5 table `search_index` under the
-//! document's rowid, multi-row upserts and deletes, and the ranked page and count of a MATCH
-//! expression (built from tokens only, never from user text).
+//! document's rowid, the word dictionary `search_terms`, multi-row upserts and deletes, and
+//! the ranked page and count of a MATCH expression's candidate window (built from tokens
+//! only, never from user text).
 
 use anyhow::Context as _;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
@@ -11,8 +12,8 @@ use crate::search::Document;
 /// A stored document: entity id, family code and fields (JSON object text).
 pub(crate) type DocumentRow = (String, String, String);
 
-/// A hit of a page: entity id, family code, fields and score.
-pub(crate) type HitRow = (String, String, String, f64);
+/// A hit of a page: entity id, family code, fields, score and the window's size.
+pub(crate) type HitRow = (String, String, String, f64, i64);
 
 /// The tenant's key, assigned on first use.
 pub(crate) async fn assign_tenant_key(
@@ -107,6 +108,39 @@ pub(crate) async fn index(
     Ok(())
 }
 
+/// Adds words to the dictionary (those already listed stay), in one statement.
+pub(crate) async fn add_words(conn: &mut SqliteConnection, words: &[String]) -> anyhow::Result<()> {
+    if words.is_empty() {
+        return Ok(());
+    }
+    let mut insert = QueryBuilder::<Sqlite>::new("INSERT OR IGNORE INTO search_terms (term) ");
+    insert.push_values(words, |mut row, word| {
+        row.push_bind(word);
+    });
+    insert.build().execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The dictionary's words starting with `prefix` (an alphanumeric token), in order, at most
+/// `limit`.
+pub(crate) async fn words_with_prefix(
+    pool: &SqlitePool,
+    prefix: &str,
+    limit: usize,
+) -> anyhow::Result<Vec<String>> {
+    // Tokens are ASCII letters and digits: every word with the prefix sorts below prefix + DEL.
+    let end = format!("{prefix}\u{7f}");
+    sqlx::query_scalar(
+        "SELECT term FROM search_terms WHERE term >= $1 AND term < $2 ORDER BY term LIMIT $3",
+    )
+    .bind(prefix)
+    .bind(end)
+    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+    .fetch_all(pool)
+    .await
+    .context("expanding a search prefix")
+}
+
 /// Deletes these entities' documents of the tenant and their tokens.
 pub(crate) async fn remove(
     conn: &mut SqliteConnection,
@@ -131,8 +165,12 @@ pub(crate) async fn remove(
     Ok(())
 }
 
-/// Deletes every document of every tenant and every token.
+/// Deletes every document of every tenant, every token and the dictionary.
 pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM search_terms")
+        .execute(&mut *conn)
+        .await
+        .context("emptying search_terms")?;
     sqlx::query("INSERT INTO search_index (search_index) VALUES ('delete-all')")
         .execute(&mut *conn)
         .await
@@ -144,24 +182,32 @@ pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One page of the tenant's documents matching `expression`, best first: FTS5 ranks and cuts
-/// the page, then only its rows are joined to their documents (filtered by tenant once more).
+/// One page of the candidate window of the tenant's documents matching `expression` (its
+/// first `window` matches in rowid order), best first, each row with the window's size:
+/// FTS5 stops after the window, ranks only its rows, and only the page's rows are joined to
+/// their documents (filtered by tenant once more).
 pub(crate) async fn page(
     pool: &SqlitePool,
     tenant_id: &str,
     expression: &str,
+    window: i64,
     limit: i64,
     offset: i64,
 ) -> anyhow::Result<Vec<HitRow>> {
     sqlx::query_as(
-        "SELECT d.entity_id, d.family_code, d.fields, -r.rank
-         FROM (SELECT rowid AS id, rank FROM search_index WHERE search_index MATCH $1
-               ORDER BY rank LIMIT $2 OFFSET $3) AS r
-         JOIN search_documents AS d ON d.id = r.id
-         WHERE d.tenant_id = $4
-         ORDER BY r.rank",
+        "WITH candidates AS MATERIALIZED (
+           SELECT rowid AS id, search_rank(search_index) AS score
+           FROM search_index WHERE search_index MATCH $1 LIMIT $2)
+         SELECT d.entity_id, d.family_code, d.fields, page.score,
+                (SELECT count(*) FROM candidates)
+         FROM (SELECT id, score FROM candidates ORDER BY score DESC, id LIMIT $3 OFFSET $4)
+              AS page
+         JOIN search_documents AS d ON d.id = page.id
+         WHERE d.tenant_id = $5
+         ORDER BY page.score DESC, page.id",
     )
     .bind(expression)
+    .bind(window)
     .bind(limit)
     .bind(offset)
     .bind(tenant_id)
@@ -170,11 +216,15 @@ pub(crate) async fn page(
     .context("searching")
 }
 
-/// The number of documents matching `expression` (whose tokens belong to one tenant).
-pub(crate) async fn count(pool: &SqlitePool, expression: &str) -> anyhow::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM search_index WHERE search_index MATCH $1")
-        .bind(expression)
-        .fetch_one(pool)
-        .await
-        .context("counting search matches")
+/// The number of documents matching `expression` (whose tokens belong to one tenant), up to
+/// `window`.
+pub(crate) async fn count(pool: &SqlitePool, expression: &str, window: i64) -> anyhow::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT rowid FROM search_index WHERE search_index MATCH $1 LIMIT $2)",
+    )
+    .bind(expression)
+    .bind(window)
+    .fetch_one(pool)
+    .await
+    .context("counting search matches")
 }
