@@ -551,7 +551,7 @@ impl Log {
 }
 
 /// The candidate window of the index-level searches (the default of `SearchLimits`).
-const WINDOW: i64 = 1_000;
+const WINDOW: i64 = 500;
 
 /// The entity ids and total of a search in `tenant`.
 async fn find(

@@ -116,7 +116,7 @@ pub struct SearchLimits {
 impl Default for SearchLimits {
     fn default() -> Self {
         Self {
-            max_candidates: 1_000,
+            max_candidates: 500,
         }
     }
 }

@@ -146,7 +146,11 @@ pub(crate) async fn page(
          JOIN search_documents AS d ON d.entity_id = page.entity_id AND d.tenant_id = $1
          ORDER BY page.score DESC, page.entity_id"
     );
+    // Planned for its own query each time (not a cached generic plan): only the query's
+    // words tell the planner whether a scan that stops at the window (a common word) or the
+    // GIN bitmap of every match (a rare one) is cheaper.
     let mut select = sqlx::query_as::<_, HitRow>(sqlx::AssertSqlSafe(sql))
+        .persistent(false)
         .bind(tenant_id)
         .bind(tsquery)
         .bind(limit)
@@ -176,6 +180,7 @@ pub(crate) async fn count(
          WHERE tenant_id = $1 AND tokens @@ $2::tsquery {family_filter} LIMIT $3) AS candidates"
     );
     let mut select = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+        .persistent(false)
         .bind(tenant_id)
         .bind(tsquery)
         .bind(window);
