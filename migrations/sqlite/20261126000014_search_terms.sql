@@ -1,8 +1,8 @@
 -- The search index's word dictionary (core/search/sqlite.rs): every token longer than the
 -- prefix indexes of search_index cover (12 characters), so a query expands a long prefix into
 -- the words it begins instead of making FTS5 merge the prefix's whole lists. Words are added
--- as documents are indexed and only removed by a rebuild; a listed word no document holds
--- any more costs a query one empty lookup.
+-- as documents are indexed and removed when the last document holding them is deleted or
+-- changed.
 CREATE TABLE search_terms (
     term  TEXT PRIMARY KEY
 ) WITHOUT ROWID;

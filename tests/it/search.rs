@@ -797,11 +797,30 @@ database_test!(
             find(&database, "t1", "zetaword39 ada", None).await,
             found(&["a"])
         );
-        // A word no document holds any more stays in the dictionary and matches nothing.
+        // Words of deleted and changed documents: gone from the answers, and on SQLite from
+        // the dictionary once no document holds them (it never grows past the live words).
         log.push("t1", "b", "entity.deleted", json!({"family": "contact"}));
+        log.push(
+            "t1",
+            "a",
+            "entity.field_updated",
+            json!({"field": "notes", "old_value": many_words.join(" "), "new_value": "zetaword7"}),
+        );
         log.apply(&database).await;
         assert_eq!(find(&database, "t1", "lovel", None).await, found(&["a"]));
         assert_eq!(find(&database, "t1", "lovele", None).await, found(&[]));
+        assert_eq!(find(&database, "t1", "zetaword3", None).await, found(&[]));
+        assert_eq!(find(&database, "t1", "zetaword", None).await, found(&["a"]));
+        if backend == Backend::Sqlite {
+            let listed: Vec<String> = tessera_host::on_pool!(&database, pool => sqlx::query_scalar(
+                "SELECT term FROM search_terms WHERE term LIKE '%loveless' OR term LIKE '%zetaword%'
+                 ORDER BY term",
+            )
+            .fetch_all(pool)
+            .await
+            .unwrap());
+            assert_eq!(listed, ["00000001fnotesxzetaword7", "00000001wzetaword7"]);
+        }
         database.close().await;
     }
 );

@@ -12,8 +12,11 @@
 //! cost grows with the matches. So a term longer than that is first expanded through
 //! `search_terms` into the words it is a prefix of, and queried as `("w1" OR "w2" …)`, which
 //! FTS5 walks lazily; a prefix of more than [`MAX_EXPANSIONS`] words falls back to FTS5's
-//! prefix query. The MATCH text is made of quoted alphanumeric tokens only. The SQL is in
+//! prefix query. A word leaves the dictionary when the last document holding it is deleted or
+//! changed. The MATCH text is made of quoted alphanumeric tokens only. The SQL is in
 //! `store/sqlite.rs`.
+
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
@@ -72,7 +75,7 @@ async fn term_queries(
 /// The tokens of these documents that `search_terms` lists (those a prefix index does not
 /// cover), each once.
 fn dictionary_words(key: TenantKey, documents: &[&Document]) -> Vec<String> {
-    let mut words = std::collections::BTreeSet::new();
+    let mut words = BTreeSet::new();
     for document in documents {
         for token in key.document_tokens(&document.fields) {
             if token.len() > LONGEST_INDEXED_PREFIX {
@@ -86,6 +89,36 @@ fn dictionary_words(key: TenantKey, documents: &[&Document]) -> Vec<String> {
 /// FTS5 and plain tables of SQLite.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SqliteIndex;
+
+/// The dictionary words of these entities' stored documents (those that exist).
+async fn stored_words(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+    key: TenantKey,
+    entity_ids: &[&str],
+) -> anyhow::Result<BTreeSet<String>> {
+    let mut words = BTreeSet::new();
+    for (entity_id, family_code, fields) in store::load(conn, tenant_id, entity_ids).await? {
+        let document = Document::from_row(entity_id, family_code, &fields)?;
+        words.extend(dictionary_words(key, &[&document]));
+    }
+    Ok(words)
+}
+
+/// Removes from the dictionary each of `words` that no indexed document holds any more (a
+/// document that lost it was deleted or changed), so the dictionary stays as large as the
+/// words of the live documents however many come and go.
+async fn forget_unheld_words(
+    conn: &mut SqliteConnection,
+    words: impl Iterator<Item = &String>,
+) -> anyhow::Result<()> {
+    for word in words {
+        if !store::word_is_indexed(conn, word).await? {
+            store::forget_word(conn, word).await?;
+        }
+    }
+    Ok(())
+}
 
 /// The FTS5 MATCH expression of a query: every term ANDed, and the family token on the
 /// family column.
@@ -154,6 +187,8 @@ impl FullTextIndex for SqliteIndex {
         documents: &[Document],
     ) -> anyhow::Result<()> {
         for chunk in documents.chunks(CHUNK) {
+            let entity_ids: Vec<&str> = chunk.iter().map(|d| d.entity_id.as_str()).collect();
+            let words_before = stored_words(conn, tenant_id, key, &entity_ids).await?;
             let rows: Vec<(&Document, String)> = chunk
                 .iter()
                 .map(|document| (document, Value::Object(document.fields.clone()).to_string()))
@@ -164,7 +199,8 @@ impl FullTextIndex for SqliteIndex {
                 .map(|document| (document.entity_id.as_str(), document))
                 .collect();
             let documents: Vec<&Document> = chunk.iter().collect();
-            for words in dictionary_words(key, &documents).chunks(CHUNK) {
+            let words_after = dictionary_words(key, &documents);
+            for words in words_after.chunks(CHUNK) {
                 store::add_words(conn, words).await?;
             }
             let index_rows: Vec<(i64, String, String)> = ids
@@ -179,6 +215,8 @@ impl FullTextIndex for SqliteIndex {
                 })
                 .collect();
             store::index(conn, &index_rows).await?;
+            let words_after: BTreeSet<String> = words_after.into_iter().collect();
+            forget_unheld_words(conn, words_before.difference(&words_after)).await?;
         }
         Ok(())
     }
@@ -188,8 +226,11 @@ impl FullTextIndex for SqliteIndex {
         tenant_id: &str,
         entity_ids: &[&str],
     ) -> anyhow::Result<()> {
+        let key = TenantKey::new(store::assign_tenant_key(conn, tenant_id).await?, KEY_WIDTH);
         for chunk in entity_ids.chunks(CHUNK) {
+            let words_before = stored_words(conn, tenant_id, key, chunk).await?;
             store::remove(conn, tenant_id, chunk).await?;
+            forget_unheld_words(conn, words_before.iter()).await?;
         }
         Ok(())
     }

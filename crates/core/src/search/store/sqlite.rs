@@ -121,6 +121,30 @@ pub(crate) async fn add_words(conn: &mut SqliteConnection, words: &[String]) -> 
     Ok(())
 }
 
+/// Whether any indexed document holds `word` (an alphanumeric token).
+pub(crate) async fn word_is_indexed(
+    conn: &mut SqliteConnection,
+    word: &str,
+) -> anyhow::Result<bool> {
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT rowid FROM search_index WHERE search_index MATCH $1 LIMIT 1")
+            .bind(format!("\"{word}\""))
+            .fetch_optional(&mut *conn)
+            .await
+            .context("looking a word up in the search index")?;
+    Ok(found.is_some())
+}
+
+/// Removes a word from the dictionary.
+pub(crate) async fn forget_word(conn: &mut SqliteConnection, word: &str) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM search_terms WHERE term = $1")
+        .bind(word)
+        .execute(&mut *conn)
+        .await
+        .context("removing a word from the search dictionary")?;
+    Ok(())
+}
+
 /// The dictionary's words starting with `prefix` (an alphanumeric token), in order, at most
 /// `limit`.
 pub(crate) async fn words_with_prefix(
