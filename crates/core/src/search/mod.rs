@@ -14,7 +14,8 @@
 //! - **Read side**: [`search`] turns the parsed `q` into prefix terms on those tokens (never
 //!   user text) and takes a **candidate window**: the first [`SearchLimits::max_candidates`]
 //!   matching documents in the index's own order (SQLite: the order documents were first
-//!   indexed; PostgreSQL: the GIN scan's, which is storage order). Only those are ranked
+//!   indexed; PostgreSQL: storage order, whether the planner scans the table or takes GIN's
+//!   bitmap). Only those are ranked
 //!   (`search_rank` on SQLite, `ts_rank` on PostgreSQL), paged and counted (`meta.total` is
 //!   the window's size), so a word found in a million documents costs what a word found in a
 //!   thousand does. Highlights (`highlight.rs`) are computed for the page's documents only.

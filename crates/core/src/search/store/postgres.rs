@@ -116,9 +116,9 @@ pub(crate) async fn clear(conn: &mut PgConnection) -> anyhow::Result<()> {
 }
 
 /// One page of the candidate window of the tenant's documents matching `tsquery` (its first
-/// `window` matches in the scan's order, which GIN's bitmap gives as storage order), best
-/// first, each row with the window's size: the scan stops after the window, which is ranked,
-/// counted and cut once.
+/// `window` matches in storage order, which both plans give: a scan of the table stopping at
+/// the window for a common word, GIN's bitmap for a rare one), best first, each row with the
+/// window's size: the window is ranked, counted and cut once.
 pub(crate) async fn page(
     pool: &PgPool,
     tenant_id: &str,
