@@ -433,3 +433,119 @@ database_test!(
         handle.close().await;
     }
 );
+
+database_test!(
+    an_upgrade_keeps_engine_storage_and_the_log_and_rebuilds_the_search_index,
+    |backend| async move {
+        use tessera_host::storage::engine_kv::{self, KvScope};
+
+        // A database at the schema before session 24's migrations, with data in it.
+        let database = TestDatabase::new(backend).await;
+        let folder = match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../migrations")
+            .join(folder);
+        let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
+        let old = database.connect().await;
+        on_pool!(old, pool => migrator.run_to(20261125000013, pool).await).unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES
+             ('notes', 't1', 'notes/1', $1, 'then'), ('notes', 't1', 'notes/2', $2, 'then'),
+             ('chat', 't1', 'notes/1', $3, 'then'), ('notes', 't2', 'notes/1', $4, 'then')",
+        )
+        .bind(b"first".as_slice())
+        .bind(b"second".as_slice())
+        .bind(b"".as_slice())
+        .bind(vec![0_u8, 255, 7])
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO timeline_items (id, tenant_id, entity_id, item_type, actor_id, data,
+             occurred_at, projected_at)
+             VALUES ('e1', 't1', 'x', 'entity.created', NULL, '{}', 'then', 'then')",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        old.close().await;
+
+        // The host's own migrations take it the rest of the way.
+        let upgraded = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("upgrading");
+        let rows: Vec<(String, String, String, Vec<u8>)> =
+            on_pool!(upgraded, pool => sqlx::query_as(
+            "SELECT engine_code, tenant_id, key, value FROM engine_kv
+             ORDER BY engine_code, tenant_id, key",
+        )
+        .fetch_all(pool)
+        .await)
+            .unwrap();
+        let row = |engine: &str, tenant: &str, key: &str, value: &[u8]| {
+            (
+                engine.to_owned(),
+                tenant.to_owned(),
+                key.to_owned(),
+                value.to_vec(),
+            )
+        };
+        assert_eq!(
+            rows,
+            [
+                row("chat", "t1", "notes/1", b""),
+                row("notes", "t1", "notes/1", b"first"),
+                row("notes", "t1", "notes/2", b"second"),
+                row("notes", "t2", "notes/1", &[0, 255, 7]),
+            ]
+        );
+        // Engine storage reads and writes on the new table.
+        let scope = KvScope {
+            engine_code: "notes",
+            tenant_id: "t1",
+        };
+        engine_kv::set(&upgraded, &scope, "notes/3", b"third")
+            .await
+            .unwrap();
+        engine_kv::set(&upgraded, &scope, "notes/1", b"changed")
+            .await
+            .unwrap();
+        assert_eq!(
+            engine_kv::get(&upgraded, &scope, "notes/1").await.unwrap(),
+            Some(b"changed".to_vec())
+        );
+        assert_eq!(
+            engine_kv::get(&upgraded, &scope, "notes/3").await.unwrap(),
+            Some(b"third".to_vec())
+        );
+        // The timeline's copy is gone (the timeline reads the log), and on SQLite the search
+        // index starts over from the log so its dictionary lists every word.
+        let timeline_tables: i64 = on_pool!(upgraded, pool => sqlx::query_scalar(match backend {
+            Backend::Sqlite => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'timeline_items'"
+            }
+            Backend::Postgres => {
+                "SELECT COUNT(*) FROM pg_class WHERE relname = 'timeline_items'"
+            }
+        })
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(timeline_tables, 0);
+        if backend == Backend::Sqlite {
+            let search_position: i64 = on_pool!(upgraded, pool => sqlx::query_scalar(
+                "SELECT position FROM projection_checkpoints WHERE projection = 'search'",
+            )
+            .fetch_one(pool)
+            .await)
+            .unwrap();
+            assert_eq!(search_position, 0);
+        }
+        upgraded.close().await;
+    }
+);
