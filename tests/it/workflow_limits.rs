@@ -148,15 +148,16 @@ database_test!(
     |backend| async move {
         // This host serves HTTP only; the chain runs on child hosts configured by environment.
         let app = spawn_http_only(backend).await;
-        let budget = 40;
+        // Large enough that the doomed host cannot finish the chain between two polls.
+        let budget = 240;
         let team = team(&app, "acme").await;
-        let (_, fan_out) = fan_out(&app, &team, &[]).await;
+        let (_, fan_out) = fan_out(&app, &team, &["project", "ticket", "invoice", "lead"]).await;
         assert!(unbounded(fan_out) > budget);
         app.create_entity(&team.editor, "task", json!({"title": "seed"}))
             .await;
 
         let environment = [
-            ("TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET", "40"),
+            ("TESSERA_WORKFLOW_CHAIN_WRITE_BUDGET", "240"),
             ("TESSERA_PROJECTION_BATCH_SIZE", "1"),
         ];
         // A host applying one event per transaction, killed in the middle of the chain.
@@ -190,7 +191,7 @@ database_test!(
         let failed = app
             .scalar(
                 "SELECT COUNT(*) FROM workflow_runs
-                 WHERE status = 'failed' AND error LIKE '%write budget of 40%'",
+                 WHERE status = 'failed' AND error LIKE '%write budget of 240%'",
             )
             .await;
         assert!(failed > 0, "the runs beyond the budget failed");

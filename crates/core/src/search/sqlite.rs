@@ -11,10 +11,10 @@
 //! of a word); a longer prefix it answers by merging every matching word's whole list, whose
 //! cost grows with the matches. So a term longer than that is first expanded through
 //! `search_terms` into the words it is a prefix of, and queried as `("w1" OR "w2" …)`, which
-//! FTS5 walks lazily; a prefix of more than [`MAX_EXPANSIONS`] words falls back to FTS5's
-//! prefix query. A word leaves the dictionary when the last document holding it is deleted or
-//! changed. The MATCH text is made of quoted alphanumeric tokens only. The SQL is in
-//! `store/sqlite.rs`.
+//! FTS5 walks lazily; a prefix of more than [`MAX_EXPANSIONS`] words, or past the query's
+//! budget of [`MAX_EXPANSIONS_PER_QUERY`], falls back to FTS5's prefix query. A word leaves
+//! the dictionary when the last document holding it is deleted or changed. The MATCH text is
+//! made of quoted alphanumeric tokens only. The SQL is in `store/sqlite.rs`.
 
 use std::collections::BTreeSet;
 
@@ -39,6 +39,11 @@ const LONGEST_INDEXED_PREFIX: usize = KEY_WIDTH + 1 + 3;
 /// Words a prefix term is expanded into at most; beyond, FTS5 merges the prefix itself.
 const MAX_EXPANSIONS: usize = 32;
 
+/// Words all the terms of one query are expanded into at most (a query of hundreds of terms
+/// would otherwise ask FTS5 for thousands of phrases); the terms past it are asked as
+/// prefixes.
+const MAX_EXPANSIONS_PER_QUERY: usize = 64;
+
 /// How one term is asked of FTS5.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TermQuery {
@@ -56,6 +61,7 @@ async fn term_queries(
     terms: &[Term],
 ) -> anyhow::Result<Option<Vec<TermQuery>>> {
     let mut queries = Vec::with_capacity(terms.len());
+    let mut expanded = 0;
     for term in terms {
         let token = term.token(key);
         if token.len() <= LONGEST_INDEXED_PREFIX {
@@ -63,13 +69,27 @@ async fn term_queries(
             continue;
         }
         let words = store::words_with_prefix(pool, &token, MAX_EXPANSIONS + 1).await?;
-        match words.len() {
-            0 => return Ok(None),
-            count if count > MAX_EXPANSIONS => queries.push(TermQuery::Prefix(token)),
-            _ => queries.push(TermQuery::Words(words)),
+        match expansion(token, words, &mut expanded) {
+            Some(query) => queries.push(query),
+            None => return Ok(None),
         }
     }
     Ok(Some(queries))
+}
+
+/// How a term longer than the prefix indexes is asked, from the dictionary's words starting
+/// with its `token` (at most [`MAX_EXPANSIONS`] + 1 of them) and the words the query's
+/// earlier terms were expanded into (`expanded`, counted on); `None` when no word starts with
+/// it.
+fn expansion(token: String, words: Vec<String>, expanded: &mut usize) -> Option<TermQuery> {
+    if words.is_empty() {
+        return None;
+    }
+    if words.len() > MAX_EXPANSIONS || *expanded + words.len() > MAX_EXPANSIONS_PER_QUERY {
+        return Some(TermQuery::Prefix(token));
+    }
+    *expanded += words.len();
+    Some(TermQuery::Words(words))
 }
 
 /// The tokens of these documents that `search_terms` lists (those a prefix index does not
@@ -311,6 +331,32 @@ mod tests {
                 Some("deal")
             ),
             "(\"00000003wlovelace\" OR \"00000003wloveless\") AND family : \"00000003gdeal\""
+        );
+    }
+
+    #[test]
+    fn expansions_are_bounded_per_term_and_per_query() {
+        let words = |count: usize| -> Vec<String> { (0..count).map(|n| format!("w{n}")).collect() };
+        let mut expanded = 0;
+        assert_eq!(expansion("t".into(), Vec::new(), &mut expanded), None);
+        assert_eq!(
+            expansion("t".into(), words(MAX_EXPANSIONS + 1), &mut expanded),
+            Some(TermQuery::Prefix("t".into()))
+        );
+        assert_eq!(expanded, 0);
+        assert_eq!(
+            expansion("t".into(), words(MAX_EXPANSIONS), &mut expanded),
+            Some(TermQuery::Words(words(MAX_EXPANSIONS)))
+        );
+        assert_eq!(
+            expansion("u".into(), words(MAX_EXPANSIONS), &mut expanded),
+            Some(TermQuery::Words(words(MAX_EXPANSIONS)))
+        );
+        assert_eq!(expanded, MAX_EXPANSIONS_PER_QUERY);
+        // The query's budget is spent: later terms are asked as prefixes.
+        assert_eq!(
+            expansion("v".into(), words(1), &mut expanded),
+            Some(TermQuery::Prefix("v".into()))
         );
     }
 
