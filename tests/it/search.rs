@@ -671,25 +671,20 @@ database_test!(
         assert_eq!(find(&database, "mine", "quar rev", None).await.1, 80);
         assert_eq!(find(&database, "other", "q", None).await.1, 40);
         assert_eq!(find(&database, "mine", "q", Some("deal")).await.1, 40);
-        let terms = parse("quarterly");
         let mut seen = Vec::new();
         for page in 0..9 {
-            let (hits, total) = search(
+            let (hits, total) = find_page(
                 &database,
-                &IndexQuery {
-                    tenant_id: "mine",
-                    terms: &terms,
-                    family: None,
-                    limit: 10,
-                    offset: page * 10,
-                    window: WINDOW,
-                },
+                "mine",
+                "quarterly",
+                None,
+                (10, page * 10),
+                WINDOW,
             )
-            .await
-            .unwrap();
+            .await;
             assert_eq!(total, 80, "page {page}");
             assert_eq!(hits.len(), if page < 8 { 10 } else { 0 });
-            seen.extend(hits.into_iter().map(|hit| hit.entity_id));
+            seen.extend(hits);
         }
         seen.sort_unstable();
         seen.dedup();

@@ -172,19 +172,22 @@ pub trait FullTextIndex {
         entity_ids: &[&str],
     ) -> impl Future<Output = anyhow::Result<Vec<Document>>> + Send;
 
-    /// Inserts or replaces these documents of the tenant.
+    /// Inserts or replaces these documents of the tenant; `replaced` are the stored documents
+    /// some of them replace, as [`FullTextIndex::load`] gave them.
     fn store(
         conn: &mut Connection<Self>,
         tenant_id: &str,
         key: TenantKey,
         documents: &[Document],
+        replaced: &[Document],
     ) -> impl Future<Output = anyhow::Result<()>> + Send;
 
-    /// Deletes these entities' documents of the tenant.
+    /// Deletes these stored documents of the tenant (as [`FullTextIndex::load`] gave them).
     fn remove(
         conn: &mut Connection<Self>,
         tenant_id: &str,
-        entity_ids: &[&str],
+        key: TenantKey,
+        removed: &[Document],
     ) -> impl Future<Output = anyhow::Result<()>> + Send;
 
     /// Deletes every document of every tenant (tenant keys stay).
@@ -276,27 +279,30 @@ async fn apply_with<I: FullTextIndex>(
             .into_iter()
             .map(|document| (document.entity_id.clone(), document))
             .collect();
-        let mut removed: Vec<&str> = Vec::new();
-        let mut stored: Vec<Document> = Vec::new();
+        let (mut stored, mut replaced, mut removed) = (Vec::new(), Vec::new(), Vec::new());
         for (entity_id, events) in &entities {
             let before = current.remove(entity_id);
-            let existed = before.is_some();
-            match fold(before, events) {
-                Some(document) => stored.push(document),
-                None if existed => removed.push(entity_id),
-                None => {}
+            match fold(before.clone(), events) {
+                Some(document) => {
+                    stored.push(document);
+                    replaced.extend(before);
+                }
+                None => removed.extend(before),
             }
         }
+        if removed.is_empty() && stored.is_empty() {
+            continue;
+        }
+        let key = I::tenant_key(conn, tenant_id)
+            .await
+            .context("reading the tenant's search key")?;
         if !removed.is_empty() {
-            I::remove(conn, tenant_id, &removed)
+            I::remove(conn, tenant_id, key, &removed)
                 .await
                 .context("deleting search documents")?;
         }
         if !stored.is_empty() {
-            let key = I::tenant_key(conn, tenant_id)
-                .await
-                .context("reading the tenant's search key")?;
-            I::store(conn, tenant_id, key, &stored)
+            I::store(conn, tenant_id, key, &stored, &replaced)
                 .await
                 .context("writing search documents")?;
         }

@@ -97,6 +97,7 @@ impl FullTextIndex for PostgresIndex {
         tenant_id: &str,
         key: TenantKey,
         documents: &[Document],
+        _replaced: &[Document],
     ) -> anyhow::Result<()> {
         for chunk in documents.chunks(CHUNK) {
             let entity_ids: Vec<&str> = chunk.iter().map(|d| d.entity_id.as_str()).collect();
@@ -117,8 +118,10 @@ impl FullTextIndex for PostgresIndex {
     async fn remove(
         conn: &mut PgConnection,
         tenant_id: &str,
-        entity_ids: &[&str],
+        _key: TenantKey,
+        removed: &[Document],
     ) -> anyhow::Result<()> {
+        let entity_ids: Vec<&str> = removed.iter().map(|d| d.entity_id.as_str()).collect();
         for chunk in entity_ids.chunks(CHUNK) {
             store::remove(conn, tenant_id, chunk).await?;
         }

@@ -110,31 +110,16 @@ fn dictionary_words(key: TenantKey, documents: &[&Document]) -> Vec<String> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SqliteIndex;
 
-/// The dictionary words of these entities' stored documents (those that exist).
-async fn stored_words(
-    conn: &mut SqliteConnection,
-    tenant_id: &str,
-    key: TenantKey,
-    entity_ids: &[&str],
-) -> anyhow::Result<BTreeSet<String>> {
-    let mut words = BTreeSet::new();
-    for (entity_id, family_code, fields) in store::load(conn, tenant_id, entity_ids).await? {
-        let document = Document::from_row(entity_id, family_code, &fields)?;
-        words.extend(dictionary_words(key, &[&document]));
-    }
-    Ok(words)
-}
-
 /// Removes from the dictionary each of `words` that no indexed document holds any more (a
 /// document that lost it was deleted or changed), so the dictionary stays as large as the
 /// words of the live documents however many come and go.
 async fn forget_unheld_words(
     conn: &mut SqliteConnection,
-    words: impl Iterator<Item = &String>,
+    words: impl Iterator<Item = String>,
 ) -> anyhow::Result<()> {
     for word in words {
-        if !store::word_is_indexed(conn, word).await? {
-            store::forget_word(conn, word).await?;
+        if !store::word_is_indexed(conn, &word).await? {
+            store::forget_word(conn, &word).await?;
         }
     }
     Ok(())
@@ -205,10 +190,14 @@ impl FullTextIndex for SqliteIndex {
         tenant_id: &str,
         key: TenantKey,
         documents: &[Document],
+        replaced: &[Document],
     ) -> anyhow::Result<()> {
+        let all: Vec<&Document> = documents.iter().collect();
+        let words = dictionary_words(key, &all);
+        for chunk in words.chunks(CHUNK) {
+            store::add_words(conn, chunk).await?;
+        }
         for chunk in documents.chunks(CHUNK) {
-            let entity_ids: Vec<&str> = chunk.iter().map(|d| d.entity_id.as_str()).collect();
-            let words_before = stored_words(conn, tenant_id, key, &entity_ids).await?;
             let rows: Vec<(&Document, String)> = chunk
                 .iter()
                 .map(|document| (document, Value::Object(document.fields.clone()).to_string()))
@@ -218,11 +207,6 @@ impl FullTextIndex for SqliteIndex {
                 .iter()
                 .map(|document| (document.entity_id.as_str(), document))
                 .collect();
-            let documents: Vec<&Document> = chunk.iter().collect();
-            let words_after = dictionary_words(key, &documents);
-            for words in words_after.chunks(CHUNK) {
-                store::add_words(conn, words).await?;
-            }
             let index_rows: Vec<(i64, String, String)> = ids
                 .iter()
                 .filter_map(|(id, entity_id)| {
@@ -235,24 +219,27 @@ impl FullTextIndex for SqliteIndex {
                 })
                 .collect();
             store::index(conn, &index_rows).await?;
-            let words_after: BTreeSet<String> = words_after.into_iter().collect();
-            forget_unheld_words(conn, words_before.difference(&words_after)).await?;
         }
-        Ok(())
+        let before: Vec<&Document> = replaced.iter().collect();
+        let words: BTreeSet<String> = words.into_iter().collect();
+        let dropped = dictionary_words(key, &before)
+            .into_iter()
+            .filter(|word| !words.contains(word));
+        forget_unheld_words(conn, dropped).await
     }
 
     async fn remove(
         conn: &mut SqliteConnection,
         tenant_id: &str,
-        entity_ids: &[&str],
+        key: TenantKey,
+        removed: &[Document],
     ) -> anyhow::Result<()> {
-        let key = TenantKey::new(store::assign_tenant_key(conn, tenant_id).await?, KEY_WIDTH);
+        let entity_ids: Vec<&str> = removed.iter().map(|d| d.entity_id.as_str()).collect();
         for chunk in entity_ids.chunks(CHUNK) {
-            let words_before = stored_words(conn, tenant_id, key, chunk).await?;
             store::remove(conn, tenant_id, chunk).await?;
-            forget_unheld_words(conn, words_before.iter()).await?;
         }
-        Ok(())
+        let before: Vec<&Document> = removed.iter().collect();
+        forget_unheld_words(conn, dictionary_words(key, &before).into_iter()).await
     }
 
     async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
