@@ -598,6 +598,152 @@ database_test!(
 );
 
 database_test!(
+    a_unit_whose_work_was_claimed_again_commits_nothing_and_its_group_commits_the_rest,
+    |backend| async move {
+        use tessera_host::runtime::batch_writer::{BatchWriter, BlobWrites, StorageBatch};
+        use tessera_host::storage::engine_blobs;
+        use tessera_host::storage::engine_kv::{self, KvScope};
+
+        let (_test_database, database, queue) = migrated_queue(backend).await;
+        let now = chrono::Utc::now();
+        let items: Vec<NewWork> = (0..5)
+            .map(|index| {
+                job(
+                    "jobber",
+                    now - chrono::Duration::seconds(100 - index),
+                    &format!("item-{index}"),
+                )
+            })
+            .collect();
+        let ids = queue.enqueue(&items).await.unwrap();
+        let engines = ["jobber".to_owned()];
+        let lease = Duration::from_secs(60);
+        let claimed = queue.claim(&engines, 5, lease).await.unwrap();
+        assert_eq!(claimed.len(), 5);
+        let run_of = |id: &str| {
+            let work = claimed.iter().find(|work| work.id == id).unwrap();
+            (work.id.clone(), work.attempt)
+        };
+        // This host stalled (or died mid-commit): the leases of items 0, 2 and 4 ran out and
+        // another host claimed them again (attempt 2), so their runs here are stale.
+        for stale in [&ids[0], &ids[2], &ids[4]] {
+            tessera_host::on_pool!(database, pool => sqlx::query(
+                "UPDATE engine_work SET locked_until = $2 WHERE id = $1",
+            )
+            .bind(stale)
+            .bind("2000-01-01T00:00:00.000000Z")
+            .execute(pool)
+            .await
+            .map(drop))
+            .unwrap();
+        }
+        let taken_over = queue.claim(&engines, 5, lease).await.unwrap();
+        assert_eq!(taken_over.len(), 3);
+        assert!(taken_over.iter().all(|work| work.attempt == 2));
+
+        let writer = BatchWriter::start(database.clone(), queue.clone());
+        let scope = KvScope {
+            engine_code: "jobber",
+            tenant_id: "tenant",
+        };
+        let unit = |key: &str, completes: (String, u32)| StorageBatch {
+            engine_code: "jobber".to_owned(),
+            tenant_id: "tenant".to_owned(),
+            sets: vec![(key.to_owned(), b"effect".to_vec())],
+            completes: vec![completes],
+            ..StorageBatch::default()
+        };
+        let refused = |outcome: anyhow::Result<Vec<String>>| {
+            let error = outcome.expect_err("a stale unit must not commit");
+            assert!(format!("{error:#}").contains("claimed again"), "{error:#}");
+        };
+        // One group of plain units (PostgreSQL: the single group statement): the stale unit
+        // is refused whole, the current one and a bare stale completion commit.
+        let (stale_unit, current_unit, bare_stale) = tokio::join!(
+            writer.write(unit("stale", run_of(&ids[0]))),
+            writer.write(unit("current", run_of(&ids[1]))),
+            writer.complete(run_of(&ids[2])),
+        );
+        refused(stale_unit);
+        current_unit.unwrap();
+        bare_stale.unwrap();
+        // A unit with a condition (the transaction path) and one with a blob (the unit alone,
+        // in a savepoint): refused the same way.
+        let conditional = StorageBatch {
+            expect: vec![("absent".to_owned(), None)],
+            ..unit("conditional", run_of(&ids[2]))
+        };
+        let error = writer
+            .write_conditional(conditional)
+            .await
+            .expect_err("a stale conditional unit must not commit");
+        assert!(format!("{error:#}").contains("claimed again"), "{error:#}");
+        let with_blob = StorageBatch {
+            blobs: BlobWrites {
+                puts: vec![("blob".to_owned(), b"content".to_vec())],
+                ..BlobWrites::default()
+            },
+            ..unit("with-blob", run_of(&ids[4]))
+        };
+        refused(writer.write(with_blob).await);
+        // A current unit with a blob commits.
+        let current_blob = StorageBatch {
+            blobs: BlobWrites {
+                puts: vec![("current-blob".to_owned(), b"content".to_vec())],
+                ..BlobWrites::default()
+            },
+            ..unit("current-blob", run_of(&ids[3]))
+        };
+        writer.write(current_blob).await.unwrap();
+
+        let keys: Vec<String> = [
+            "stale",
+            "current",
+            "conditional",
+            "with-blob",
+            "current-blob",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let values = engine_kv::get_many(&database, &scope, &keys).await.unwrap();
+        assert_eq!(
+            values,
+            vec![
+                None,
+                Some(b"effect".to_vec()),
+                None,
+                None,
+                Some(b"effect".to_vec())
+            ]
+        );
+        assert_eq!(
+            engine_blobs::get(&database, &scope, "blob").await.unwrap(),
+            None
+        );
+        assert!(
+            engine_blobs::get(&database, &scope, "current-blob")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        // The items claimed again stay with their new run; the completed ones are gone.
+        let mut left: Vec<(String, i64)> = tessera_host::on_pool!(database, pool => sqlx::query_as(
+            "SELECT id, attempt FROM engine_work",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        left.sort();
+        let mut expected: Vec<(String, i64)> = [&ids[0], &ids[2], &ids[4]]
+            .map(|id| (id.clone(), 2))
+            .to_vec();
+        expected.sort();
+        assert_eq!(left, expected);
+        database.close().await;
+    }
+);
+
+database_test!(
     transactions_commit_only_on_their_conditions_and_counters_add_up,
     |backend| async move {
         use tessera_host::runtime::batch_writer::{BatchWriter, StorageBatch};

@@ -413,14 +413,19 @@ async fn write_unit_in(tx: &mut Tx, batch: &StorageBatch) -> anyhow::Result<Outc
     {
         return Ok(None);
     }
-    WorkQueue::complete_in(tx, &batch.completes).await?;
+    WorkQueue::complete_fenced_in(tx, &batch.completes).await?;
     Ok(Some(job_ids_of(batch)))
 }
 
 /// Writes `batches` and deletes the items of `completions` atomically; the outcome of each
 /// batch, in order. Without conditions or counters, on PostgreSQL: one statement
-/// (`engine_storage_write_group`, migration 12), so one round trip and one commit; otherwise a
-/// transaction of multi-row statements (on SQLite's writer).
+/// (`engine_storage_write_group`, migrations 12 and 17), so one round trip and one commit;
+/// otherwise a transaction of multi-row statements (on SQLite's writer).
+///
+/// The items a written unit completes are fenced ([`WorkQueue::complete_fenced_in`]): if one
+/// was claimed again by another run, the whole group fails (and the caller writes each batch
+/// alone, so only that unit is refused). A bare completion of a run claimed again deletes
+/// nothing and is no error: it carries no effects.
 async fn write_group(
     database: &Database,
     batches: &[StorageBatch],
@@ -428,8 +433,7 @@ async fn write_group(
 ) -> anyhow::Result<Vec<Outcome>> {
     let reads = batches.iter().any(StorageBatch::reads);
     if let (Pool::Postgres(pool), false) = (database.pool(), reads) {
-        let completions = with_units_completed(completions, batches.iter());
-        let ids = write_group_postgres(pool, batches, &completions).await?;
+        let ids = write_group_postgres(pool, batches, completions).await?;
         return Ok(ids.into_iter().map(Some).collect());
     }
     let mut tx = database.begin().await?;
@@ -442,24 +446,22 @@ async fn write_group(
             .map(Some)
             .collect()
     };
+    WorkQueue::complete_in(&mut tx, completions).await?;
     // The work items of the units written (a unit whose condition failed completes nothing).
     let written = batches.iter().zip(&ids).filter(|(_, id)| id.is_some());
-    let completions = with_units_completed(completions, written.map(|(batch, _)| batch));
-    WorkQueue::complete_in(&mut tx, &completions).await?;
+    let units_completed = completed_by(written.map(|(batch, _)| batch));
+    WorkQueue::complete_fenced_in(&mut tx, &units_completed).await?;
     tx.commit()
         .await
         .context("committing a group of storage batches")?;
     Ok(ids)
 }
 
-/// `completions` and the work items `units` complete.
-fn with_units_completed<'a>(
-    completions: &[(String, u32)],
-    units: impl Iterator<Item = &'a StorageBatch>,
-) -> Vec<(String, u32)> {
-    let mut all = completions.to_vec();
-    all.extend(units.flat_map(|batch| batch.completes.iter().cloned()));
-    all
+/// The work items `units` complete.
+fn completed_by<'a>(units: impl Iterator<Item = &'a StorageBatch>) -> Vec<(String, u32)> {
+    units
+        .flat_map(|batch| batch.completes.iter().cloned())
+        .collect()
 }
 
 /// [`write_group`] on PostgreSQL: every row as arrays to one function call.
@@ -472,6 +474,10 @@ async fn write_group_postgres(
     let (sets, deletes) = engine_kv::in_key_order(&writes);
     let jobs: Vec<&NewWork> = batches.iter().flat_map(|batch| &batch.jobs).collect();
     let job_ids: Vec<String> = jobs.iter().map(|job| job.id.clone()).collect();
+    let completions = store::Completions {
+        bare: completions,
+        fenced: &completed_by(batches.iter()),
+    };
     store::write_group_postgres(pool, &sets, &deletes, &job_ids, &jobs, completions).await?;
     Ok(batches.iter().map(job_ids_of).collect())
 }

@@ -86,6 +86,16 @@ pub struct ClaimedWork {
     pub attempt: u32,
 }
 
+/// A unit of work's completion found some of its items no longer held by the attempts it ran
+/// (another host claimed them again after this host's lease ran out): nothing of the unit
+/// commits, and the newer attempt's run is the one that counts.
+#[derive(Debug, thiserror::Error)]
+#[error("engine work was claimed again by another run: {still_held} of {held} items still held")]
+pub struct LeaseLost {
+    pub held: usize,
+    pub still_held: u64,
+}
+
 /// The delay before run `attempt + 1` after run `attempt` failed: 1 s, 4 s, 16 s, 64 s.
 pub fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(4u64.saturating_pow(attempt.saturating_sub(1)).min(3600))
@@ -275,6 +285,25 @@ impl WorkQueue {
     pub async fn complete_in(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
         for chunk in done.chunks(COMPLETION_CHUNK) {
             store::delete_completed(tx, chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::complete_in`] for the runs whose effects commit in `tx` (a delivery's unit of
+    /// work): it fails, so the caller rolls the effects back, unless every item is still held
+    /// by the attempt named. A host whose lease ran out, and whose work another host claimed
+    /// and ran again, cannot commit the same effects a second time, even when its statement
+    /// reaches the database after the host itself died (the fence).
+    pub async fn complete_fenced_in(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
+        for chunk in done.chunks(COMPLETION_CHUNK) {
+            let deleted = store::delete_completed(tx, chunk).await?;
+            if deleted != chunk.len() as u64 {
+                return Err(LeaseLost {
+                    held: chunk.len(),
+                    still_held: deleted,
+                }
+                .into());
+            }
         }
         Ok(())
     }

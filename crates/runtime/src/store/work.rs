@@ -271,8 +271,8 @@ pub async fn hand_back(
 }
 
 /// Deletes the items of `done` (`(id, attempt)`, at most a few hundred) in the caller's
-/// transaction; an item claimed again since (a newer attempt) stays.
-pub async fn delete_completed(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<()> {
+/// transaction; an item claimed again since (a newer attempt) stays. The number deleted.
+pub async fn delete_completed(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Result<u64> {
     on_tx!(tx, conn => {
         let mut delete = sqlx::QueryBuilder::new(
             "DELETE FROM engine_work WHERE (id, attempt) IN (VALUES ",
@@ -286,7 +286,7 @@ pub async fn delete_completed(tx: &mut Tx, done: &[(String, u32)]) -> anyhow::Re
             rows.push_unseparated(")");
         }
         delete.push(")");
-        delete.build().execute(&mut **conn).await.map(drop)
+        delete.build().execute(&mut **conn).await.map(|done| done.rows_affected())
     })
     .context("completing engine work")
 }
