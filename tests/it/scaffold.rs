@@ -1,7 +1,9 @@
-//! "Writing an engine", end to end: `cargo xtask new-engine` scaffolds a crate in an engine
-//! workspace, cargo builds it for `wasm32-wasip2`, and dropped into a running host's plugins dir
-//! the component is loaded, routed to, provisioned, documented (its operations, schemas and
-//! settings) and, once removed, gone from the document again.
+//! "Writing an engine" outside the repository, end to end: `cargo xtask package-sdk` packages
+//! the SDK (`cargo package`), `cargo xtask new-engine --path` scaffolds a standalone crate in a
+//! temp dir depending on the packaged copy, plain cargo builds it for `wasm32-wasip2`, and
+//! dropped into a running host's plugins dir the component is loaded, routed to, provisioned,
+//! documented (its operations, schemas and settings) and, once removed, gone from the document
+//! again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,62 +38,78 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// An engine workspace like `engines/` with no member yet, using the repository's SDK.
-fn empty_engine_workspace(root: &Path) -> PathBuf {
-    let engines = root.join("engines");
-    std::fs::create_dir_all(&engines).unwrap();
-    let manifest = std::fs::read_to_string(repository().join("engines/Cargo.toml")).unwrap();
-    let members_start = manifest.find("members = [").unwrap();
-    let members_end = members_start + manifest[members_start..].find(']').unwrap();
-    let sdk = repository().join("engines/sdk");
-    let manifest = format!(
-        "{}members = [\n{}",
-        &manifest[..members_start],
-        &manifest[members_end..]
-    )
-    .replace(
-        "tessera-sdk = { path = \"sdk\" }",
-        &format!("tessera-sdk = {{ path = {:?} }}", sdk.display().to_string()),
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_scaffolded_outside_the_repository_on_the_packaged_sdk_builds_loads_and_serves() {
+    let database = TestDatabase::new(Backend::Sqlite).await;
+    let outside = database.data_dir.join("outside");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let xtask = |arguments: &[&str]| {
+        run(Command::new(&cargo)
+            .args(["run", "--quiet", "--manifest-path"])
+            .arg(repository().join("xtask/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir().join("xtask-scaffold"))
+            .arg("--")
+            .args(arguments))
+    };
+
+    // The SDK as `cargo package` packs it, unpacked outside the repository.
+    let packaged = outside.join("sdk");
+    let printed = xtask(&["package-sdk", packaged.to_str().unwrap(), "--no-verify"]);
+    assert!(printed.contains("tessera-sdk"), "{printed}");
+    for name in ["tessera-sdk", "tessera-wire"] {
+        let manifest = std::fs::read_to_string(packaged.join(name).join("Cargo.toml")).unwrap();
+        // Normalized by `cargo package`: dependencies by version, no path out of the crate.
+        assert!(!manifest.contains(".."), "{name} is packaged: {manifest}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(packaged.join("tessera-sdk/wit/engine.wit")).unwrap(),
+        std::fs::read_to_string(repository().join("wit/engine.wit")).unwrap(),
+        "the packaged SDK carries the engine world"
     );
-    std::fs::write(engines.join("Cargo.toml"), manifest).unwrap();
+
+    // A standalone crate in a folder of its own, on the packaged SDK.
+    let crate_dir = outside.join("hello-world");
+    let printed = xtask(&[
+        "new-engine",
+        "hello-world",
+        "--path",
+        crate_dir.to_str().unwrap(),
+        "--sdk",
+        packaged.to_str().unwrap(),
+    ]);
+    assert!(printed.contains("hello-world"), "{printed}");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("[workspace]"), "{manifest}");
+    assert!(
+        !manifest.contains(repository().to_str().unwrap()),
+        "{manifest}"
+    );
     // The same dependency versions as the real engines, so the build reuses their artifacts.
     std::fs::copy(
         repository().join("engines/Cargo.lock"),
-        engines.join("Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
     )
     .unwrap();
-    engines
-}
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scaffolded_engine_builds_loads_routes_and_provisions() {
-    let database = TestDatabase::new(Backend::Sqlite).await;
-    let engines = empty_engine_workspace(&database.data_dir.join("workspace"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // Its own tests run natively against the packaged SDK's test kit: no host, no wasm.
+    let tested = run(Command::new(&cargo)
+        .current_dir(&crate_dir)
+        .args(["test", "--target-dir"])
+        .arg(target_dir().join("scaffold-native")));
+    assert!(tested.contains("2 passed"), "{tested}");
 
-    let printed = run(Command::new(&cargo)
-        .args(["run", "--quiet", "--manifest-path"])
-        .arg(repository().join("xtask/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target_dir().join("xtask-scaffold"))
-        .args(["--", "new-engine", "hello-world", "--engines-dir"])
-        .arg(&engines));
-    assert!(printed.contains("hello-world"), "{printed}");
-    let manifest = std::fs::read_to_string(engines.join("Cargo.toml")).unwrap();
-    assert!(manifest.contains("\"hello-world\""), "{manifest}");
-
-    // Built exactly as `cargo xtask build-engines` and the test harness build engines.
+    // Built with plain cargo, as its README says.
     run(Command::new(&cargo)
+        .current_dir(&crate_dir)
         .args([
             "build",
             "--release",
             "--quiet",
             "--target",
             "wasm32-wasip2",
-            "--manifest-path",
+            "--target-dir",
         ])
-        .arg(engines.join("Cargo.toml"))
-        .arg("--target-dir")
         .arg(target_dir().join("engines")));
     let built = target_dir().join("engines/wasm32-wasip2/release/hello_world.wasm");
     let plugins = database.data_dir.join("plugins");

@@ -4,8 +4,11 @@
 //!   serve on the embedded defaults.
 //! - `test [cargo test args…]`: build everything and run the whole test suite.
 //! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
-//! - `new-engine NAME [--engines-dir DIR]`: scaffold a working engine crate `engines/NAME` on
-//!   the guest SDK (in another engine workspace with `--engines-dir`).
+//! - `new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION]`: scaffold a
+//!   working engine crate on the guest SDK: `engines/NAME` in the engines' workspace, or with
+//!   `--path` a standalone crate anywhere (`new_engine.rs`).
+//! - `package-sdk DIR [--no-verify]`: `cargo package` the SDK and the wire crate it depends on,
+//!   unpacked into `DIR` for crates outside the repository (`package_sdk.rs`).
 //!
 //! Each installs the `wasm32-wasip2` target first when it is missing. `cargo test -p xtask` runs
 //! the tidy tests (`src/tidy.rs`): the project rules no compiler checks.
@@ -15,6 +18,8 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
+mod new_engine;
+mod package_sdk;
 #[cfg(test)]
 mod tidy;
 
@@ -67,16 +72,19 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(),
-        "new-engine" => match rest {
-            [name] => new_engine(&workspace_root().join("engines"), name),
-            [name, flag, engines_dir] if flag == "--engines-dir" => {
-                new_engine(Path::new(engines_dir), name)
-            }
-            _ => bail!("usage: cargo xtask new-engine NAME [--engines-dir DIR]"),
-        },
+        "new-engine" => {
+            let (name, placement) = new_engine::parse(&workspace_root(), rest)?;
+            new_engine::create(&name, &placement)
+        }
+        "package-sdk" => {
+            let (out, verify) = package_sdk::parse(rest)?;
+            package_sdk::package(&workspace_root(), &target_dir(), &out, verify)
+        }
         "help" | "--help" | "-h" => {
             println!(
-                "cargo xtask run [serve flags…] | test [cargo test args…] | build-engines | new-engine NAME"
+                "cargo xtask run [serve flags…] | test [cargo test args…] | build-engines \
+                 | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
+                 | package-sdk DIR [--no-verify]"
             );
             Ok(())
         }
@@ -94,6 +102,13 @@ fn workspace_root() -> PathBuf {
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
+}
+
+/// `CARGO_TARGET_DIR`, else the repository's `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 fn cargo(arguments: &[&str], extra: &[String]) -> anyhow::Result<()> {
@@ -161,10 +176,7 @@ fn build_engines() -> anyhow::Result<()> {
         eprintln!("xtask: no engine crates under engines/ yet; nothing to build");
         return Ok(());
     }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("engines");
+    let target_dir = target_dir().join("engines");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--release", "--target", WASM_TARGET, "--workspace"])
         .arg("--manifest-path")
@@ -191,167 +203,5 @@ fn build_engines() -> anyhow::Result<()> {
         std::fs::rename(&staging, &destination)?;
         eprintln!("xtask: {}", destination.display());
     }
-    Ok(())
-}
-
-/// Scaffolds `engines/NAME`: a routed, provisioned engine on the SDK, added to the engines
-/// workspace, ready for `cargo xtask build-engines`.
-/// Writes `<engines>/<name>` (a routed engine whose tenant and user provisioning are the SDK's
-/// defaults) and adds it to the members of `<engines>/Cargo.toml`.
-fn new_engine(engines: &Path, name: &str) -> anyhow::Result<()> {
-    let valid = (1..=32).contains(&name.len())
-        && name.as_bytes()[0].is_ascii_lowercase()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !["auth", "core", "api", "sdk"].contains(&name);
-    if !valid {
-        bail!(
-            "{name:?} is not a valid engine code: 1-32 lower-case letters, digits or hyphens, starting with a letter, not auth/core/api/sdk"
-        );
-    }
-    let crate_dir = engines.join(name);
-    if crate_dir.exists() {
-        bail!("{} already exists", crate_dir.display());
-    }
-    let manifest_path = engines.join("Cargo.toml");
-    let manifest = std::fs::read_to_string(&manifest_path)
-        .with_context(|| format!("reading {}", manifest_path.display()))?;
-    let members_start = manifest
-        .find("members = [")
-        .context("engines/Cargo.toml has no members list")?;
-    let members_end = members_start
-        + manifest[members_start..]
-            .find(']')
-            .context("unterminated members list")?;
-    let updated = format!(
-        "{}    \"{name}\",\n{}",
-        &manifest[..members_end],
-        &manifest[members_end..]
-    );
-
-    let type_name: String = name
-        .split('-')
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect();
-    let variable_code = name.to_ascii_uppercase().replace('-', "_");
-    std::fs::create_dir_all(crate_dir.join("src"))?;
-    std::fs::write(
-        crate_dir.join("Cargo.toml"),
-        format!(
-            r#"[package]
-name = "{name}"
-description = "The {name} engine for Tessera."
-version.workspace = true
-edition.workspace = true
-rust-version.workspace = true
-license.workspace = true
-publish.workspace = true
-
-[lib]
-crate-type = ["cdylib"]
-
-[dependencies]
-tessera-sdk.workspace = true
-serde.workspace = true
-schemars.workspace = true
-"#
-        ),
-    )?;
-    std::fs::write(
-        crate_dir.join("src/lib.rs"),
-        format!(
-            r#"//! The {name} engine: served by the host under `/{name}/api/v1/…`, its routes documented in
-//! the host's OpenAPI document (`/api/openapi.json`) from `router()`.
-//!
-//! Tenant and user provisioning are the SDK's defaults: the tenant is recorded under `tenant`
-//! and each user under `users/<user_id>` (storage is scoped to the engine and tenant by the
-//! host); deprovisioning removes them. Override the `Engine` hooks to keep more.
-
-use schemars::JsonSchema;
-use serde::{{Deserialize, Serialize}};
-use tessera_sdk::{{
-    Context, Descriptor, Engine, HandlerResult, Operation, Request, Response, Router, Setting,
-    SettingKind, settings, tenancy,
-}};
-
-/// The engine code, also its path prefix.
-const CODE: &str = "{name}";
-
-/// The setting of the word greetings start with (`TESSERA_ENGINES__{variable_code}__GREETING`).
-const SETTING_GREETING: &str = "greeting";
-
-struct {type_name};
-
-/// The query of `GET /{name}/api/v1/hello`.
-#[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)] // Read by hand below; the type documents the query.
-struct HelloQuery {{
-    /// Who to greet (default `world`).
-    name: Option<String>,
-}}
-
-/// A greeting.
-#[derive(Serialize, JsonSchema)]
-struct Greeting {{
-    /// `<greeting>, <name>`.
-    greeting: String,
-    /// The caller.
-    user_id: String,
-}}
-
-/// `GET /{name}/api/v1/hello?name=…`: a greeting for the verified caller.
-fn hello(ctx: &Context, request: &Request) -> HandlerResult {{
-    let query = request.query(&["name"])?;
-    let name = query.get("name").unwrap_or("world");
-    let word = settings::get(SETTING_GREETING).unwrap_or_else(|| "hello".to_owned());
-    Ok(Response::ok(&Greeting {{
-        greeting: format!("{{word}}, {{name}}"),
-        user_id: ctx.user_id.clone(),
-    }}))
-}}
-
-impl Engine for {type_name} {{
-    fn describe() -> Descriptor {{
-        Descriptor::new(CODE, "{type_name}", env!("CARGO_PKG_VERSION"))
-            .tenant_provision(true)
-            .user_provision(true)
-    }}
-
-    fn settings() -> Vec<Setting> {{
-        vec![
-            Setting::new(SETTING_GREETING, SettingKind::Text, "The word greetings start with.")
-                .default_value("hello"),
-        ]
-    }}
-
-    fn router() -> Router {{
-        Router::new()
-            .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
-            .doc(tenancy::status_operation())
-            .get("/api/v1/hello", hello)
-            .doc(Operation::new("Greet the caller").query::<HelloQuery>().ok::<Greeting>())
-    }}
-}}
-
-tessera_sdk::export_engine!({type_name});
-"#
-        ),
-    )?;
-    std::fs::write(&manifest_path, updated)
-        .with_context(|| format!("adding the engine to {}", manifest_path.display()))?;
-    println!(
-        "created {}; next: `cargo xtask build-engines` puts plugins/{name}.wasm in place,",
-        crate_dir.display()
-    );
-    println!(
-        "and a running `tessera serve` loads it: GET /{name}/api/v1/hello with a bearer token."
-    );
     Ok(())
 }

@@ -15,6 +15,8 @@
 //! 6. The host names no engine: outside the spec's service-map keys (`SPEC_SERVICES`), no
 //!    string literal of the host's code (`crates/`, `host/src/`; tests aside) is an engine code
 //!    of `engines/`, or a path, setting or key prefixed by one (`"/chat/…"`, `"drive.…"`).
+//! 7. The SDK's copy of the WIT package (`engines/sdk/wit/`, packaged with the crate so it
+//!    builds an engine on its own) is byte for byte the repository's `wit/engine.wit`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -676,6 +678,31 @@ fn rust_files(root: &Path) -> Vec<String> {
         root.display()
     );
     files
+}
+
+/// Rule 7: the packaged SDK carries the engine world the host implements, not a drifted copy.
+#[test]
+fn the_sdk_carries_the_wit_package_of_the_host() {
+    let root = crate::workspace_root();
+    let (source, copy) = ("wit/engine.wit", "engines/sdk/wit/engine.wit");
+    let mut failures = Vec::new();
+    if read(&root, source) != read(&root, copy) {
+        failures.push(format!(
+            "{copy} differs from {source}: the SDK is packaged with its own copy of the world; \
+             copy it again (`cp {source} {copy}`)"
+        ));
+    }
+    let copies: Vec<String> = std::fs::read_dir(root.join("engines/sdk/wit"))
+        .expect("reading engines/sdk/wit")
+        .map(|entry| entry.expect("an entry of engines/sdk/wit").file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    if copies != ["engine.wit"] {
+        failures.push(format!(
+            "engines/sdk/wit holds {copies:?}; it holds exactly the world's engine.wit"
+        ));
+    }
+    assert_no_failures("the SDK's WIT is the host's", &failures);
 }
 
 fn read(root: &Path, path: &str) -> String {

@@ -24,6 +24,8 @@
 mod api;
 mod handlers;
 mod input;
+#[cfg(test)]
+mod route_tests;
 mod store;
 
 use tessera_sdk::serde_json::{Map, Value, json};

@@ -15,13 +15,20 @@ use crate::types::{Descriptor, Event, Job, Permission, SettingKind, TenantInfo, 
 #[allow(missing_docs, clippy::all)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "tessera:engine/engine@0.2.0",
         pub_export_macro: true,
         export_macro_name: "__export_tessera_engine",
         default_bindings_module: "::tessera_sdk::__private::bindings",
     });
 }
+
+#[cfg(feature = "test-kit")]
+pub(crate) use crate::testkit::fakes as imports;
+/// The host imports the SDK's wrappers call: the component's own, or, with the `test-kit`
+/// feature, the in-memory fakes of [`crate::testkit`] (same functions, same types).
+#[cfg(not(feature = "test-kit"))]
+pub(crate) use bindings::tessera::engine as imports;
 
 use bindings::exports::tessera::engine::guest as wit;
 

@@ -121,8 +121,10 @@
 //! ```
 //!
 //! The pure parts (routing, requests, responses, errors, validation, JSON, paging, time) work on
-//! any target, so handlers' logic can be unit-tested natively; the import wrappers need the
-//! host and only work inside a component.
+//! any target, so handlers' logic can be unit-tested natively. With the `test-kit` feature
+//! (a dev-dependency), the import wrappers call in-memory fakes of the host instead
+//! ([`testkit`]): `cargo test` drives the engine's routes, jobs and event handlers natively,
+//! without a host or a wasm build.
 
 #![deny(missing_docs)]
 
@@ -142,6 +144,8 @@ mod response;
 mod router;
 pub mod storage;
 pub mod tenancy;
+#[cfg(feature = "test-kit")]
+pub mod testkit;
 pub mod time;
 mod types;
 mod validation;
