@@ -36,6 +36,7 @@ mod scans;
 mod search;
 mod slow_clients;
 mod storage;
+mod test_kit;
 mod unit_of_work;
 mod user_removal;
 mod usermanager;

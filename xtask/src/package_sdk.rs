@@ -69,12 +69,7 @@ pub fn package(root: &Path, target_dir: &Path, out: &Path, verify: bool) -> anyh
         if !status.success() {
             bail!("unpacking {} failed", packed.display());
         }
-        let versioned = out.join(
-            file_name
-                .to_string_lossy()
-                .trim_end_matches(".crate")
-                .to_owned(),
-        );
+        let versioned = out.join(file_name.to_string_lossy().trim_end_matches(".crate"));
         std::fs::rename(&versioned, &unpacked).with_context(|| {
             format!("renaming {} to {}", versioned.display(), unpacked.display())
         })?;

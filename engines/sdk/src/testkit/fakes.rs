@@ -295,6 +295,7 @@ pub mod storage {
         deletes: &[String],
         jobs: &[(u64, Vec<u8>)],
     ) -> Result<Vec<String>, String> {
+        super::scheduler::check_jobs(jobs)?;
         with_host(|host| {
             let ids: Vec<String> = jobs.iter().map(|_| host.new_id()).collect();
             let call = host.call()?;
@@ -311,6 +312,7 @@ pub mod storage {
 
     /// `transact`: a synchronisation point when its expectations hold.
     pub fn transact(transaction: &Transaction) -> Result<Option<Vec<String>>, String> {
+        super::scheduler::check_jobs(&transaction.jobs)?;
         with_host(|host| {
             let ids: Vec<String> = transaction.jobs.iter().map(|_| host.new_id()).collect();
             let call = host.call()?;
@@ -425,6 +427,23 @@ pub mod blobs {
 pub mod scheduler {
     use super::{Call, ScheduledJob, with_host};
 
+    /// The host's limits of a job: a payload of at most 256 KiB, due before the year 10000.
+    pub(crate) fn check_jobs(jobs: &[(u64, Vec<u8>)]) -> Result<(), String> {
+        const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+        const YEAR_10000_MS: u64 = 253_402_300_800_000;
+        for (at_unix_ms, payload) in jobs {
+            if payload.len() > MAX_PAYLOAD_BYTES {
+                return Err(format!(
+                    "job payloads are at most {MAX_PAYLOAD_BYTES} bytes"
+                ));
+            }
+            if *at_unix_ms >= YEAR_10000_MS {
+                return Err(format!("{at_unix_ms} is not a time the scheduler accepts"));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn buffer_jobs(call: &mut Call, ids: &[String], jobs: &[(u64, Vec<u8>)]) {
         let tenant_id = call.tenant_id.clone().unwrap_or_default();
         for (id, (at_unix_ms, payload)) in ids.iter().zip(jobs) {
@@ -440,6 +459,7 @@ pub mod scheduler {
 
     /// `schedule`: in the call's unit.
     pub fn schedule(at_unix_ms: u64, payload: &[u8]) -> Result<String, String> {
+        check_jobs(&[(at_unix_ms, payload.to_vec())])?;
         with_host(|host| {
             let id = host.new_id();
             let call = host.call()?;

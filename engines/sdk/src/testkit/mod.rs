@@ -417,7 +417,8 @@ impl<E: Engine> TestHost<E> {
         with_host(|host| host.jobs.clone())
     }
 
-    /// The events the engine published, in order (committed ones only).
+    /// The events the engine published, in order (committed ones only). The host delivers
+    /// them to the other engines subscribed, never back to the engine that published them.
     pub fn published(&self) -> Vec<PublishedEvent> {
         with_host(|host| host.published.clone())
     }
