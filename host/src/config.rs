@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
+use crate::runtime::component_limits::Limit;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env_var_or_alias};
@@ -201,13 +202,43 @@ impl Config {
                 let mut runtime = RuntimeConfig::with_defaults(
                     args.storage.data_dir.join("cache").join("components"),
                 );
-                if let Some(timeout) =
-                    env_var::<humantime::Duration>("TESSERA_ENGINE_HANDLE_TIMEOUT")?
-                {
-                    runtime.handle_timeout = timeout.into();
+                // The sandbox's limits, global (`TESSERA_ENGINE_<LIMIT>`) and per engine
+                // (`TESSERA_ENGINE_LIMITS__<CODE>__<LIMIT>`, read below): runtime/component_limits.rs.
+                let deadline = |limit: Limit| -> anyhow::Result<Option<Duration>> {
+                    let variable = limit.global_variable();
+                    env_var::<humantime::Duration>(&variable)?
+                        .map(|value| Limit::check_duration(&variable, value.into()))
+                        .transpose()
+                        .map_err(anyhow::Error::msg)
+                };
+                let count = |limit: Limit| -> anyhow::Result<Option<u64>> {
+                    let variable = limit.global_variable();
+                    env_var::<u64>(&variable)?
+                        .map(|value| limit.check_count(&variable, value))
+                        .transpose()
+                        .map_err(anyhow::Error::msg)
+                };
+                let narrow = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
+                if let Some(timeout) = deadline(Limit::HandleTimeout)? {
+                    runtime.handle_timeout = timeout;
                 }
-                if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MEMORY_LIMIT_BYTES")? {
-                    runtime.memory_limit_bytes = bytes;
+                if let Some(timeout) = deadline(Limit::LifecycleTimeout)? {
+                    runtime.lifecycle_timeout = timeout;
+                }
+                if let Some(bytes) = count(Limit::MemoryLimitBytes)? {
+                    runtime.memory_limit_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+                }
+                if let Some(instances) = count(Limit::MaxCoreInstances)? {
+                    runtime.max_core_instances = narrow(instances);
+                }
+                if let Some(memories) = count(Limit::MaxMemories)? {
+                    runtime.max_memories = narrow(memories);
+                }
+                if let Some(tables) = count(Limit::MaxTables)? {
+                    runtime.max_tables = narrow(tables);
+                }
+                if let Some(elements) = count(Limit::MaxTableElements)? {
+                    runtime.max_table_elements = narrow(elements);
                 }
                 if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MAX_BODY_BYTES")? {
                     runtime.max_request_bytes = bytes;
@@ -221,6 +252,13 @@ impl Config {
                     );
                     runtime.max_instances = instances;
                 }
+                runtime.engine_limits = crate::runtime::component_limits::engine_limits(
+                    std::env::vars_os().filter_map(|(name, value)| {
+                        Some((name.into_string().ok()?, value.into_string().ok()?))
+                    }),
+                    runtime.max_instances,
+                )
+                .map_err(anyhow::Error::msg)?;
                 if let Some(share) = env_var::<u32>("TESSERA_ENGINE_TENANT_CONCURRENCY")? {
                     anyhow::ensure!(
                         (1..=runtime.max_instances).contains(&share),

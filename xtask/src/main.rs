@@ -7,6 +7,8 @@
 //! - `new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION]`: scaffold a
 //!   working engine crate on the guest SDK: `engines/NAME` in the engines' workspace, or with
 //!   `--path` a standalone crate anywhere (`new_engine.rs`).
+//! - `dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]`: build the
+//!   engines, serve them, and rebuild and swap in each engine whose sources change (`dev.rs`).
 //! - `package-sdk DIR [--no-verify]`: `cargo package` the SDK and the wire crate it depends on,
 //!   unpacked into `DIR` for crates outside the repository (`package_sdk.rs`).
 //!
@@ -18,6 +20,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
+mod dev;
 mod new_engine;
 mod package_sdk;
 #[cfg(test)]
@@ -76,6 +79,10 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             let (name, placement) = new_engine::parse(&workspace_root(), rest)?;
             new_engine::create(&name, &placement)
         }
+        "dev" => {
+            let options = dev::parse(&workspace_root(), rest)?;
+            dev::run(&workspace_root(), &target_dir(), &options)
+        }
         "package-sdk" => {
             let (out, verify) = package_sdk::parse(rest)?;
             package_sdk::package(&workspace_root(), &target_dir(), &out, verify)
@@ -84,7 +91,8 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             println!(
                 "cargo xtask run [serve flags…] | test [cargo test args…] | build-engines \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
-                 | package-sdk DIR [--no-verify]"
+                 | package-sdk DIR [--no-verify] \
+                 | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
             );
             Ok(())
         }

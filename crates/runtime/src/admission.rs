@@ -13,6 +13,11 @@
 //! (then 503 with `Retry-After`); jobs and event deliveries wait without a length bound (the
 //! worker's concurrency bounds them) and are handed back without counting an attempt when no
 //! slot came in time.
+//!
+//! An engine may have a cap of its own on its calls alive at once
+//! (`TESSERA_ENGINE_LIMITS__<CODE>__MAX_INSTANCES`): a call of an engine at its cap waits like
+//! one of a tenant at its share, and the waiters behind it in its tenant's queue that call
+//! other engines are not held up by it (the first waiter whose engine has room goes first).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -56,8 +61,13 @@ type TenantKey = Option<String>;
 struct Waiter {
     ticket: u64,
     kind: CallKind,
+    /// Its engine, when that engine has a cap of its own.
+    engine: EngineKey,
     grant: oneshot::Sender<()>,
 }
+
+/// A capped engine's code; `None` for calls of engines without a cap of their own.
+type EngineKey = Option<String>;
 
 #[derive(Default)]
 struct TenantState {
@@ -72,10 +82,14 @@ struct State {
     running: usize,
     next_ticket: u64,
     tenants: HashMap<TenantKey, TenantState>,
+    /// Calls running per capped engine.
+    engines: HashMap<String, usize>,
 }
 
 struct Inner {
     limits: AdmissionLimits,
+    /// Engine code → its calls alive at once, for the engines with a cap of their own.
+    engine_caps: HashMap<String, usize>,
     state: Mutex<State>,
 }
 
@@ -91,32 +105,46 @@ impl Inner {
         }
     }
 
+    /// Whether a call of `engine` may start as far as its engine's cap goes.
+    fn engine_room(&self, engines: &HashMap<String, usize>, engine: &EngineKey) -> bool {
+        match engine {
+            None => true,
+            Some(code) => {
+                let cap = self.engine_caps.get(code).copied().unwrap_or(usize::MAX);
+                engines.get(code).copied().unwrap_or(0) < cap
+            }
+        }
+    }
+
     /// Hands free slots to waiters, fewest running first. A waiter taken off its queue is
     /// counted as running whether or not it is still listening: its [`WaitGuard`] (or the
     /// [`Permit`] it becomes) gives the slot back.
     fn dispatch(&self, state: &mut State) {
         while state.running < self.limits.capacity {
+            // Of each tenant below its share, its first waiter whose engine has room.
             let chosen = state
                 .tenants
                 .iter()
-                .filter(|(key, tenant)| {
-                    !tenant.waiters.is_empty() && tenant.running < self.share_of(key)
-                })
-                .min_by_key(|(_, tenant)| {
-                    (
+                .filter(|(key, tenant)| tenant.running < self.share_of(key))
+                .filter_map(|(key, tenant)| {
+                    let position = tenant
+                        .waiters
+                        .iter()
+                        .position(|waiter| self.engine_room(&state.engines, &waiter.engine))?;
+                    Some((
+                        key,
                         tenant.running,
-                        tenant
-                            .waiters
-                            .front()
-                            .map_or(u64::MAX, |waiter| waiter.ticket),
-                    )
+                        tenant.waiters[position].ticket,
+                        position,
+                    ))
                 })
-                .map(|(key, _)| key.clone());
-            let Some(key) = chosen else { break };
+                .min_by_key(|(_, running, ticket, _)| (*running, *ticket))
+                .map(|(key, _, _, position)| (key.clone(), position));
+            let Some((key, position)) = chosen else { break };
             let Some(tenant) = state.tenants.get_mut(&key) else {
                 break;
             };
-            let Some(waiter) = tenant.waiters.pop_front() else {
+            let Some(waiter) = tenant.waiters.remove(position) else {
                 break;
             };
             if waiter.kind == CallKind::Request {
@@ -124,17 +152,28 @@ impl Inner {
             }
             tenant.running += 1;
             state.running += 1;
+            if let Some(code) = &waiter.engine {
+                *state.engines.entry(code.clone()).or_default() += 1;
+            }
             // A receiver already gone (its caller stopped waiting) is fine: its guard, which
             // finds its ticket no longer queued, releases the slot.
             let _ = waiter.grant.send(());
         }
     }
 
-    /// A call of `key` ended: its slot goes to the next waiter.
-    fn release(&self, key: &TenantKey) {
+    /// A call of `key` (and `engine`) ended: its slot goes to the next waiter.
+    fn release(&self, key: &TenantKey, engine: &EngineKey) {
         let mut guard = self.lock();
         let state = &mut *guard;
         state.running = state.running.saturating_sub(1);
+        if let Some(code) = engine
+            && let Some(running) = state.engines.get_mut(code)
+        {
+            *running = running.saturating_sub(1);
+            if *running == 0 {
+                state.engines.remove(code);
+            }
+        }
         if let Some(tenant) = state.tenants.get_mut(key) {
             tenant.running = tenant.running.saturating_sub(1);
             if tenant.running == 0 && tenant.waiters.is_empty() {
@@ -181,11 +220,12 @@ pub struct Admission {
 pub struct Permit {
     inner: Arc<Inner>,
     key: TenantKey,
+    engine: EngineKey,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.inner.release(&self.key);
+        self.inner.release(&self.key, &self.engine);
     }
 }
 
@@ -239,6 +279,7 @@ impl TenantLoad {
 struct WaitGuard {
     inner: Arc<Inner>,
     key: TenantKey,
+    engine: EngineKey,
     ticket: u64,
     armed: bool,
 }
@@ -246,13 +287,19 @@ struct WaitGuard {
 impl Drop for WaitGuard {
     fn drop(&mut self) {
         if self.armed && !self.inner.withdraw(&self.key, self.ticket) {
-            self.inner.release(&self.key);
+            self.inner.release(&self.key, &self.engine);
         }
     }
 }
 
 impl Admission {
     pub fn new(limits: AdmissionLimits) -> Self {
+        Self::with_engine_caps(limits, HashMap::new())
+    }
+
+    /// A scheduler where the engines of `engine_caps` (code → calls alive at once) run at
+    /// most that many calls each, besides the global budget and the tenants' shares.
+    pub fn with_engine_caps(limits: AdmissionLimits, engine_caps: HashMap<String, usize>) -> Self {
         let capacity = limits.capacity.max(1);
         let limits = AdmissionLimits {
             capacity,
@@ -262,6 +309,10 @@ impl Admission {
         Self {
             inner: Arc::new(Inner {
                 limits,
+                engine_caps: engine_caps
+                    .into_iter()
+                    .map(|(code, cap)| (code, cap.clamp(1, capacity)))
+                    .collect(),
                 state: Mutex::new(State::default()),
             }),
         }
@@ -279,6 +330,11 @@ impl Admission {
         (state.running, of_tenant)
     }
 
+    /// Calls of the capped engine `code` running now (0 for an engine without a cap).
+    pub fn running_in_engine(&self, code: &str) -> usize {
+        self.inner.lock().engines.get(code).copied().unwrap_or(0)
+    }
+
     /// A slot for a call of `tenant` (`None`: outside any tenant), waiting at most `wait`.
     /// A [`CallKind::Request`] beyond the tenant's queue length is refused at once.
     pub async fn admit(
@@ -287,19 +343,43 @@ impl Admission {
         kind: CallKind,
         wait: Duration,
     ) -> Result<Permit, Refused> {
+        self.admit_to(tenant, None, kind, wait).await
+    }
+
+    /// A slot for a call of `tenant` into the engine `engine`, as [`Self::admit`], and within
+    /// that engine's own cap when it has one.
+    pub async fn admit_to(
+        &self,
+        tenant: Option<&str>,
+        engine: Option<&str>,
+        kind: CallKind,
+        wait: Duration,
+    ) -> Result<Permit, Refused> {
         let key: TenantKey = tenant.map(str::to_owned);
+        let engine: EngineKey = engine
+            .filter(|code| self.inner.engine_caps.contains_key(*code))
+            .map(str::to_owned);
         let (receiver, ticket) = {
             let mut guard = self.inner.lock();
             let state = &mut *guard;
             let share = self.inner.share_of(&key);
             let global_room = state.running < self.inner.limits.capacity;
+            let engine_room = self.inner.engine_room(&state.engines, &engine);
             let tenant = state.tenants.entry(key.clone()).or_default();
             // With room in the global budget nobody waits for it (a freed slot is handed out
-            // at once), so every waiter is one held back by its own tenant's share.
-            if global_room && tenant.running < share && tenant.waiters.is_empty() {
+            // at once), so every waiter is one held back by its own tenant's share or by its
+            // engine's cap; a call goes ahead of those held back by their engine's cap only.
+            let none_ready = tenant
+                .waiters
+                .iter()
+                .all(|waiter| !self.inner.engine_room(&state.engines, &waiter.engine));
+            if global_room && tenant.running < share && engine_room && none_ready {
                 tenant.running += 1;
                 state.running += 1;
-                return Ok(self.permit(key));
+                if let Some(code) = &engine {
+                    *state.engines.entry(code.clone()).or_default() += 1;
+                }
+                return Ok(self.permit(key, engine));
             }
             if kind == CallKind::Request && tenant.queued_requests >= self.inner.limits.tenant_queue
             {
@@ -315,6 +395,7 @@ impl Admission {
             tenant.waiters.push_back(Waiter {
                 ticket,
                 kind,
+                engine: engine.clone(),
                 grant,
             });
             if kind == CallKind::Request {
@@ -325,6 +406,7 @@ impl Admission {
         let mut guard = WaitGuard {
             inner: self.inner.clone(),
             key: key.clone(),
+            engine: engine.clone(),
             ticket,
             armed: true,
         };
@@ -335,14 +417,15 @@ impl Admission {
         if self.inner.withdraw(&key, ticket) {
             Err(Refused::TimedOut(wait))
         } else {
-            Ok(self.permit(key))
+            Ok(self.permit(key, engine))
         }
     }
 
-    fn permit(&self, key: TenantKey) -> Permit {
+    fn permit(&self, key: TenantKey, engine: EngineKey) -> Permit {
         Permit {
             inner: self.inner.clone(),
             key,
+            engine,
         }
     }
 }
@@ -471,6 +554,57 @@ mod tests {
         assert_eq!(busy[0].tenant_load().turns(), 3);
         drop((quiet, second_quiet));
         assert_eq!(busy[0].tenant_load().turns(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_engine_cap_holds_its_own_calls_only() {
+        let admission = Admission::with_engine_caps(
+            AdmissionLimits {
+                capacity: 8,
+                tenant_share: 8,
+                tenant_queue: 4,
+            },
+            HashMap::from([("slow".to_owned(), 1)]),
+        );
+        let first = admission
+            .admit_to(Some("a"), Some("slow"), CallKind::Request, SHORT)
+            .await
+            .unwrap();
+        // A second call of the capped engine waits for it, then gives up.
+        assert_eq!(
+            admission
+                .admit_to(Some("b"), Some("slow"), CallKind::Request, SHORT)
+                .await
+                .err(),
+            Some(Refused::TimedOut(SHORT))
+        );
+        let waiting = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit_to(
+                        Some("a"),
+                        Some("slow"),
+                        CallKind::Request,
+                        Duration::from_secs(10),
+                    )
+                    .await
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        // Behind it in its tenant's queue, a call of another engine starts at once.
+        let other = admission
+            .admit_to(Some("a"), Some("fast"), CallKind::Request, SHORT)
+            .await
+            .unwrap();
+        assert_eq!(admission.running(Some("a")), (2, 2));
+        assert_eq!(admission.running_in_engine("slow"), 1);
+        drop(first);
+        let second = waiting.await.unwrap().unwrap();
+        assert_eq!(admission.running_in_engine("slow"), 1);
+        drop((second, other));
+        assert_eq!(admission.running(None), (0, 0));
+        assert_eq!(admission.running_in_engine("slow"), 0);
     }
 
     #[tokio::test]

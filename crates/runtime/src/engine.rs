@@ -3,6 +3,7 @@
 //! deadline and a memory cap, each admitted first (`admission.rs`: the pool's size in all, a
 //! share of it per tenant).
 
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,12 +13,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
+    UpdateDeadline,
 };
 
 use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
 use super::bindings::v0_1;
 use super::bindings::v0_2::{self, tessera::engine::types as wit};
+use super::component_limits::{self, ComponentFigures, EngineLimits, LimitExceeded, SandboxLimits};
 use super::imports::{CallScope, HostServices, StoreState};
 use super::unit_of_work::UnitOfWork;
 
@@ -30,12 +33,24 @@ const KEEP_RESIDENT_BYTES: usize = 4 * 1024 * 1024;
 /// Limits of the sandbox.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
-    /// Deadline of a `handle` call (default 5 s).
+    /// Deadline of a `handle` call (`TESSERA_ENGINE_HANDLE_TIMEOUT`, default 5 s).
     pub handle_timeout: Duration,
-    /// Deadline of lifecycle, event and job calls.
+    /// Deadline of lifecycle, event and job calls (`TESSERA_ENGINE_LIFECYCLE_TIMEOUT`, default
+    /// 30 s).
     pub lifecycle_timeout: Duration,
-    /// Linear memory cap per instance (default 64 MiB).
+    /// Linear memory cap per memory of an instance (`TESSERA_ENGINE_MEMORY_LIMIT_BYTES`, default
+    /// 64 MiB): at start and when it grows.
     pub memory_limit_bytes: usize,
+    /// Core module instances one component may create (`TESSERA_ENGINE_MAX_CORE_INSTANCES`).
+    pub max_core_instances: u32,
+    /// Linear memories one component may define (`TESSERA_ENGINE_MAX_MEMORIES`).
+    pub max_memories: u32,
+    /// Tables one component may define (`TESSERA_ENGINE_MAX_TABLES`).
+    pub max_tables: u32,
+    /// Elements of one table, at start and when it grows (`TESSERA_ENGINE_MAX_TABLE_ELEMENTS`).
+    pub max_table_elements: u32,
+    /// Each engine's own limits (`TESSERA_ENGINE_LIMITS__<CODE>__<LIMIT>`), by engine code.
+    pub engine_limits: BTreeMap<String, EngineLimits>,
     /// Largest request body an engine route accepts (413 beyond).
     pub max_request_bytes: usize,
     /// Largest response body an engine may return (502 beyond).
@@ -56,12 +71,27 @@ pub struct RuntimeConfig {
     pub cache_dir: PathBuf,
 }
 
+/// The default of `TESSERA_ENGINE_MAX_CORE_INSTANCES`: a componentize-py component creates 14.
+pub const DEFAULT_MAX_CORE_INSTANCES: u32 = 20;
+/// The default of `TESSERA_ENGINE_MAX_MEMORIES`: componentize-py and componentize-js components
+/// define one, and each memory slot reserves 4 GiB of address space (see `create_engine`).
+pub const DEFAULT_MAX_MEMORIES: u32 = 2;
+/// The default of `TESSERA_ENGINE_MAX_TABLES`: componentize-py and componentize-js define two.
+pub const DEFAULT_MAX_TABLES: u32 = 4;
+/// The default of `TESSERA_ENGINE_MAX_TABLE_ELEMENTS` (wasmtime's pooling default).
+pub const DEFAULT_MAX_TABLE_ELEMENTS: u32 = 20_000;
+
 impl RuntimeConfig {
     pub fn with_defaults(cache_dir: PathBuf) -> Self {
         Self {
             handle_timeout: Duration::from_secs(5),
             lifecycle_timeout: Duration::from_secs(30),
             memory_limit_bytes: 64 * 1024 * 1024,
+            max_core_instances: DEFAULT_MAX_CORE_INSTANCES,
+            max_memories: DEFAULT_MAX_MEMORIES,
+            max_tables: DEFAULT_MAX_TABLES,
+            max_table_elements: DEFAULT_MAX_TABLE_ELEMENTS,
+            engine_limits: BTreeMap::new(),
             max_request_bytes: 8 * 1024 * 1024,
             max_response_bytes: 8 * 1024 * 1024,
             max_instances: 200,
@@ -84,6 +114,60 @@ impl RuntimeConfig {
             tenant_share: share.clamp(1, capacity),
             tenant_queue: usize::try_from(self.tenant_queue).unwrap_or(usize::MAX),
         }
+    }
+
+    /// The global limits (`TESSERA_ENGINE_<LIMIT>`), those of an engine without its own.
+    pub fn global_limits(&self) -> SandboxLimits {
+        SandboxLimits {
+            max_core_instances: self.max_core_instances,
+            max_memories: self.max_memories,
+            max_tables: self.max_tables,
+            max_table_elements: self.max_table_elements,
+            memory_limit_bytes: self.memory_limit_bytes,
+            handle_timeout: self.handle_timeout,
+            lifecycle_timeout: self.lifecycle_timeout,
+            max_instances: None,
+        }
+    }
+
+    /// The limits of the engine `code`: its own values, else the global ones.
+    pub fn limits_of(&self, code: &str) -> SandboxLimits {
+        match self.engine_limits.get(code) {
+            Some(own) => self.global_limits().with(own),
+            None => self.global_limits(),
+        }
+    }
+
+    /// The largest value of each limit any engine may use: what the pool is sized for, and
+    /// what a call outside any engine (`describe`, before the code is known) runs under.
+    pub fn loosest_limits(&self) -> SandboxLimits {
+        self.global_limits().loosest(self.engine_limits.values())
+    }
+
+    /// Checks the `figures` of the component `file` against the limits of the engine `code`,
+    /// or, before the engine is known, against the loosest limits (what the pool admits).
+    pub fn check_component(
+        &self,
+        file: &str,
+        figures: &ComponentFigures,
+        code: Option<&str>,
+    ) -> Result<(), LimitExceeded> {
+        let limits = match code {
+            Some(code) => self.limits_of(code),
+            None => self.loosest_limits(),
+        };
+        component_limits::check(file, figures, &limits, code, &self.global_limits())
+    }
+
+    /// The engines with a cap of their own on their calls alive at once.
+    fn engine_caps(&self) -> HashMap<String, usize> {
+        self.engine_limits
+            .iter()
+            .filter_map(|(code, limits)| {
+                let cap = usize::try_from(limits.max_instances?).ok()?;
+                Some((code.clone(), cap))
+            })
+            .collect()
     }
 }
 
@@ -181,7 +265,7 @@ impl EngineRuntime {
         Ok(Self {
             engine,
             linker,
-            admission: Admission::new(config.admission_limits()),
+            admission: Admission::with_engine_caps(config.admission_limits(), config.engine_caps()),
             config,
             services,
             _ticker: Ticker { stop },
@@ -190,18 +274,31 @@ impl EngineRuntime {
 
     /// The pooling allocator when the machine lets us reserve its address space, else the
     /// on-demand allocator (logged), as Spin does.
+    ///
+    /// The pool is sized from the limits, not guessed per slot: each of `max_instances` slots
+    /// can hold a component at the loosest per-component limits any engine has (its core
+    /// instances, memories, tables), so the totals never bind before `max_instances` does and
+    /// admission (which bounds calls alive to `max_instances`) is the only bound a call meets.
+    /// A component over those maxima never reaches wasmtime's own check: the registry refuses
+    /// it first by name (`component_limits.rs`).
     fn create_engine(config: &RuntimeConfig) -> anyhow::Result<wasmtime::Engine> {
+        let loosest = config.loosest_limits();
+        let slots = config.max_instances.max(1);
         let mut pooling = PoolingAllocationConfig::default();
         pooling
-            .total_component_instances(config.max_instances)
-            .total_core_instances(config.max_instances * 4)
-            .total_memories(config.max_instances * 2)
-            .total_tables(config.max_instances * 4)
-            .total_stacks(config.max_instances)
-            .max_memory_size(config.memory_limit_bytes)
-            .max_core_instances_per_component(16)
-            .max_memories_per_component(4)
-            .max_tables_per_component(8)
+            .total_component_instances(slots)
+            .total_core_instances(slots.saturating_mul(loosest.max_core_instances))
+            .total_memories(slots.saturating_mul(loosest.max_memories))
+            .total_tables(slots.saturating_mul(loosest.max_tables))
+            .total_stacks(slots)
+            .max_memory_size(loosest.memory_limit_bytes)
+            .table_elements(usize::try_from(loosest.max_table_elements).unwrap_or(usize::MAX))
+            .max_core_instances_per_component(loosest.max_core_instances)
+            .max_memories_per_component(loosest.max_memories)
+            .max_tables_per_component(loosest.max_tables)
+            // A module may hold as many as its component may.
+            .max_memories_per_module(loosest.max_memories)
+            .max_tables_per_module(loosest.max_tables)
             // Reset a slot's memory by rewriting only the pages the last instance touched
             // (PAGEMAP_SCAN, Linux 6.7+) instead of unmapping them: the next instance then
             // takes no page faults, and no `madvise` (a process-wide TLB shootdown) runs per
@@ -347,9 +444,15 @@ impl EngineRuntime {
         commits: fn(&R) -> bool,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        let engine = Some(scope.engine_code.as_str()).filter(|code| !code.is_empty());
         let permit = self
             .admission
-            .admit(scope.tenant_id.as_deref(), CallKind::Background, timeout)
+            .admit_to(
+                scope.tenant_id.as_deref(),
+                engine,
+                CallKind::Background,
+                timeout,
+            )
             .await?;
         self.call_admitted(permit, pre, scope, timeout, commits, call)
             .await
@@ -410,7 +513,19 @@ impl EngineRuntime {
         timeout: Duration,
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<(R, UnitOfWork), CallError> {
-        let state = StoreState::new(scope, self.services.clone(), self.config.memory_limit_bytes);
+        // The engine's own limits; a call outside any engine (`describe`, before the code is
+        // known) runs under the loosest, which the component was already checked against.
+        let limits = if scope.engine_code.is_empty() {
+            self.config.loosest_limits()
+        } else {
+            self.config.limits_of(&scope.engine_code)
+        };
+        let mut state = StoreState::new(scope, self.services.clone(), limits.memory_limit_bytes);
+        state.limits = StoreLimitsBuilder::new()
+            .memory_size(limits.memory_limit_bytes)
+            .table_elements(usize::try_from(limits.max_table_elements).unwrap_or(usize::MAX))
+            .trap_on_grow_failure(true)
+            .build();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         store.set_epoch_deadline(1);

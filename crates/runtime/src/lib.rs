@@ -9,6 +9,7 @@ pub mod batch_writer;
 pub mod bindings;
 pub mod blobs;
 pub mod bus;
+pub mod component_limits;
 pub mod config;
 pub mod engine;
 pub mod engine_settings;

@@ -129,7 +129,10 @@ pub async fn run(
         .call(
             &engine.pre,
             scope,
-            runtime.config().lifecycle_timeout,
+            runtime
+                .config()
+                .limits_of(&engine.descriptor.code)
+                .lifecycle_timeout,
             Result::is_ok,
             async |guest, store| match operation {
                 Lifecycle::ProvisionTenant(tenant) => {

@@ -1,6 +1,7 @@
 //! The engine registry: which components are loaded, under which code, from which file. Loads
-//! every `*.wasm` of the plugins dir; a broken file, or a second file claiming a code already
-//! loaded, is logged and skipped. The `engines` table mirrors it for the engine list.
+//! every `*.wasm` of the plugins dir; a broken file, a component over a sandbox limit
+//! (`component_limits.rs`), or a second file claiming a code already loaded, is logged and
+//! skipped. The `engines` table mirrors it for the engine list.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api_description::ApiDescription;
+use super::component_limits::ComponentFigures;
 use super::engine::{CallError, EnginePre, EngineRuntime, WorldVersion};
 use super::engine_settings::{EngineSettingValues, OperatorSettings, SettingListing};
 use super::imports::CallScope;
@@ -238,6 +240,23 @@ impl EngineRegistry {
         {
             return Ok(existing.descriptor.clone());
         }
+        // Its figures, read before wasmtime compiles it: a component over the limits no engine
+        // exceeds is refused here by name (wasmtime's pool would refuse it with its own words),
+        // and over its own engine's limits once `describe` named the engine.
+        let file = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+        let (bytes, figures) = tokio::task::spawn_blocking(move || {
+            let figures = ComponentFigures::of(&bytes);
+            (bytes, figures)
+        })
+        .await
+        .context("reading the component's figures failed")?;
+        let figures = figures.with_context(|| format!("{file} is not a readable component"))?;
+        self.runtime
+            .config()
+            .check_component(&file, &figures, None)?;
         let component = self.runtime.compile(bytes, &sha256).await?;
         let pre = self.runtime.prepare(&component)?;
         let (described, api, declared_settings, permissions) = self
@@ -245,7 +264,7 @@ impl EngineRegistry {
             .call(
                 &pre,
                 CallScope::outside_engines(),
-                self.runtime.config().lifecycle_timeout,
+                self.runtime.config().loosest_limits().lifecycle_timeout,
                 |_| false,
                 async |guest, store| {
                     let descriptor = guest.call_describe(&mut *store).await?;
@@ -271,6 +290,9 @@ impl EngineRegistry {
             "the engine code {:?} is not 1-32 lower-case letters, digits or hyphens starting with a letter, or is reserved",
             descriptor.code
         );
+        self.runtime
+            .config()
+            .check_component(&file, &figures, Some(&descriptor.code))?;
         let outbound_hosts = AllowedHosts::parse(&descriptor.outbound_hosts).map_err(|error| {
             anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code)
         })?;
@@ -329,7 +351,17 @@ impl EngineRegistry {
             .bus
             .subscriptions()
             .set(&descriptor.code, descriptor.subscriptions.clone());
-        tracing::info!(engine = %descriptor.code, version = %descriptor.version, file = %path.display(), "engine loaded");
+        tracing::info!(
+            engine = %descriptor.code,
+            version = %descriptor.version,
+            file = %path.display(),
+            core_instances = figures.core_instances,
+            memories = figures.memories,
+            tables = figures.tables,
+            initial_memory_bytes = figures.initial_memory_bytes,
+            largest_table_elements = figures.largest_initial_table_elements,
+            "engine loaded"
+        );
         Ok(descriptor)
     }
 

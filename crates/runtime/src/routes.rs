@@ -152,8 +152,9 @@ async fn handle_engine_request(
     let runtime = state.engines.runtime();
     let permit = match runtime
         .admission()
-        .admit(
+        .admit_to(
             Some(&caller.tenant_id),
+            Some(&code),
             CallKind::Request,
             runtime.config().tenant_queue_timeout,
         )
@@ -167,7 +168,7 @@ async fn handle_engine_request(
             permit,
             &engine.pre,
             scope,
-            runtime.config().handle_timeout,
+            runtime.config().limits_of(&code).handle_timeout,
             response_commits,
             async |guest, store| guest.call_handle(store, &wit_caller, &wit_request).await,
         )

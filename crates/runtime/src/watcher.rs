@@ -24,11 +24,26 @@ pub async fn watch_plugins(
         .with_context(|| format!("creating {}", directory.display()))?;
     let (changes, mut changed) = tokio::sync::mpsc::channel::<()>(1);
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Files written, created, removed or renamed; not read (the rescan itself opens every
+        // file, and rescanning on those events would rescan forever) nor touched in metadata.
+        use notify::EventKind;
+        use notify::event::ModifyKind;
         let relevant = match &event {
-            Ok(event) => event.paths.iter().any(|path| {
-                path.extension()
-                    .is_some_and(|extension| extension == "wasm")
-            }),
+            Ok(event) => {
+                let written = match event.kind {
+                    EventKind::Modify(ModifyKind::Metadata(_)) => false,
+                    EventKind::Create(_)
+                    | EventKind::Modify(_)
+                    | EventKind::Remove(_)
+                    | EventKind::Any => true,
+                    EventKind::Access(_) | EventKind::Other => false,
+                };
+                written
+                    && event.paths.iter().any(|path| {
+                        path.extension()
+                            .is_some_and(|extension| extension == "wasm")
+                    })
+            }
             Err(_) => true,
         };
         if relevant {

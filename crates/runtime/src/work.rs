@@ -446,7 +446,12 @@ pub async fn run_worker(
     // (at most `concurrency` runs wait, another round may be held by the claimer, and every
     // run ahead ends within the deadline), then run for the deadline itself: the lease
     // outlives all three.
-    let lifecycle_timeout = engines.runtime().config().lifecycle_timeout;
+    // (The longest any engine has: engines may have their own.)
+    let lifecycle_timeout = engines
+        .runtime()
+        .config()
+        .loosest_limits()
+        .lifecycle_timeout;
     // Then it may wait for an engine slot, at most `ADMISSION_PATIENCE`.
     let lease = lifecycle_timeout * 3 + ADMISSION_PATIENCE + Duration::from_secs(30);
     let (waiting_sender, mut waiting) = tokio::sync::mpsc::channel(concurrency);
@@ -628,8 +633,9 @@ async fn run_one(
     let admitted = engines
         .runtime()
         .admission()
-        .admit(
+        .admit_to(
             Some(&first.tenant_id),
+            Some(&first.engine_code),
             CallKind::Background,
             ADMISSION_PATIENCE,
         )
@@ -730,7 +736,10 @@ async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit
             admitted,
             &engine.pre,
             scope,
-            runtime.config().lifecycle_timeout,
+            runtime
+                .config()
+                .limits_of(&first.engine_code)
+                .lifecycle_timeout,
             Result::is_ok,
             async |guest, store| {
                 for (index, ((correlation_id, delivery), work)) in
