@@ -26,6 +26,8 @@ mod api;
 mod feed;
 mod items;
 mod retention;
+#[cfg(test)]
+mod route_tests;
 mod seen;
 
 use serde::{Deserialize, Serialize};

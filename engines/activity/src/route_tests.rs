@@ -1,0 +1,130 @@
+//! The Activity engine's event handling and routes through the SDK's test kit
+//! (`tessera_sdk::testkit`): events delivered as the host's bus delivers them, the feed read
+//! over its routes, natively, without a host or a wasm build. Through a real host:
+//! `tests/it/activity.rs`.
+
+use tessera_sdk::serde_json::{Value, json};
+use tessera_sdk::testkit::TestHost;
+use tessera_sdk::{Context, Event, TenantInfo, UserInfo};
+
+use crate::Activity;
+
+const TENANT: &str = "tenant-1";
+
+fn provisioned() -> TestHost<Activity> {
+    let host = TestHost::<Activity>::new();
+    host.provision_tenant(&TenantInfo {
+        tenant_id: TENANT.into(),
+        tenant_short_id: "acme".into(),
+        name: "Acme".into(),
+    })
+    .unwrap();
+    host.provision_user(&UserInfo {
+        tenant_id: TENANT.into(),
+        user_id: "ada".into(),
+        email: "ada@example.com".into(),
+        first_name: "Ada".into(),
+        last_name: "Lovelace".into(),
+        user_type: "user".into(),
+    })
+    .unwrap();
+    host
+}
+
+fn event(id: &str, event_type: &str, actor: &str, payload: Value) -> Event {
+    Event {
+        id: id.into(),
+        event_type: event_type.into(),
+        tenant_id: TENANT.into(),
+        occurred_at: "2026-11-26T10:00:00Z".into(),
+        actor_id: Some(actor.into()),
+        correlation_id: format!("correlation-{id}"),
+        payload,
+    }
+}
+
+#[test]
+fn each_event_becomes_one_item_however_often_it_is_delivered() {
+    let host = provisioned();
+    let created = event(
+        "event-1",
+        "entity.created",
+        "bob",
+        json!({ "entity_id": "contact-1", "family": "contact", "name": "Ada" }),
+    );
+    host.deliver(&created).unwrap();
+    host.deliver(&created).unwrap();
+    let ada = Context::for_tests(TENANT, "ada", "viewer");
+    let feed = host.get(&ada, "/api/v1/feed").json();
+    let items = feed["data"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{feed}");
+    assert_eq!(items[0]["type"], "entity.created");
+    assert_eq!(items[0]["actor_id"], "bob");
+    assert_eq!(items[0]["entity_id"], "contact-1");
+    assert_eq!(
+        items[0]["data"],
+        json!({ "entity_id": "contact-1", "family": "contact" }),
+        "identifiers only, never field values"
+    );
+}
+
+#[test]
+fn filters_and_the_unseen_count_follow_the_items() {
+    let host = provisioned();
+    host.deliver(&event(
+        "e1",
+        "note.created",
+        "bob",
+        json!({ "note_id": "n1" }),
+    ))
+    .unwrap();
+    host.deliver(&event(
+        "e2",
+        "message.created",
+        "bob",
+        json!({ "message_id": "m1" }),
+    ))
+    .unwrap();
+    host.deliver(&event(
+        "e3",
+        "note.deleted",
+        "ada",
+        json!({ "note_id": "n1" }),
+    ))
+    .unwrap();
+    let ada = Context::for_tests(TENANT, "ada", "viewer");
+    let notes = host.get(&ada, "/api/v1/feed?type=note.*").json();
+    let types: Vec<&str> = notes["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["note.deleted", "note.created"], "newest first");
+    assert_eq!(host.get(&ada, "/api/v1/feed?colour=red").status, 400);
+
+    // Ada's own item does not count as unseen for her.
+    assert_eq!(
+        host.get(&ada, "/api/v1/feed/unseen").json()["data"]["count"],
+        2
+    );
+    let seen = host.post_json(&ada, "/api/v1/feed/seen", &json!({}));
+    assert_eq!(seen.status, 200, "{:?}", seen.json());
+    assert_eq!(
+        host.get(&ada, "/api/v1/feed/unseen").json()["data"]["count"],
+        0
+    );
+}
+
+#[test]
+fn events_of_a_tenant_never_provisioned_are_ignored() {
+    let host = TestHost::<Activity>::new();
+    host.deliver(&event(
+        "e1",
+        "note.created",
+        "bob",
+        json!({ "note_id": "n1" }),
+    ))
+    .unwrap();
+    assert!(host.stored_keys(TENANT, "items/").is_empty());
+}
