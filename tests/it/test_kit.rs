@@ -130,6 +130,18 @@ fn scenario() -> Vec<Value> {
             {"op": "setting", "name": "no-such-setting"},
             {"op": "vault", "text": "secret"},
         ])),
+        // Scans bounded by the page (3) and the call's budget (7) the operator set.
+        a(json!([
+            {"op": "set", "key": "s/1", "value": "1"}, {"op": "set", "key": "s/2", "value": "2"},
+            {"op": "set", "key": "s/3", "value": "3"}, {"op": "set", "key": "s/4", "value": "4"},
+            {"op": "set", "key": "s/5", "value": "5"}, {"op": "set", "key": "s/6", "value": "6"},
+            {"op": "set", "key": "s/7", "value": "7"}, {"op": "set", "key": "s/8", "value": "8"},
+            {"op": "scan", "prefix": "s/", "limit": 10},
+            {"op": "scan", "prefix": "s/", "after": "s/3", "limit": 10},
+            {"op": "scan", "prefix": "s/", "after": "s/6", "limit": 10, "reverse": true},
+            {"op": "scan", "prefix": "s/", "after": "s/7", "limit": 10},
+            {"op": "delete_prefix", "prefix": "s/"},
+        ])),
         // Another tenant sees none of it.
         step(
             "tenant-b",
@@ -141,6 +153,10 @@ fn scenario() -> Vec<Value> {
         a(json!([{"op": "dump"}])),
     ]
 }
+
+/// The operator's scan bounds on both sides (`TESSERA_ENGINE_SCAN_PAGE`, `…_BUDGET`).
+const SCAN_PAGE: u32 = 3;
+const SCAN_BUDGET: u64 = 7;
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -154,7 +170,15 @@ fn repository() -> PathBuf {
 fn through_the_test_kit(steps: &[Value], scratch: &Path) -> Vec<Value> {
     let scenario = scratch.join("scenario.json");
     let transcript = scratch.join("transcript.json");
-    std::fs::write(&scenario, Value::Array(steps.to_vec()).to_string()).unwrap();
+    let settings = json!({
+        "storage.scan-page": SCAN_PAGE.to_string(),
+        "storage.scan-budget": SCAN_BUDGET.to_string(),
+    });
+    std::fs::write(
+        &scenario,
+        json!({ "settings": settings, "steps": steps }).to_string(),
+    )
+    .unwrap();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repository().join("target"))
@@ -204,6 +228,10 @@ database_test!(
             backend,
             AppOptions {
                 plugins: vec!["conformance", "listener"],
+                configure: Some(Box::new(|config| {
+                    config.engine_scans.page = SCAN_PAGE;
+                    config.engine_scans.budget = SCAN_BUDGET;
+                })),
                 ..AppOptions::default()
             },
         )
@@ -219,6 +247,17 @@ database_test!(
         );
         assert_eq!(fake[4]["body"]["data"][0], json!(["1", "held", null]));
         assert_eq!(fake[5]["body"]["data"][3], "8");
+        let scans = &fake[13]["body"]["data"];
+        assert_eq!(
+            scans[8],
+            json!({ "keys": ["s/1", "s/2", "s/3"], "exhausted": false })
+        );
+        assert_eq!(
+            scans[10],
+            json!({ "keys": ["s/5"], "exhausted": false }),
+            "budget left: 1"
+        );
+        assert_eq!(scans[11], json!({ "error": true }), "budget exhausted");
         assert_eq!(
             fake[steps.len()],
             json!({ "published": [2] }),

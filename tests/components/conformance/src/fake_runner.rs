@@ -1,5 +1,6 @@
-//! Runs a scenario of the `conformance` engine through the SDK's test kit: the steps (a JSON
-//! array of `{"tenant_id", "user_id", "role", "script"}`) read from the file
+//! Runs a scenario of the `conformance` engine through the SDK's test kit: the operator's
+//! settings and the steps (`{"settings": {name: value}, "steps": [{"tenant_id", "user_id",
+//! "role", "script"}, …]}`) read from the file
 //! `TESSERA_CONFORMANCE_SCENARIO`, the transcript (one `{"status", "body"}` per step) written to
 //! `TESSERA_CONFORMANCE_TRANSCRIPT`, then `{"published": [n, …]}`: the `n` of each event the
 //! engine published and committed. Compiled with the `fake` feature only; run by the host's
@@ -18,8 +19,16 @@ fn run_the_scenario_through_the_test_kit() {
     let transcript_path = std::env::var("TESSERA_CONFORMANCE_TRANSCRIPT")
         .expect("TESSERA_CONFORMANCE_TRANSCRIPT names the transcript file");
     let input = std::fs::read_to_string(scenario).expect("reading the scenario");
-    let steps: Vec<Value> = serde_json::from_str(&input).expect("a JSON array of steps");
+    let scenario: Value = serde_json::from_str(&input).expect("a JSON scenario");
     let host = TestHost::<Conformance>::new();
+    for (name, value) in scenario["settings"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+    {
+        host.set_setting(&name, value.as_str().unwrap_or_default());
+    }
+    let steps = scenario["steps"].as_array().cloned().unwrap_or_default();
     let mut transcript = Vec::new();
     for step in &steps {
         let ctx = Context::for_tests(
