@@ -2,7 +2,8 @@
 //!
 //! - `run [serve flags…]`: build everything (engines into `plugins/`, the host in release) and
 //!   serve on the embedded defaults.
-//! - `test [cargo test args…]`: build everything and run the whole test suite.
+//! - `test [cargo test args…]`: build everything and run the whole test suite (the engines'
+//!   crates natively, the Python kit's with pytest, then the host workspace's).
 //! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
 //! - `new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION]`: scaffold a
 //!   working engine crate on the guest SDK: `engines/NAME` in the engines' workspace, or with
@@ -27,6 +28,9 @@ mod package_sdk;
 mod tidy;
 
 const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// The pytest the Python kit's tests run with.
+const PYTEST_VERSION: &str = "8.3.4";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -72,6 +76,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                     &[],
                 )?;
             }
+            python_kit_tests()?;
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(),
@@ -129,6 +134,58 @@ fn cargo(arguments: &[&str], extra: &[String]) -> anyhow::Result<()> {
         .with_context(|| format!("running {cargo} {}", arguments.join(" ")))?;
     if !status.success() {
         bail!("`cargo {}` failed ({status})", arguments.join(" "));
+    }
+    Ok(())
+}
+
+/// The Python guest kit's tests (`sdk/python`, pytest), in a virtual environment under the
+/// target dir that this installs pytest into; without `python3`, skipped with a message.
+fn python_kit_tests() -> anyhow::Result<()> {
+    let kit = workspace_root().join("sdk/python");
+    if !kit.join("pyproject.toml").is_file() {
+        return Ok(());
+    }
+    let found = Command::new("python3").arg("--version").output();
+    if !found.is_ok_and(|output| output.status.success()) {
+        eprintln!("xtask: python3 not found; skipping the Python kit's tests (sdk/python)");
+        return Ok(());
+    }
+    let venv = target_dir().join("python-kit-venv");
+    let python = venv.join("bin/python");
+    if !python.is_file() {
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .context("creating the Python kit's virtual environment")?;
+        if !status.success() {
+            bail!("`python3 -m venv {}` failed", venv.display());
+        }
+    }
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(format!("pytest=={PYTEST_VERSION}"))
+        .status()
+        .context("installing pytest")?;
+    if !status.success() {
+        bail!(
+            "installing pytest {PYTEST_VERSION} into {} failed",
+            venv.display()
+        );
+    }
+    let status = Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(&kit)
+        .status()
+        .context("running pytest")?;
+    if !status.success() {
+        bail!("the Python kit's tests failed");
     }
     Ok(())
 }

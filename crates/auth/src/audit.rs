@@ -12,7 +12,7 @@
 //!
 //! Calling it from a handler (take [`RequestOrigin`] among the extractors):
 //!
-//! ```ignore
+//! ```text
 //! audit::record(
 //!     &state.database,
 //!     &AuditEntry::new(AuditEvent::LoginFailed)

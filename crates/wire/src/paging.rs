@@ -236,6 +236,12 @@ mod tests {
         assert_eq!(decode_cursor::<String>(&cursor).unwrap(), "k?>");
         assert_eq!(encode_cursor(&7u32), "Nw");
         assert_eq!(decode_cursor::<i64>("Nw").unwrap(), 7);
+        // The vectors the Python kit pins too (`sdk/python/tests/test_wire.py`): non-ASCII in
+        // UTF-8, not escaped; set trailing bits and a lone character refused.
+        assert_eq!(encode_cursor("é"), "IsOpIg");
+        assert!(decode_cursor::<String>("Im5vdGVzL2Ej").is_err());
+        assert!(decode_cursor::<String>("I").is_err());
+        assert!(decode_cursor::<String>("Im5vdGVzL2Ei+").is_err());
     }
 
     #[test]
@@ -302,6 +308,10 @@ mod tests {
             .unwrap();
         assert_eq!((page.after.as_deref(), page.limit), (Some("kv/b"), 2));
         assert_eq!(page.fetch_limit(), 3);
+        // As Rust parses a u32: a leading `+` passes, a space or an overflow does not.
+        let limit_of = |limit: &str| CursorPage::<String>::from_query(&query(&[("limit", limit)]));
+        assert_eq!(limit_of("+5").unwrap().limit, 5);
+        assert!(limit_of(" 5").is_err() && limit_of("4294967296").is_err());
     }
 
     #[test]

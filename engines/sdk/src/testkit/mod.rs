@@ -8,20 +8,34 @@
 //! tessera-sdk = { version = "0.1", features = ["test-kit"] }
 //! ```
 //!
-//! ```ignore
+//! ```
+//! use tessera_sdk::serde_json::json;
 //! use tessera_sdk::testkit::TestHost;
-//! use tessera_sdk::Context;
+//! use tessera_sdk::{Context, Descriptor, Engine, Response, Router, storage};
 //!
-//! #[test]
-//! fn a_created_note_is_listed() {
-//!     let host = TestHost::<Notes>::new();
-//!     let ada = Context::for_tests("tenant-1", "user-1", "editor");
-//!     let created = host.post_json(&ada, "/api/v1/notes", &serde_json::json!({"title": "Hi"}));
-//!     assert_eq!(created.status, 201);
-//!     let listed = host.get(&ada, "/api/v1/notes");
-//!     assert_eq!(listed.json()["data"][0]["title"], "Hi");
-//!     assert_eq!(host.published()[0].event_type, "note.created");
+//! struct Counter;
+//!
+//! impl Engine for Counter {
+//!     fn describe() -> Descriptor {
+//!         Descriptor::new("counter", "Counter", "0.1.0")
+//!     }
+//!
+//!     fn router() -> Router {
+//!         Router::new().post("/api/v1/count", |ctx, _| {
+//!             let mut counted = storage::Transaction::new();
+//!             counted.add(format!("count/{}", ctx.user_id), 1);
+//!             counted.commit()?;
+//!             let count = storage::get(&format!("count/{}", ctx.user_id))?;
+//!             Ok(Response::ok(&json!({ "count": String::from_utf8(count.unwrap()).unwrap() })))
+//!         })
+//!     }
 //! }
+//!
+//! let host = TestHost::<Counter>::new();
+//! let ada = Context::for_tests("tenant-1", "ada", "editor");
+//! assert_eq!(host.post_json(&ada, "/api/v1/count", &json!({})).json()["data"]["count"], "1");
+//! assert_eq!(host.post_json(&ada, "/api/v1/count", &json!({})).json()["data"]["count"], "2");
+//! assert_eq!(host.stored("tenant-1", "count/ada"), Some(b"2".to_vec()));
 //! ```
 //!
 //! Each call is a unit of work as on the host: what a request writes, publishes and schedules

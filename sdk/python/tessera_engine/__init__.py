@@ -1,0 +1,39 @@
+"""The Python guest kit of Tessera engines: the wire rules of the Rust SDK (`wire`)."""
+
+from .wire import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    MESSAGE_EXPECTED_JSON,
+    MESSAGE_FORBIDDEN,
+    MESSAGE_INVALID,
+    MESSAGE_METHOD_NOT_ALLOWED,
+    MESSAGE_PAYLOAD_TOO_LARGE,
+    MESSAGE_SERVER_ERROR,
+    MESSAGE_TOO_MANY_ATTEMPTS,
+    MESSAGE_UNAUTHENTICATED,
+    CursorMeta,
+    CursorPage,
+    ValidationErrors,
+    decode_cursor,
+    encode_cursor,
+    unknown_query_parameter,
+)
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "MESSAGE_EXPECTED_JSON",
+    "MESSAGE_FORBIDDEN",
+    "MESSAGE_INVALID",
+    "MESSAGE_METHOD_NOT_ALLOWED",
+    "MESSAGE_PAYLOAD_TOO_LARGE",
+    "MESSAGE_SERVER_ERROR",
+    "MESSAGE_TOO_MANY_ATTEMPTS",
+    "MESSAGE_UNAUTHENTICATED",
+    "CursorMeta",
+    "CursorPage",
+    "ValidationErrors",
+    "decode_cursor",
+    "encode_cursor",
+    "unknown_query_parameter",
+]
