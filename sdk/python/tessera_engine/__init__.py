@@ -1,5 +1,7 @@
-"""The Python guest kit of Tessera engines: the wire rules of the Rust SDK (`wire`)."""
+"""The Python guest kit of Tessera engines: the wire rules of the Rust SDK (`wire`), responses
+in the host's shapes and the router (`http`)."""
 
+from .http import Response, Router, percent_decode
 from .wire import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -20,6 +22,9 @@ from .wire import (
 )
 
 __all__ = [
+    "Response",
+    "Router",
+    "percent_decode",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "MESSAGE_EXPECTED_JSON",

@@ -1,0 +1,187 @@
+"""Responses in the host's shapes and the router of a Python engine, as the Rust SDK's
+(`engines/sdk/src/response.rs`, `router.rs`): `{"data": …}` envelopes, `{"message": …}` errors,
+routes matched by path first (the most specific pattern: literals beat captures, from the left),
+then by method, with a 405 listing the path's methods in `Allow`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .wire import MESSAGE_METHOD_NOT_ALLOWED, MESSAGE_SERVER_ERROR, CursorMeta, ValidationErrors
+
+
+@dataclass
+class Response:
+    """What a route answers: a status, headers and a body."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    @classmethod
+    def json(cls, status: int, value: Any) -> "Response":
+        """`status` with `value` as the JSON body (compact, UTF-8, as serde_json writes it)."""
+        try:
+            body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except (TypeError, ValueError):
+            return cls.error(500, MESSAGE_SERVER_ERROR)
+        return cls(status, [("content-type", "application/json")], body)
+
+    @classmethod
+    def ok(cls, data: Any, meta: Optional[CursorMeta] = None) -> "Response":
+        """200 `{"data": data}`, with `meta` when given (a cursor-paged list)."""
+        if meta is None:
+            return cls.json(200, {"data": data})
+        return cls.json(200, {"data": data, "meta": meta.to_json()})
+
+    @classmethod
+    def created(cls, data: Any) -> "Response":
+        """201 `{"data": data}`."""
+        return cls.json(201, {"data": data})
+
+    @classmethod
+    def accepted(cls, data: Any) -> "Response":
+        """202 `{"data": data}`."""
+        return cls.json(202, {"data": data})
+
+    @classmethod
+    def no_content(cls) -> "Response":
+        """204, no body."""
+        return cls(204)
+
+    @classmethod
+    def error(cls, status: int, message: str) -> "Response":
+        """`status` with `{"message": message}`."""
+        return cls.json(status, {"message": message})
+
+    @classmethod
+    def invalid(cls, errors: ValidationErrors) -> "Response":
+        """422 with the field errors."""
+        return cls.json(422, errors.body())
+
+    def with_header(self, name: str, value: str) -> "Response":
+        self.headers.append((name, value))
+        return self
+
+
+def percent_decode(text: str, plus_is_space: bool = False) -> str:
+    """`%XX` decoded (a `%` not followed by two hex digits stays), invalid UTF-8 replaced, as
+    the Rust SDK decodes path parameters (and, with `plus_is_space`, query values)."""
+    data = text.encode("utf-8")
+    out = bytearray()
+    index = 0
+    hexdigits = b"0123456789abcdefABCDEF"
+    while index < len(data):
+        byte = data[index]
+        if (
+            byte == ord("%")
+            and index + 2 < len(data)
+            and data[index + 1] in hexdigits
+            and data[index + 2] in hexdigits
+        ):
+            out.append(int(data[index + 1 : index + 3], 16))
+            index += 3
+            continue
+        out.append(ord(" ") if plus_is_space and byte == ord("+") else byte)
+        index += 1
+    return out.decode("utf-8", errors="replace")
+
+
+Handler = Callable[[Any, Any, dict[str, str]], Response]
+
+
+def _split(path: str) -> list[str]:
+    return (path[1:] if path.startswith("/") else path).split("/")
+
+
+@dataclass
+class _Route:
+    method: str
+    segments: list[tuple[bool, str]]  # (is_capture, literal or name)
+    handler: Handler
+
+    def specificity(self, path: list[str]) -> Optional[list[bool]]:
+        """Per segment, True for a literal that matched, False for a capture; None: no match."""
+        if len(self.segments) != len(path):
+            return None
+        ranks = []
+        for (capture, text), value in zip(self.segments, path):
+            if capture:
+                if not value:
+                    return None
+                ranks.append(False)
+            elif text == value:
+                ranks.append(True)
+            else:
+                return None
+        return ranks
+
+
+class Router:
+    """Routes `(method, pattern)` to handlers `handler(ctx, request, params) -> Response`;
+    a `ValidationErrors` a handler raises answers 422."""
+
+    def __init__(self) -> None:
+        self._routes: list[_Route] = []
+
+    def route(self, method: str, pattern: str, handler: Handler) -> "Router":
+        segments = []
+        for segment in _split(pattern):
+            if segment.startswith("{") and segment.endswith("}"):
+                segments.append((True, segment[1:-1]))
+            else:
+                segments.append((False, segment))
+        self._routes.append(_Route(method.upper(), segments, handler))
+        return self
+
+    def get(self, pattern: str, handler: Handler) -> "Router":
+        return self.route("GET", pattern, handler)
+
+    def post(self, pattern: str, handler: Handler) -> "Router":
+        return self.route("POST", pattern, handler)
+
+    def put(self, pattern: str, handler: Handler) -> "Router":
+        return self.route("PUT", pattern, handler)
+
+    def patch(self, pattern: str, handler: Handler) -> "Router":
+        return self.route("PATCH", pattern, handler)
+
+    def delete(self, pattern: str, handler: Handler) -> "Router":
+        return self.route("DELETE", pattern, handler)
+
+    def handle(self, ctx: Any, method: str, path: str, request: Any = None) -> Response:
+        """The answer to `method path`: 404 when no pattern matches the path, 405 with `Allow`
+        when one does but not for this method, else the handler's."""
+        path_segments = _split(path)
+        best: Optional[list[bool]] = None
+        candidates: list[_Route] = []
+        for route in self._routes:
+            rank = route.specificity(path_segments)
+            if rank is None:
+                continue
+            if best is None or rank > best:
+                best, candidates = rank, [route]
+            elif rank == best:
+                candidates.append(route)
+        if not candidates:
+            return Response.error(404, "Not found.")
+        chosen = next((route for route in candidates if route.method == method), None)
+        if chosen is None:
+            allowed: list[str] = []
+            for route in candidates:
+                if route.method not in allowed:
+                    allowed.append(route.method)
+            return Response.error(405, MESSAGE_METHOD_NOT_ALLOWED).with_header(
+                "allow", ", ".join(allowed)
+            )
+        params = {
+            name: percent_decode(value)
+            for (capture, name), value in zip(chosen.segments, path_segments)
+            if capture
+        }
+        try:
+            return chosen.handler(ctx, request, params)
+        except ValidationErrors as errors:
+            return Response.invalid(errors)
