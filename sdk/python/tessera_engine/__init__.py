@@ -1,7 +1,9 @@
 """The Python guest kit of Tessera engines: the wire rules of the Rust SDK (`wire`), responses
 in the host's shapes and the router (`http`)."""
 
-from .http import Response, Router, percent_decode
+from .decoding import percent_decode
+from .http import Response, Router
+from .request import ApiError, Query, Request, is_json_content_type
 from .wire import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -22,6 +24,10 @@ from .wire import (
 )
 
 __all__ = [
+    "ApiError",
+    "Query",
+    "Request",
+    "is_json_content_type",
     "Response",
     "Router",
     "percent_decode",

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from .decoding import percent_decode
+from .request import ApiError
 from .wire import MESSAGE_METHOD_NOT_ALLOWED, MESSAGE_SERVER_ERROR, CursorMeta, ValidationErrors
 
 
@@ -66,29 +68,6 @@ class Response:
         return self
 
 
-def percent_decode(text: str, plus_is_space: bool = False) -> str:
-    """`%XX` decoded (a `%` not followed by two hex digits stays), invalid UTF-8 replaced, as
-    the Rust SDK decodes path parameters (and, with `plus_is_space`, query values)."""
-    data = text.encode("utf-8")
-    out = bytearray()
-    index = 0
-    hexdigits = b"0123456789abcdefABCDEF"
-    while index < len(data):
-        byte = data[index]
-        if (
-            byte == ord("%")
-            and index + 2 < len(data)
-            and data[index + 1] in hexdigits
-            and data[index + 2] in hexdigits
-        ):
-            out.append(int(data[index + 1 : index + 3], 16))
-            index += 3
-            continue
-        out.append(ord(" ") if plus_is_space and byte == ord("+") else byte)
-        index += 1
-    return out.decode("utf-8", errors="replace")
-
-
 Handler = Callable[[Any, Any, dict[str, str]], Response]
 
 
@@ -121,7 +100,7 @@ class _Route:
 
 class Router:
     """Routes `(method, pattern)` to handlers `handler(ctx, request, params) -> Response`;
-    a `ValidationErrors` a handler raises answers 422."""
+    a `ValidationErrors` a handler raises answers 422, an `ApiError` its status and message."""
 
     def __init__(self) -> None:
         self._routes: list[_Route] = []
@@ -185,3 +164,5 @@ class Router:
             return chosen.handler(ctx, request, params)
         except ValidationErrors as errors:
             return Response.invalid(errors)
+        except ApiError as refused:
+            return Response.error(refused.status, refused.message)

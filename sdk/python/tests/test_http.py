@@ -5,7 +5,8 @@ route, 404s and 405s with `Allow`, percent-decoded parameters, 422s from raised 
 import json
 
 from tessera_engine import CursorMeta, ValidationErrors
-from tessera_engine.http import Response, Router, percent_decode
+from tessera_engine import percent_decode
+from tessera_engine.http import Response, Router
 
 
 def body(response: Response):
