@@ -41,16 +41,40 @@ pub fn install_engines(plugins_dir: &Path, names: &[&str]) {
     }
 }
 
+/// The repository's root.
+pub fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `CARGO_TARGET_DIR`, else the repository's `target/`: the harness's nested cargo runs build
+/// in folders of it.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repository().join("target"))
+}
+
+/// `cargo xtask ARGUMENTS…` of this checkout, built in a target folder of its own.
+#[allow(dead_code)]
+pub fn xtask(arguments: &[&str]) -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .args(["run", "--quiet", "--manifest-path"])
+        .arg(repository().join("xtask/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir().join("xtask-scaffold"))
+        .arg("--")
+        .args(arguments);
+    command
+}
+
 fn build_workspace(folder: &str, target_name: &str) -> PathBuf {
     {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace.join("target"))
-            .join(target_name);
+        let workspace = repository();
+        let target_dir = target_dir().join(target_name);
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let output = Command::new(cargo)
             .args([

@@ -3,8 +3,8 @@
 //! host while clients keep calling it, none of their requests lost through the swap.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -12,32 +12,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::components::{repository, target_dir, xtask};
 use crate::helpers::{AppOptions, Backend, eventually, spawn_app_with, without_rate_limits};
-
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repository().join("target"))
-}
-
-fn xtask(arguments: &[&str]) -> Command {
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    command
-        .args(["run", "--quiet", "--manifest-path"])
-        .arg(repository().join("xtask/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target_dir().join("xtask-scaffold"))
-        .arg("--")
-        .args(arguments);
-    command
-}
 
 /// The dev loop, killed when dropped.
 struct DevLoop {

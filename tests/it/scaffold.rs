@@ -5,27 +5,14 @@
 //! documented (its operations, schemas and settings) and, once removed, gone from the document
 //! again.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
 
 use tessera_host::config::Secret;
 
+use crate::components::{self, repository, target_dir};
 use crate::helpers::{AppOptions, Backend, TestDatabase, json_with_status, spawn_app_with};
-
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repository().join("target"))
-}
 
 fn run(command: &mut Command) -> String {
     let output = command.output().expect("running a command");
@@ -43,15 +30,7 @@ async fn an_engine_scaffolded_outside_the_repository_on_the_packaged_sdk_builds_
     let database = TestDatabase::new(Backend::Sqlite).await;
     let outside = database.data_dir.join("outside");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let xtask = |arguments: &[&str]| {
-        run(Command::new(&cargo)
-            .args(["run", "--quiet", "--manifest-path"])
-            .arg(repository().join("xtask/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(target_dir().join("xtask-scaffold"))
-            .arg("--")
-            .args(arguments))
-    };
+    let xtask = |arguments: &[&str]| run(&mut components::xtask(arguments));
 
     // The SDK as `cargo package` packs it, unpacked outside the repository.
     let packaged = outside.join("sdk");

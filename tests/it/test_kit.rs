@@ -7,11 +7,12 @@
 //! and through a real host over HTTP, and the two transcripts must be equal.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::components::{repository, target_dir};
 use crate::database_test;
 use crate::helpers::{AppOptions, TestApp, eventually, spawn_app_with};
 
@@ -158,13 +159,6 @@ fn scenario() -> Vec<Value> {
 const SCAN_PAGE: u32 = 3;
 const SCAN_BUDGET: u64 = 7;
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 /// The transcript of `steps` through the test kit: the component's `fake_runner` test, run
 /// natively by cargo.
 fn through_the_test_kit(steps: &[Value], scratch: &Path) -> Vec<Value> {
@@ -179,10 +173,7 @@ fn through_the_test_kit(steps: &[Value], scratch: &Path) -> Vec<Value> {
         json!({ "settings": settings, "steps": steps }).to_string(),
     )
     .unwrap();
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repository().join("target"))
-        .join("conformance-fake");
+    let target_dir = target_dir().join("conformance-fake");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args(["test", "--quiet", "--manifest-path"])
