@@ -1,12 +1,15 @@
 //! Engine components for the tests, built once per test run by the harness with the same
-//! toolchain (`cargo build --target wasm32-wasip2`): the purpose-built ones of
-//! `tests/components/` and the real engines of `engines/`.
+//! toolchains as the project's: the purpose-built ones of `tests/components/` and the real
+//! engines of `engines/` (`cargo build --target wasm32-wasip2`), and the Python and
+//! JavaScript engines of `engines/` and `tests/polyglot/` (`cargo xtask build-engines`, which
+//! installs the pinned componentize-py and componentize-js under the target dir).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 /// The folder of built `.wasm` files of the test components.
+#[allow(dead_code)]
 fn built_components() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| build_workspace("tests/components", "test-components"))
@@ -16,6 +19,56 @@ fn built_components() -> &'static Path {
 fn built_engines() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| build_workspace("engines", "engines"))
+}
+
+/// The Python and JavaScript engines: the examples of `engines/` and the test engines of
+/// `tests/polyglot/`, built into one folder.
+fn built_polyglot_engines() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = target_dir().join("polyglot-engines");
+        for from in ["engines", "tests/polyglot"] {
+            let output = xtask(&[
+                "build-engines",
+                "--languages",
+                "python,javascript",
+                "--from",
+                repository().join(from).to_str().unwrap(),
+                "--plugins-dir",
+                out.to_str().unwrap(),
+            ])
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .expect("running cargo xtask build-engines");
+            assert!(
+                output.status.success(),
+                "building the Python and JavaScript engines of {from} failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        out
+    })
+}
+
+/// The Python and JavaScript example engines of `engines/`.
+#[allow(dead_code)]
+pub const POLYGLOT_ENGINES: [&str; 2] = ["jsnotes", "pynotes"];
+
+/// Copies the named Python or JavaScript engines (of `engines/` or `tests/polyglot/`) into
+/// `plugins_dir`; a missing one names the tools it needs.
+#[allow(dead_code)]
+pub fn install_polyglot_engines(plugins_dir: &Path, names: &[&str]) {
+    std::fs::create_dir_all(plugins_dir).unwrap();
+    for name in names {
+        let built = built_polyglot_engines().join(format!("{name}.wasm"));
+        assert!(
+            built.is_file(),
+            "{} was not built: the Python and JavaScript engines need python3 and node with npm",
+            built.display()
+        );
+        std::fs::copy(&built, plugins_dir.join(format!("{name}.wasm")))
+            .unwrap_or_else(|error| panic!("copying {}: {error}", built.display()));
+    }
 }
 
 /// The seven engines of the platform.
@@ -100,6 +153,7 @@ fn build_workspace(folder: &str, target_name: &str) -> PathBuf {
 }
 
 /// The built component of the crate `name` (e.g. `memory-bomb`).
+#[allow(dead_code)]
 pub fn component(name: &str) -> PathBuf {
     let path = built_components().join(format!("{}.wasm", name.replace('-', "_")));
     assert!(path.is_file(), "{} was not built", path.display());
@@ -107,6 +161,7 @@ pub fn component(name: &str) -> PathBuf {
 }
 
 /// Copies the named components into `plugins_dir` as `<name>.wasm`.
+#[allow(dead_code)]
 pub fn install(plugins_dir: &Path, names: &[&str]) {
     std::fs::create_dir_all(plugins_dir).unwrap();
     for name in names {

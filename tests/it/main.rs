@@ -30,6 +30,7 @@ mod notes;
 mod openapi;
 mod orchestration;
 mod outbound;
+mod polyglot;
 mod projections;
 mod rate_limit;
 mod sandbox_limits;

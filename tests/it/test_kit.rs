@@ -26,7 +26,7 @@ fn step(tenant: &str, user: &str, ops: Value, status: u16) -> Value {
     })
 }
 
-fn scenario() -> Vec<Value> {
+pub(crate) fn scenario() -> Vec<Value> {
     let a = |ops: Value| step("tenant-a", "ada", ops, 200);
     vec![
         // Reads see the call's own writes; scans page, run backwards and stop at a bound.
@@ -156,8 +156,8 @@ fn scenario() -> Vec<Value> {
 }
 
 /// The operator's scan bounds on both sides (`TESSERA_ENGINE_SCAN_PAGE`, `…_BUDGET`).
-const SCAN_PAGE: u32 = 3;
-const SCAN_BUDGET: u64 = 7;
+pub(crate) const SCAN_PAGE: u32 = 3;
+pub(crate) const SCAN_BUDGET: u64 = 7;
 
 /// The transcript of `steps` through the test kit: the component's `fake_runner` test, run
 /// natively by cargo.
@@ -200,15 +200,59 @@ fn through_the_test_kit(steps: &[Value], scratch: &Path) -> Vec<Value> {
     serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap()
 }
 
-/// One step through the real host: its status and body.
-async fn through_the_host(app: &TestApp, tokens: &HashMap<String, String>, step: &Value) -> Value {
+/// One step through the real host's engine `code`: its status and body.
+async fn through_the_host(
+    app: &TestApp,
+    tokens: &HashMap<String, String>,
+    step: &Value,
+    code: &str,
+) -> Value {
     let key = format!("{}/{}", step["tenant_id"], step["user_id"]);
     let answer = app
-        .post_as("/conformance/api/v1/script", &tokens[&key], &step["script"])
+        .post_as(
+            &format!("/{code}/api/v1/script"),
+            &tokens[&key],
+            &step["script"],
+        )
         .await;
     let status = answer.status().as_u16();
     let body: Value = answer.json().await.unwrap_or(Value::Null);
     json!({ "status": status, "body": body })
+}
+
+/// The transcript of `steps` through the engine `code` (a conformance engine) of a real host
+/// that also runs the `listener` engine: each step's status and body, then the `n` of each
+/// event the listener received.
+pub(crate) async fn host_transcript(app: &TestApp, steps: &[Value], code: &str) -> Vec<Value> {
+    let mut tokens = HashMap::new();
+    for (tenant, user) in [("tenant-a", "ada"), ("tenant-b", "bob")] {
+        let tenant_id = uuid::Uuid::new_v4().to_string();
+        let token = app.token(&tenant_id, user, "editor").await;
+        tokens.insert(format!("\"{tenant}\"/\"{user}\""), token);
+    }
+    let mut real = Vec::with_capacity(steps.len());
+    for step in steps {
+        real.push(through_the_host(app, &tokens, step, code).await);
+    }
+    // The events the host committed, as the engine subscribed to them received them.
+    let token = &tokens["\"tenant-a\"/\"ada\""];
+    let published = eventually(
+        30,
+        "the listener to receive the committed event",
+        || async {
+            let answer = app.get_as("/listener/api/v1/events", token).await;
+            let body: Value = answer.json().await.ok()?;
+            let received: Vec<Value> = body["data"]
+                .as_array()?
+                .iter()
+                .map(|event| event["payload"]["n"].clone())
+                .collect();
+            (!received.is_empty()).then_some(received)
+        },
+    )
+    .await;
+    real.push(json!({ "published": published }));
+    real
 }
 
 database_test!(
@@ -254,33 +298,7 @@ database_test!(
             json!({ "published": [2] }),
             "only the committed event"
         );
-        let mut tokens = HashMap::new();
-        for (tenant, user) in [("tenant-a", "ada"), ("tenant-b", "bob")] {
-            let tenant_id = uuid::Uuid::new_v4().to_string();
-            let token = app.token(&tenant_id, user, "editor").await;
-            tokens.insert(format!("\"{tenant}\"/\"{user}\""), token);
-        }
-        let mut real = Vec::with_capacity(steps.len());
-        for step in &steps {
-            real.push(through_the_host(&app, &tokens, step).await);
-        }
-        // The events the host committed, as the engine subscribed to them received them.
-        let token = &tokens["\"tenant-a\"/\"ada\""];
-        let published = eventually(30, "the listener to receive the committed event", || {
-            let app = &app;
-            async move {
-                let answer = app.get_as("/listener/api/v1/events", token).await;
-                let body: Value = answer.json().await.ok()?;
-                let received: Vec<Value> = body["data"]
-                    .as_array()?
-                    .iter()
-                    .map(|event| event["payload"]["n"].clone())
-                    .collect();
-                (!received.is_empty()).then_some(received)
-            }
-        })
-        .await;
-        real.push(json!({ "published": published }));
+        let real = host_transcript(&app, &steps, "conformance").await;
         for (index, (real, fake)) in real.iter().zip(&fake).enumerate() {
             assert_eq!(
                 real, fake,

@@ -1004,5 +1004,31 @@ async fn every_usermanager_route_is_documented() {
         ],
         &["usermanager.Profile", "usermanager.ProfileUpdate"],
     );
+    // The list's `status` filter takes a status or nothing (`?status=` lists everyone), as the
+    // route answers.
+    let parameters = document["paths"]["/usermanager/api/v1/users"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let status = parameters
+        .iter()
+        .find(|parameter| parameter["name"] == "status")
+        .unwrap();
+    assert_eq!(
+        status["schema"]["enum"],
+        serde_json::json!(["", "active", "deactivated"])
+    );
+    let token = app
+        .token(
+            &uuid::Uuid::new_v4().to_string(),
+            &uuid::Uuid::new_v4().to_string(),
+            "viewer",
+        )
+        .await;
+    json_with_status(
+        app.get_as("/usermanager/api/v1/users?status=", &token)
+            .await,
+        200,
+    )
+    .await;
     app.stop().await;
 }

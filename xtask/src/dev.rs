@@ -1,8 +1,11 @@
-//! `cargo xtask dev`: the engine author's loop. Builds the engines (every crate of `engines/`, or
-//! with `--path DIR` one standalone engine crate anywhere) into the plugins dir, serves them
+//! `cargo xtask dev`: the engine author's loop. Builds the engines (every engine of `engines/`,
+//! Rust, Python and JavaScript, or with `--path DIR` one standalone engine anywhere: a Rust
+//! crate, a Python folder with `app.py`, a JavaScript folder with `package.json`) into the
+//! plugins dir, serves them
 //! (`tessera serve`, unless `--no-serve` because a host already runs on that plugins dir), then
 //! watches the sources: on every change it rebuilds the engine that changed (all of them when
-//! the SDK or the wire crate changed), prints the build's result, and copies the component
+//! the SDK or the wire crate changed; every Python or JavaScript engine when its kit changed),
+//! prints the build's result, and copies the component
 //! into the plugins dir, where the running host's watcher swaps it in (calls in flight finish
 //! on the old version; a component that does not load is logged by the host, which keeps
 //! serving the one before).
@@ -32,7 +35,7 @@ enum Watched {
     Crate(PathBuf),
 }
 
-/// `dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]`.
+/// `dev [--path ENGINE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]`.
 pub struct Options {
     watched: Watched,
     plugins_dir: PathBuf,
@@ -42,7 +45,7 @@ pub struct Options {
 
 /// Reads the command line of `cargo xtask dev`.
 pub fn parse(root: &Path, arguments: &[String]) -> anyhow::Result<Options> {
-    const USAGE: &str = "usage: cargo xtask dev [--path CRATE_DIR] [--plugins-dir DIR] \
+    const USAGE: &str = "usage: cargo xtask dev [--path ENGINE_DIR] [--plugins-dir DIR] \
                          [--no-serve] [-- serve flags…]";
     let mut options = Options {
         watched: Watched::Workspace(root.join("engines")),
@@ -127,12 +130,10 @@ impl Watched {
         }
     }
 
-    /// Every engine crate watched.
+    /// Every Rust engine crate watched.
     fn crates(&self) -> anyhow::Result<Vec<EngineCrate>> {
         match self {
-            Self::Crate(dir) => Ok(vec![EngineCrate::at(dir)?.with_context(|| {
-                format!("{} is not an engine crate (a cdylib)", dir.display())
-            })?]),
+            Self::Crate(dir) => Ok(EngineCrate::at(dir)?.into_iter().collect()),
             Self::Workspace(dir) => {
                 let mut crates = Vec::new();
                 for entry in
@@ -192,6 +193,91 @@ impl Watched {
     }
 }
 
+/// The Python and JavaScript engines watched.
+fn polyglot(watched: &Watched) -> anyhow::Result<crate::PolyglotEngines> {
+    match watched {
+        Watched::Workspace(dir) => crate::polyglot_engines(dir),
+        Watched::Crate(dir) => Ok(crate::PolyglotEngines {
+            python: [dir.clone()]
+                .into_iter()
+                .filter(|dir| crate::python::is_python_engine(dir))
+                .collect(),
+            javascript: [dir.clone()]
+                .into_iter()
+                .filter(|dir| crate::javascript::is_javascript_engine(dir))
+                .collect(),
+        }),
+    }
+}
+
+/// A language's engines (folders) and the kit they are built with.
+struct Kit<'a> {
+    engines: &'a [PathBuf],
+    kit: PathBuf,
+    extensions: &'a [&'a str],
+}
+
+impl Kit<'_> {
+    /// The engines a change of `changed` rebuilds: the engine a source is in, or every engine
+    /// when the kit changed. Caches, dependencies and build output are ignored.
+    fn affected(&self, changed: &[PathBuf]) -> BTreeSet<PathBuf> {
+        let mut affected = BTreeSet::new();
+        for path in changed {
+            let is_source = path
+                .extension()
+                .and_then(|extension| extension.to_str())
+                .is_some_and(|extension| self.extensions.contains(&extension));
+            let generated = path.components().any(|component| {
+                matches!(
+                    component.as_os_str().to_str(),
+                    Some("__pycache__" | "node_modules" | "target" | "dist")
+                )
+            });
+            if !is_source || generated {
+                continue;
+            }
+            if path.starts_with(&self.kit) {
+                affected.extend(self.engines.iter().cloned());
+            } else if let Some(engine) = self.engines.iter().find(|dir| path.starts_with(dir)) {
+                affected.insert(engine.clone());
+            }
+        }
+        affected
+    }
+}
+
+/// Builds the Python or JavaScript `engines` with `build` into `plugins_dir`; false when one
+/// failed (the plugins dir keeps the component from before).
+fn build_polyglot(
+    engines: &BTreeSet<PathBuf>,
+    plugins_dir: &Path,
+    build: &dyn Fn(&Path, &Path) -> anyhow::Result<()>,
+) -> bool {
+    let mut built = true;
+    for engine in engines {
+        let started = Instant::now();
+        let out = crate::plugin_file(plugins_dir, engine);
+        match build(engine, &out) {
+            Ok(()) => eprintln!(
+                "dev: built {} in {:.1} s → {}",
+                engine.display(),
+                started.elapsed().as_secs_f64(),
+                out.display()
+            ),
+            Err(error) => {
+                eprintln!(
+                    "dev: building {} failed after {:.1} s ({error:#}); the host keeps serving \
+                     the last build",
+                    engine.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                built = false;
+            }
+        }
+    }
+    built
+}
+
 /// Builds `crates` and copies each into `plugins_dir`; false when the build failed (cargo
 /// printed why; the plugins dir keeps the components from before).
 fn build(
@@ -200,6 +286,9 @@ fn build(
     target_dir: &Path,
     plugins_dir: &Path,
 ) -> anyhow::Result<bool> {
+    if crates.is_empty() {
+        return Ok(true);
+    }
     let started = Instant::now();
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command
@@ -269,15 +358,60 @@ pub fn run(root: &Path, target_dir: &Path, options: &Options) -> anyhow::Result<
     let watched = &options.watched;
     let dev_target = watched.target_dir(target_dir);
     let crates = watched.crates()?;
-    if crates.is_empty() {
-        bail!("no engine crate under {}", watched.root().display());
+    let polyglot = polyglot(watched)?;
+    if crates.is_empty() && polyglot.python.is_empty() && polyglot.javascript.is_empty() {
+        bail!(
+            "no engine under {} (a Rust crate building a cdylib, a Python folder with app.py, \
+             a JavaScript folder with package.json)",
+            watched.root().display()
+        );
     }
+    let python_toolchain = if polyglot.python.is_empty() {
+        None
+    } else {
+        crate::python::toolchain(target_dir, "the Python engines")?
+    };
+    let javascript_toolchain = if polyglot.javascript.is_empty() {
+        None
+    } else {
+        crate::javascript::toolchain(target_dir)?
+    };
+    let build_python = |engine: &Path, out: &Path| match &python_toolchain {
+        Some(toolchain) => toolchain.build(root, engine, out),
+        None => Ok(()),
+    };
+    let build_javascript = |engine: &Path, out: &Path| match &javascript_toolchain {
+        Some(toolchain) => toolchain.build(root, engine, out),
+        None => Ok(()),
+    };
+    let python_kit = Kit {
+        engines: &polyglot.python,
+        kit: root.join("sdk/python"),
+        extensions: &["py", "toml"],
+    };
+    let javascript_kit = Kit {
+        engines: &polyglot.javascript,
+        kit: root.join("sdk/javascript"),
+        extensions: &["js", "mjs", "ts", "json"],
+    };
+    std::fs::create_dir_all(&options.plugins_dir)
+        .with_context(|| format!("creating {}", options.plugins_dir.display()))?;
     build(
         watched,
         &crates.iter().cloned().collect(),
         &dev_target,
         &options.plugins_dir,
     )?;
+    build_polyglot(
+        &polyglot.python.iter().cloned().collect(),
+        &options.plugins_dir,
+        &build_python,
+    );
+    build_polyglot(
+        &polyglot.javascript.iter().cloned().collect(),
+        &options.plugins_dir,
+        &build_javascript,
+    );
     let mut host = if options.serve {
         Some(serve(root, options)?)
     } else {
@@ -308,6 +442,14 @@ pub fn run(root: &Path, target_dir: &Path, options: &Options) -> anyhow::Result<
     watcher
         .watch(watched.root(), RecursiveMode::Recursive)
         .with_context(|| format!("watching {}", watched.root().display()))?;
+    // The kits the Python and JavaScript engines are built with.
+    for kit in [&python_kit, &javascript_kit] {
+        if !kit.engines.is_empty() && kit.kit.is_dir() && !kit.kit.starts_with(watched.root()) {
+            watcher
+                .watch(&kit.kit, RecursiveMode::Recursive)
+                .with_context(|| format!("watching {}", kit.kit.display()))?;
+        }
+    }
     eprintln!("dev: watching {} (ctrl-c stops)", watched.root().display());
     loop {
         if let Some(child) = host.as_mut()
@@ -328,11 +470,17 @@ pub fn run(root: &Path, target_dir: &Path, options: &Options) -> anyhow::Result<
         // Crates may have been added (new-engine) since the start.
         let crates = watched.crates()?;
         let affected = watched.affected(&crates, &paths);
-        if affected.is_empty() {
-            continue;
-        }
-
         build(watched, &affected, &dev_target, &options.plugins_dir)?;
+        build_polyglot(
+            &python_kit.affected(&paths),
+            &options.plugins_dir,
+            &build_python,
+        );
+        build_polyglot(
+            &javascript_kit.affected(&paths),
+            &options.plugins_dir,
+            &build_javascript,
+        );
     }
 }
 
@@ -367,5 +515,30 @@ mod tests {
         assert!(names(&["/r/engines/notes/target/x.rs"]).is_empty());
         assert!(names(&["/r/engines/notes/src/.lib.rs.swp"]).is_empty());
         assert!(names(&["/r/engines/Cargo.lock"]).is_empty());
+    }
+
+    #[test]
+    fn a_change_rebuilds_its_python_engine_or_every_one_when_the_kit_changed() {
+        let engines = [
+            PathBuf::from("/r/engines/pynotes"),
+            PathBuf::from("/r/engines/pyother"),
+        ];
+        let kit = Kit {
+            engines: &engines,
+            kit: PathBuf::from("/r/sdk/python"),
+            extensions: &["py", "toml"],
+        };
+        let names = |changed: &[&str]| -> Vec<PathBuf> {
+            let changed: Vec<PathBuf> = changed.iter().map(PathBuf::from).collect();
+            kit.affected(&changed).into_iter().collect()
+        };
+        assert_eq!(
+            names(&["/r/engines/pynotes/notes_engine.py"]),
+            [engines[0].clone()]
+        );
+        assert_eq!(names(&["/r/sdk/python/tessera_engine/http.py"]), engines);
+        assert!(names(&["/r/engines/pynotes/__pycache__/app.cpython-311.pyc"]).is_empty());
+        assert!(names(&["/r/engines/pynotes/__pycache__/x.py"]).is_empty());
+        assert!(names(&["/r/engines/notes/src/lib.rs"]).is_empty());
     }
 }

@@ -3,8 +3,15 @@
 //! - `run [serve flags…]`: build everything (engines into `plugins/`, the host in release) and
 //!   serve on the embedded defaults.
 //! - `test [cargo test args…]`: build everything and run the whole test suite (the engines'
-//!   crates natively, the Python kit's with pytest, then the host workspace's).
-//! - `build-engines`: build every crate under `engines/` for `wasm32-wasip2` into `plugins/`.
+//!   crates natively, the Python kit and engines with pytest, the JavaScript kit and engines
+//!   with node's test runner, then the host workspace's).
+//! - `build-engines [--plugins-dir DIR] [--languages rust,python,javascript] [--from DIR]`:
+//!   build every engine under `engines/` into `plugins/`: the Rust crates for `wasm32-wasip2`,
+//!   the Python engines (a folder with `app.py`) with componentize-py (`python.rs`), the
+//!   JavaScript engines (a folder with `package.json`) with componentize-js (`javascript.rs`),
+//!   installing the pinned Python and JavaScript toolchains under the target dir when missing.
+//!   `--from` takes the Python and JavaScript engine folders from another folder (the test
+//!   harness builds its own that way).
 //! - `new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION]`: scaffold a
 //!   working engine crate on the guest SDK: `engines/NAME` in the engines' workspace, or with
 //!   `--path` a standalone crate anywhere (`new_engine.rs`).
@@ -22,15 +29,14 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context as _, bail};
 
 mod dev;
+mod javascript;
 mod new_engine;
 mod package_sdk;
+mod python;
 #[cfg(test)]
 mod tidy;
 
 const WASM_TARGET: &str = "wasm32-wasip2";
-
-/// The pytest the Python kit's tests run with.
-const PYTEST_VERSION: &str = "8.3.4";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -48,7 +54,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
         .map_or(("help", &[][..]), |(c, r)| (c.as_str(), r));
     match command {
         "run" => {
-            build_engines()?;
+            build_engines(&BuildOptions::everything())?;
             cargo(
                 &[
                     "run",
@@ -64,7 +70,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             )
         }
         "test" => {
-            build_engines()?;
+            build_engines(&BuildOptions::everything())?;
             if workspace_root().join("engines/sdk/Cargo.toml").is_file() {
                 cargo(
                     &[
@@ -76,10 +82,13 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                     &[],
                 )?;
             }
-            python_kit_tests()?;
+            let root = workspace_root();
+            let engines = polyglot_engines(&root.join("engines"))?;
+            python::kit_tests(&root, &target_dir(), &engines.python)?;
+            javascript::kit_tests(&root, &target_dir())?;
             cargo(&["test", "--workspace"], rest)
         }
-        "build-engines" => build_engines(),
+        "build-engines" => build_engines(&BuildOptions::parse(rest)?),
         "new-engine" => {
             let (name, placement) = new_engine::parse(&workspace_root(), rest)?;
             new_engine::create(&name, &placement)
@@ -94,7 +103,8 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
         }
         "help" | "--help" | "-h" => {
             println!(
-                "cargo xtask run [serve flags…] | test [cargo test args…] | build-engines \
+                "cargo xtask run [serve flags…] | test [cargo test args…] \
+                 | build-engines [--plugins-dir DIR] [--languages rust,python,javascript] \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
                  | package-sdk DIR [--no-verify] \
                  | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
@@ -134,58 +144,6 @@ fn cargo(arguments: &[&str], extra: &[String]) -> anyhow::Result<()> {
         .with_context(|| format!("running {cargo} {}", arguments.join(" ")))?;
     if !status.success() {
         bail!("`cargo {}` failed ({status})", arguments.join(" "));
-    }
-    Ok(())
-}
-
-/// The Python guest kit's tests (`sdk/python`, pytest), in a virtual environment under the
-/// target dir that this installs pytest into; without `python3`, skipped with a message.
-fn python_kit_tests() -> anyhow::Result<()> {
-    let kit = workspace_root().join("sdk/python");
-    if !kit.join("pyproject.toml").is_file() {
-        return Ok(());
-    }
-    let found = Command::new("python3").arg("--version").output();
-    if !found.is_ok_and(|output| output.status.success()) {
-        eprintln!("xtask: python3 not found; skipping the Python kit's tests (sdk/python)");
-        return Ok(());
-    }
-    let venv = target_dir().join("python-kit-venv");
-    let python = venv.join("bin/python");
-    if !python.is_file() {
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .context("creating the Python kit's virtual environment")?;
-        if !status.success() {
-            bail!("`python3 -m venv {}` failed", venv.display());
-        }
-    }
-    let status = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .arg(format!("pytest=={PYTEST_VERSION}"))
-        .status()
-        .context("installing pytest")?;
-    if !status.success() {
-        bail!(
-            "installing pytest {PYTEST_VERSION} into {} failed",
-            venv.display()
-        );
-    }
-    let status = Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .current_dir(&kit)
-        .status()
-        .context("running pytest")?;
-    if !status.success() {
-        bail!("the Python kit's tests failed");
     }
     Ok(())
 }
@@ -231,12 +189,135 @@ fn engine_crates(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(crates)
 }
 
-/// Builds the engines workspace for `wasm32-wasip2` (a component, no extra tooling needed) and
-/// copies each engine to `plugins/<name>.wasm`.
-fn build_engines() -> anyhow::Result<()> {
-    ensure_wasm_target()?;
+/// What `build-engines` builds, and where to.
+struct BuildOptions {
+    plugins_dir: PathBuf,
+    /// Where the Python and JavaScript engine folders are (`engines/`).
+    polyglot_dir: PathBuf,
+    rust: bool,
+    python: bool,
+    javascript: bool,
+}
+
+impl BuildOptions {
+    fn everything() -> Self {
+        Self {
+            plugins_dir: workspace_root().join("plugins"),
+            polyglot_dir: workspace_root().join("engines"),
+            rust: true,
+            python: true,
+            javascript: true,
+        }
+    }
+
+    /// `[--plugins-dir DIR] [--languages rust,python,javascript]`.
+    fn parse(arguments: &[String]) -> anyhow::Result<Self> {
+        const USAGE: &str = "usage: cargo xtask build-engines [--plugins-dir DIR] \
+                             [--languages rust,python,javascript] [--from DIR]";
+        let mut options = Self::everything();
+        let mut rest = arguments;
+        while let Some((flag, more)) = rest.split_first() {
+            match (flag.as_str(), more) {
+                ("--plugins-dir", [dir, more @ ..]) => {
+                    options.plugins_dir = std::path::absolute(dir)?;
+                    rest = more;
+                }
+                ("--from", [dir, more @ ..]) => {
+                    options.polyglot_dir = std::path::absolute(dir)?;
+                    rest = more;
+                }
+                ("--languages", [languages, more @ ..]) => {
+                    (options.rust, options.python, options.javascript) = (false, false, false);
+                    for language in languages.split(',') {
+                        match language.trim() {
+                            "rust" => options.rust = true,
+                            "python" => options.python = true,
+                            "javascript" => options.javascript = true,
+                            other => bail!("unknown language {other:?}; {USAGE}"),
+                        }
+                    }
+                    rest = more;
+                }
+                _ => bail!("{USAGE}"),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The Python and JavaScript engine folders of a folder.
+struct PolyglotEngines {
+    python: Vec<PathBuf>,
+    javascript: Vec<PathBuf>,
+}
+
+/// The Python and JavaScript engine folders under `engines_dir`.
+fn polyglot_engines(engines_dir: &Path) -> anyhow::Result<PolyglotEngines> {
+    let mut engines = PolyglotEngines {
+        python: Vec::new(),
+        javascript: Vec::new(),
+    };
+    if !engines_dir.is_dir() {
+        return Ok(engines);
+    }
+    for entry in std::fs::read_dir(engines_dir)
+        .with_context(|| format!("reading {}", engines_dir.display()))?
+    {
+        let path = entry?.path();
+        if python::is_python_engine(&path) {
+            engines.python.push(path);
+        } else if javascript::is_javascript_engine(&path) {
+            engines.javascript.push(path);
+        }
+    }
+    engines.python.sort();
+    engines.javascript.sort();
+    Ok(engines)
+}
+
+/// The engine file of the engine folder `dir`: `<plugins>/<folder name>.wasm`.
+fn plugin_file(plugins: &Path, dir: &Path) -> PathBuf {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    plugins.join(format!("{name}.wasm"))
+}
+
+/// Builds the engines `options` names into its plugins dir.
+fn build_engines(options: &BuildOptions) -> anyhow::Result<()> {
     let root = workspace_root();
-    let crates = engine_crates(&root)?;
+    std::fs::create_dir_all(&options.plugins_dir)
+        .with_context(|| format!("creating {}", options.plugins_dir.display()))?;
+    if options.rust {
+        build_rust_engines(&root, &options.plugins_dir)?;
+    }
+    let engines = polyglot_engines(&options.polyglot_dir)?;
+    if options.python
+        && !engines.python.is_empty()
+        && let Some(toolchain) = python::toolchain(&target_dir(), "the Python engines")?
+    {
+        for engine in &engines.python {
+            let out = plugin_file(&options.plugins_dir, engine);
+            toolchain.build(&root, engine, &out)?;
+            eprintln!("xtask: {}", out.display());
+        }
+    }
+    if options.javascript
+        && !engines.javascript.is_empty()
+        && let Some(toolchain) = javascript::toolchain(&target_dir())?
+    {
+        for engine in &engines.javascript {
+            let out = plugin_file(&options.plugins_dir, engine);
+            toolchain.build(&root, engine, &out)?;
+            eprintln!("xtask: {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Builds the engines workspace for `wasm32-wasip2` (a component, no extra tooling needed) and
+/// copies each engine to `<plugins>/<name>.wasm`.
+fn build_rust_engines(root: &Path, plugins: &Path) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    let crates = engine_crates(root)?;
     if crates.is_empty() {
         eprintln!("xtask: no engine crates under engines/ yet; nothing to build");
         return Ok(());
@@ -253,8 +334,6 @@ fn build_engines() -> anyhow::Result<()> {
     if !status.success() {
         bail!("building the engines failed");
     }
-    let plugins = root.join("plugins");
-    std::fs::create_dir_all(&plugins)?;
     for (name, _) in crates {
         let artifact = target_dir
             .join(WASM_TARGET)

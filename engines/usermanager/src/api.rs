@@ -46,6 +46,14 @@ pub struct ProfileUpdate {
     avatar_url: Option<String>,
 }
 
+/// The `status` filter: a [`Status`], or empty for all.
+fn status_filter(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["", "active", "deactivated"],
+    })
+}
+
 /// The query of the directory list.
 #[derive(JsonSchema)]
 #[allow(
@@ -58,6 +66,7 @@ pub struct UsersQuery {
     #[schemars(length(max = 100))]
     q: Option<String>,
     /// Only users in this status; empty means all (422 rule `in` otherwise).
+    #[schemars(schema_with = "status_filter")]
     status: Option<Status>,
     /// Opaque cursor from a previous page's `meta.next_cursor` (422 rule `invalid` when it is
     /// not one of this list's).

@@ -40,7 +40,8 @@ pub struct Measured {
 }
 
 impl Probe {
-    fn new(
+    /// A row: `make` builds request `n`, which must answer `expected_status`.
+    pub fn new(
         engine: &'static str,
         what: impl Into<String>,
         expected_status: u16,

@@ -1,8 +1,39 @@
-"""The Python guest kit of Tessera engines: the wire rules of the Rust SDK (`wire`), responses
-in the host's shapes and the router (`http`)."""
+"""The Python guest kit of Tessera engines: the `Engine` to subclass (`engine`), the router and
+responses in the host's shapes (`http`), requests (`request`), the wire rules of the Rust SDK
+(`wire`), the API description (`openapi`), typed host imports (`host`), the component boundary
+(`component`, imported only by an engine's `app.py`) and the test kit (`testkit`)."""
 
+from . import host
 from .decoding import percent_decode
+from .engine import (
+    Engine,
+    format_rfc3339,
+    forget_user,
+    now_rfc3339,
+    now_unix_ms,
+    record_tenant,
+    record_user,
+    user_key,
+)
 from .http import Response, Router
+from .openapi import PAGE_QUERY, Operation
+from .types import (
+    Context,
+    Descriptor,
+    Event,
+    HostError,
+    Job,
+    Level,
+    OutboundRequest,
+    OutboundResponse,
+    OutgoingMail,
+    Permission,
+    Setting,
+    SettingKind,
+    TenantInfo,
+    Transaction,
+    UserInfo,
+)
 from .request import ApiError, Query, Request, is_json_content_type
 from .wire import (
     DEFAULT_LIMIT,
@@ -24,6 +55,32 @@ from .wire import (
 )
 
 __all__ = [
+    "host",
+    "Engine",
+    "format_rfc3339",
+    "forget_user",
+    "now_rfc3339",
+    "now_unix_ms",
+    "record_tenant",
+    "record_user",
+    "user_key",
+    "PAGE_QUERY",
+    "Operation",
+    "Context",
+    "Descriptor",
+    "Event",
+    "HostError",
+    "Job",
+    "Level",
+    "OutboundRequest",
+    "OutboundResponse",
+    "OutgoingMail",
+    "Permission",
+    "Setting",
+    "SettingKind",
+    "TenantInfo",
+    "Transaction",
+    "UserInfo",
     "ApiError",
     "Query",
     "Request",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .decoding import percent_decode
+from .openapi import Operation, document
 from .request import ApiError
 from .wire import MESSAGE_METHOD_NOT_ALLOWED, MESSAGE_SERVER_ERROR, CursorMeta, ValidationErrors
 
@@ -80,6 +81,8 @@ class _Route:
     method: str
     segments: list[tuple[bool, str]]  # (is_capture, literal or name)
     handler: Handler
+    pattern: str = ""
+    operation: Optional[Operation] = None
 
     def specificity(self, path: list[str]) -> Optional[list[bool]]:
         """Per segment, True for a literal that matched, False for a capture; None: no match."""
@@ -100,35 +103,58 @@ class _Route:
 
 class Router:
     """Routes `(method, pattern)` to handlers `handler(ctx, request, params) -> Response`;
-    a `ValidationErrors` a handler raises answers 422, an `ApiError` its status and message."""
+    a `ValidationErrors` a handler raises answers 422, an `ApiError` its status and message.
+    Each route may carry its documentation (`doc=Operation(…)`), from which `openapi()` makes
+    the engine's API description; `schema(name, …)` registers the schemas operations name."""
 
     def __init__(self) -> None:
         self._routes: list[_Route] = []
+        self._schemas: dict[str, dict[str, Any]] = {}
 
-    def route(self, method: str, pattern: str, handler: Handler) -> "Router":
+    def route(
+        self, method: str, pattern: str, handler: Handler, doc: Optional[Operation] = None
+    ) -> "Router":
         segments = []
         for segment in _split(pattern):
             if segment.startswith("{") and segment.endswith("}"):
                 segments.append((True, segment[1:-1]))
             else:
                 segments.append((False, segment))
-        self._routes.append(_Route(method.upper(), segments, handler))
+        self._routes.append(_Route(method.upper(), segments, handler, pattern, doc))
         return self
 
-    def get(self, pattern: str, handler: Handler) -> "Router":
-        return self.route("GET", pattern, handler)
+    def get(self, pattern: str, handler: Handler, doc: Optional[Operation] = None) -> "Router":
+        return self.route("GET", pattern, handler, doc)
 
-    def post(self, pattern: str, handler: Handler) -> "Router":
-        return self.route("POST", pattern, handler)
+    def post(self, pattern: str, handler: Handler, doc: Optional[Operation] = None) -> "Router":
+        return self.route("POST", pattern, handler, doc)
 
-    def put(self, pattern: str, handler: Handler) -> "Router":
-        return self.route("PUT", pattern, handler)
+    def put(self, pattern: str, handler: Handler, doc: Optional[Operation] = None) -> "Router":
+        return self.route("PUT", pattern, handler, doc)
 
-    def patch(self, pattern: str, handler: Handler) -> "Router":
-        return self.route("PATCH", pattern, handler)
+    def patch(self, pattern: str, handler: Handler, doc: Optional[Operation] = None) -> "Router":
+        return self.route("PATCH", pattern, handler, doc)
 
-    def delete(self, pattern: str, handler: Handler) -> "Router":
-        return self.route("DELETE", pattern, handler)
+    def delete(self, pattern: str, handler: Handler, doc: Optional[Operation] = None) -> "Router":
+        return self.route("DELETE", pattern, handler, doc)
+
+    def schema(self, name: str, schema: dict[str, Any]) -> "Router":
+        """Registers the JSON Schema `name` (`components.schemas`), for operations to name."""
+        self._schemas[name] = schema
+        return self
+
+    def openapi(self) -> dict[str, Any]:
+        """The engine's API description: an OpenAPI 3.1 fragment of every route."""
+        routes = [
+            (
+                route.method,
+                route.pattern,
+                [name for capture, name in route.segments if capture],
+                route.operation,
+            )
+            for route in self._routes
+        ]
+        return document(routes, self._schemas)
 
     def handle(self, ctx: Any, method: str, path: str, request: Any = None) -> Response:
         """The answer to `method path`: 404 when no pattern matches the path, 405 with `Allow`
