@@ -25,6 +25,10 @@ use tessera_host::tenancy::Role;
 use support::engine_probes::{CLIENTS, Probe, wait_for_idle_work};
 use support::{Backend, BenchDatabase, Server, data_of, provisioned_tenant};
 
+/// The allocator of the `tessera` binary (`host/src/main.rs`), so the host runs as deployed.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The engines compared, and the language each is written in.
 const COMPARED: [(&str, &str); 3] = [
     ("notes", "Rust"),
