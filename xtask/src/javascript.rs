@@ -57,14 +57,6 @@ fn node_major() -> Result<u32, String> {
         .ok_or_else(|| format!("node reports the version {version:?}"))
 }
 
-/// Whether `program --version` runs.
-fn runs(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
-
 /// Why node cannot run the kit's tests or the tools, if it cannot.
 fn node_missing() -> Option<String> {
     match node_major() {
@@ -80,7 +72,8 @@ fn node_missing() -> Option<String> {
 /// there already at the pinned versions. `None`, after saying what is skipped and why, when
 /// `node` (20 or later) or `npm` is missing.
 pub fn toolchain(target_dir: &Path) -> anyhow::Result<Option<Toolchain>> {
-    let missing = node_missing().or_else(|| (!runs("npm")).then(|| "npm is not installed".into()));
+    let missing =
+        node_missing().or_else(|| (!crate::runs("npm")).then(|| "npm is not installed".into()));
     if let Some(reason) = missing {
         eprintln!(
             "xtask: {reason}; skipping the JavaScript engines (engines/jsnotes and any folder with \

@@ -148,6 +148,14 @@ fn cargo(arguments: &[&str], extra: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `program --version` runs (a tool the Python or JavaScript engines need).
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
 /// Installs the `wasm32-wasip2` target through rustup when it is not installed yet.
 fn ensure_wasm_target() -> anyhow::Result<()> {
     let installed = Command::new("rustup")

@@ -28,17 +28,10 @@ pub fn is_python_engine(dir: &Path) -> bool {
     dir.join("app.py").is_file()
 }
 
-fn python3_found() -> bool {
-    Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
-
 /// The toolchain, installed into `target_dir/polyglot/python-venv` when missing; `None`, with a
 /// message naming what is skipped, on a machine without `python3`.
 pub fn toolchain(target_dir: &Path, skipped: &str) -> anyhow::Result<Option<Toolchain>> {
-    if !python3_found() {
+    if !crate::runs("python3") {
         eprintln!("xtask: python3 not found; skipping {skipped}");
         return Ok(None);
     }

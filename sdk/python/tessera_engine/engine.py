@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from . import host
 from .http import Response, Router
-from .request import ApiError, Request
+from .request import Request
 from .types import (
     Context,
     Descriptor,
@@ -26,7 +26,7 @@ from .types import (
     TenantInfo,
     UserInfo,
 )
-from .wire import MESSAGE_SERVER_ERROR, ValidationErrors
+from .wire import MESSAGE_SERVER_ERROR
 
 #: The key of the tenant record the default `provision_tenant` writes.
 TENANT_KEY = "tenant"
@@ -154,11 +154,8 @@ class Adapter:
     def handle(self, ctx: Context, request: Request) -> Response:
         host.begin_call()
         try:
+            # The router answers a raised `ValidationErrors` or `ApiError` itself.
             return self.routes.handle(ctx, request.method, request.path, request)
-        except ValidationErrors as errors:
-            return Response.invalid(errors)
-        except ApiError as refused:
-            return Response.error(refused.status, refused.message)
         except Exception:  # uncaught it would trap (502) and its traceback would be lost
             self._log_failure(f"{request.method} {request.path} failed")
             return Response.error(500, MESSAGE_SERVER_ERROR)
