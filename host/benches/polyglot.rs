@@ -2,9 +2,11 @@
 //! the kits' examples `pynotes` (componentize-py) and `jsnotes` (componentize-js), built as the
 //! project builds them, in one host serving all nine engines over real HTTP on loopback
 //! (SQLite). For each: its size, the instance memory it starts with, the host's first load
-//! (compiling into the AOT cache) and a load from the AOT cache, then two rows at 16 clients:
-//! instantiate + call (a route the engine does not have: its router's 404, no storage) and a
-//! storage read (`GET …/notes/{id}`). Medians of one run, for BENCHMARKS.md.
+//! (compiling into the AOT cache) and a load from the AOT cache, then two rows at 16 clients: a
+//! call (a route the engine does not have: its router's 404, no storage) and a storage read
+//! (`GET …/notes/{id}`), first as deployed (instances kept warm between a tenant's calls, with
+//! how many were kept and the resident memory each added), then with a fresh instance for every
+//! call (instantiate + call). Medians of one run, for BENCHMARKS.md.
 //!
 //! `cargo bench -p tessera-host --bench polyglot` (a few minutes; the first run installs the
 //! Python and JavaScript toolchains and builds the examples).
@@ -126,10 +128,52 @@ async fn main() -> anyhow::Result<()> {
         );
     }
 
-    let server = Server::start(&database, |_| {}).await?;
-    let (_, users) = provisioned_tenant(&server.state, "bench-polyglot", &[Role::Owner])
-        .await
-        .context("a tenant on the nine engines")?;
+    // As deployed (instances kept warm between the calls of a tenant), then with a fresh
+    // instance for every call: what instantiating costs each language.
+    for (setting, warm_instances) in [
+        ("warm instances (the default)", None),
+        (
+            "a fresh instance per call (`TESSERA_ENGINE_WARM_INSTANCES=0`)",
+            Some(0),
+        ),
+    ] {
+        requests(&database, setting, warm_instances).await?;
+    }
+    database.destroy().await;
+    Ok(())
+}
+
+/// The process's resident memory.
+fn resident_bytes() -> anyhow::Result<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").context("reading /proc/self/statm")?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .context("statm's resident pages")?
+        .parse()?;
+    Ok(pages * 4096)
+}
+
+/// The request rows of one host configuration: `warm_instances` replaces the default
+/// `TESSERA_ENGINE_WARM_INSTANCES`.
+async fn requests(
+    database: &BenchDatabase,
+    setting: &str,
+    warm_instances: Option<u32>,
+) -> anyhow::Result<()> {
+    let server = Server::start(database, |config| {
+        if let Some(capacity) = warm_instances {
+            config.runtime.warm_instances.capacity = capacity;
+        }
+    })
+    .await?;
+    let (tenant_id, users) = provisioned_tenant(
+        &server.state,
+        &format!("bench-polyglot-{}", warm_instances.unwrap_or(32)),
+        &[Role::Owner],
+    )
+    .await
+    .context("a tenant on the nine engines")?;
     let token = users[0].token.clone();
     let client = reqwest::Client::new();
     let mut probes = Vec::new();
@@ -149,14 +193,16 @@ async fn main() -> anyhow::Result<()> {
             server.url(&format!("/{code}/api/v1/notes/{note_id}")),
         );
         let (first, second) = (token.clone(), token.clone());
+        let call = if warm_instances == Some(0) {
+            "instantiate + call (router 404)"
+        } else {
+            "call (router 404), warm instance"
+        };
         probes.push((
             language,
-            Probe::new(
-                code,
-                "instantiate + call (router 404)",
-                404,
-                move |client, _| client.get(&missing_url).bearer_auth(&first),
-            ),
+            Probe::new(code, call, 404, move |client, _| {
+                client.get(&missing_url).bearer_auth(&first)
+            }),
         ));
         probes.push((
             language,
@@ -168,11 +214,17 @@ async fn main() -> anyhow::Result<()> {
     // The notes' word-count jobs and event deliveries run before the rows start.
     wait_for_idle_work(&server.state).await?;
 
-    println!("\n### Requests at {CLIENTS} clients (one host, nine engines, SQLite)\n");
-    println!("| engine | language | request | requests/s | p50 | p99 | p50 ÷ Rust's |");
-    println!("|---|---|---|---|---|---|---|");
+    let runtime = server.state.engines.runtime().clone();
+    println!("\n### Requests at {CLIENTS} clients, {setting} (one host, nine engines, SQLite)\n");
+    println!(
+        "| engine | language | request | requests/s | p50 | p99 | p50 ÷ Rust's | instances kept warm after | resident memory they add, each |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut rust_p50 = std::collections::HashMap::new();
     for (language, probe) in &probes {
+        // Each row starts with none of the tenant's instances warm.
+        runtime.retire_warm_tenant(&tenant_id);
+        let resident_before = resident_bytes()?;
         let measured = probe.measure().await?;
         anyhow::ensure!(
             measured.unexpected == 0,
@@ -181,6 +233,13 @@ async fn main() -> anyhow::Result<()> {
             probe.what,
             measured.unexpected
         );
+        let warm = runtime.warm_instance_count();
+        let added = resident_bytes()?.saturating_sub(resident_before);
+        let per_instance = if warm == 0 {
+            "–".to_owned()
+        } else {
+            mebibytes(added / warm as u64)
+        };
         if *language == "Rust" {
             rust_p50.insert(probe.what.clone(), measured.p50);
         }
@@ -189,7 +248,7 @@ async fn main() -> anyhow::Result<()> {
             .map(|rust| format!("{:.1}×", measured.p50.as_secs_f64() / rust.as_secs_f64()))
             .unwrap_or_default();
         println!(
-            "| {} | {language} | {} | {:.0} | {} | {} | {ratio} |",
+            "| {} | {language} | {} | {:.0} | {} | {} | {ratio} | {warm} | {per_instance} |",
             probe.engine,
             probe.what,
             measured.requests_per_second,
@@ -198,6 +257,5 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     server.shutdown().await?;
-    database.destroy().await;
     Ok(())
 }

@@ -274,6 +274,25 @@ impl Config {
                 {
                     runtime.tenant_queue_timeout = wait.into();
                 }
+                if let Some(capacity) = env_var::<u32>("TESSERA_ENGINE_WARM_INSTANCES")? {
+                    anyhow::ensure!(
+                        capacity <= 10_000,
+                        "TESSERA_ENGINE_WARM_INSTANCES must be between 0 and 10000"
+                    );
+                    runtime.warm_instances.capacity = capacity;
+                }
+                if let Some(max_calls) = env_var::<u32>("TESSERA_ENGINE_INSTANCE_MAX_CALLS")? {
+                    anyhow::ensure!(
+                        max_calls >= 1,
+                        "TESSERA_ENGINE_INSTANCE_MAX_CALLS must be at least 1"
+                    );
+                    runtime.warm_instances.max_calls = max_calls;
+                }
+                if let Some(idle) =
+                    env_var::<humantime::Duration>("TESSERA_ENGINE_WARM_IDLE_TIMEOUT")?
+                {
+                    runtime.warm_instances.idle_timeout = idle.into();
+                }
                 runtime
             },
             projections: {

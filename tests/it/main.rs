@@ -44,6 +44,7 @@ mod unit_of_work;
 mod user_removal;
 mod usermanager;
 mod voip;
+mod warm_instances;
 mod work;
 mod workflow_limits;
 mod workflows;

@@ -4,7 +4,8 @@
 //! driven through the host: routes, storage, cursor paging, validation, an operator setting, an
 //! event each way, a job, the OpenAPI document and the engine list; a swap of the Python engine
 //! while clients call it; and the Python guest's WASI imports, which link but grant nothing,
-//! and its instances, which start from the build's pre-initialised snapshot. And the Python and
+//! and its instances, which start from the build's pre-initialised snapshot and serve calls in
+//! turn when the host keeps them warm. And the Python and
 //! JavaScript test kits against the host: the scenario of `test_kit.rs` through a conformance
 //! engine in each language (`tests/polyglot/{py,js}conformance`) on a real host and through
 //! the kit's fakes, equal.
@@ -305,6 +306,43 @@ database_test!(
         app.stop().await;
     }
 );
+
+/// Calls of one client one after another: each runs on the instance the last one gave back
+/// (`warm_instances.rs`), past the default of 1000 calls an instance serves.
+const CALLS_IN_TURN: usize = 1_200;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_example_serves_its_calls_on_a_warm_instance_one_after_another() {
+    let (app, tenant_id) = polyglot_host(Backend::Sqlite).await;
+    let owner = app
+        .token(&tenant_id, &uuid::Uuid::new_v4().to_string(), "owner")
+        .await;
+    for code in POLYGLOT_ENGINES {
+        let notes = format!("/{code}/api/v1/notes");
+        let created = json_with_status(
+            app.post_as(&notes, &owner, &json!({"title": "Warm", "body": "kept"}))
+                .await,
+            201,
+        )
+        .await;
+        let note_path = format!("{notes}/{}", created["data"]["id"].as_str().unwrap());
+        for call in 0..CALLS_IN_TURN {
+            let read = json_with_status(app.get_as(&note_path, &owner).await, 200).await;
+            assert_eq!(read["data"]["title"], "Warm", "{code}, call {call}: {read}");
+            // Now and then a refusal and a write, which must not disturb the instance either.
+            if call % 100 == 0 {
+                json_with_status(app.get_as(&format!("{notes}?limit=0"), &owner).await, 422).await;
+                json_with_status(
+                    app.post_as(&notes, &owner, &json!({"title": format!("n{call}")}))
+                        .await,
+                    201,
+                )
+                .await;
+            }
+        }
+    }
+    app.stop().await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_swap_of_the_python_engine_under_load_loses_no_request() {

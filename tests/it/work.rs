@@ -315,7 +315,19 @@ database_test!(
 database_test!(
     a_batch_of_deliveries_commits_all_or_nothing,
     |backend| async move {
-        let app = spawn_with(backend, vec!["listener"]).await;
+        // Every call on a fresh instance, so the listener's count of what its instance received
+        // tells one batch from several calls.
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["listener"],
+                configure: Some(Box::new(|config| {
+                    config.runtime.warm_instances.capacity = 0
+                })),
+                ..AppOptions::default()
+            },
+        )
+        .await;
         let tenant = uuid();
         let token = app.token(&tenant, &uuid(), "editor").await;
         let services = app.state().engines.runtime().services();

@@ -1,13 +1,17 @@
-//! The JavaScript engines (issue 27): the pinned toolchain that builds them (componentize-js
-//! through jco, with esbuild to bundle an engine's modules into the one module componentize-js
-//! takes), installed with npm under the target dir; the build of a JavaScript engine folder into
-//! a component; and the tests of the JavaScript kit (`sdk/javascript`) and of the JavaScript
+//! The JavaScript engines (issue 27): the pinned toolchain that builds them (componentize-js,
+//! with esbuild to bundle an engine's modules into the one module componentize-js takes),
+//! installed with npm under the target dir; the build of a JavaScript engine folder into a
+//! component; and the tests of the JavaScript kit (`sdk/javascript`) and of the JavaScript
 //! engines, run with node's test runner. Without `node` and `npm` each is skipped with a
 //! message. Nothing is written into the repository but the built `.wasm`.
 //!
 //! The tools' versions are pinned in `sdk/javascript/toolchain/package.json` and its lock
-//! (`npm ci`): jco 1.34.0 with componentize-js 0.22.0 (jco 1.35.0 fails with `os error 44`), and
-//! esbuild. See `docs/polyglot-engines.md`.
+//! (`npm ci`): componentize-js 0.20.0, run through its own command line, and esbuild; jco
+//! 1.34.0 beside them for authors' `jco types`. componentize-js 0.21 and later generate bindings
+//! that run every call through the component model's async task bookkeeping, which costs 2.6×
+//! the requests per second in SpiderMonkey's interpreter; 0.20.0 has the lean bindings and the
+//! fix of repeated export calls (a use-after-free, componentize-js #319). jco 1.35.0 fails with
+//! `os error 44`. See `docs/polyglot-engines.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,7 +26,7 @@ const TOOLCHAIN_LOCK: &str = include_str!("../../sdk/javascript/toolchain/packag
 /// The packages the build runs, at the versions the lock pins (checked after installing).
 const PINNED: [(&str, &str); 3] = [
     ("@bytecodealliance/jco", "1.34.0"),
-    ("@bytecodealliance/componentize-js", "0.22.0"),
+    ("@bytecodealliance/componentize-js", "0.20.0"),
     ("esbuild", "0.28.2"),
 ];
 
@@ -222,8 +226,7 @@ impl Toolchain {
         let staging = out.with_file_name(format!(".{file_name}.partial"));
         let _ = std::fs::remove_file(&staging);
         let output = Command::new("node")
-            .arg(self.script("@bytecodealliance/jco/dist/jco.js"))
-            .arg("componentize")
+            .arg(self.script("@bytecodealliance/componentize-js/src/cli.js"))
             .arg(&bundle)
             .arg("--wit")
             .arg(root.join("wit"))
@@ -238,7 +241,7 @@ impl Toolchain {
             .arg(&staging)
             .current_dir(&work)
             .output()
-            .context("running jco componentize")?;
+            .context("running componentize-js")?;
         if !output.status.success() || !staging.is_file() {
             let _ = std::fs::remove_file(&staging);
             bail!(

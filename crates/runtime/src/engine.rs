@@ -23,12 +23,21 @@ use super::bindings::v0_2::{self, tessera::engine::types as wit};
 use super::component_limits::{self, ComponentFigures, EngineLimits, LimitExceeded, SandboxLimits};
 use super::imports::{CallScope, HostServices, StoreState};
 use super::unit_of_work::UnitOfWork;
+use super::warm_instances::{
+    InstanceKey, InstanceLimits, WarmInstance, WarmInstanceConfig, WarmInstances,
+};
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Bytes of each pooled linear memory kept resident between instances (reset in place).
 const KEEP_RESIDENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// How often instances idle past their timeout are retired on a quiet host.
+const WARM_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Ids of prepared components, so a warm instance is never reused by another version.
+static NEXT_PREPARED_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Limits of the sandbox.
 #[derive(Debug, Clone)]
@@ -69,6 +78,8 @@ pub struct RuntimeConfig {
     pub tenant_queue_timeout: Duration,
     /// Compiled components, keyed by the file's SHA-256.
     pub cache_dir: PathBuf,
+    /// Instances kept warm between calls of one engine in one tenant (`warm_instances.rs`).
+    pub warm_instances: WarmInstanceConfig,
 }
 
 /// The default of `TESSERA_ENGINE_MAX_CORE_INSTANCES`: a componentize-py component creates 14.
@@ -99,6 +110,7 @@ impl RuntimeConfig {
             tenant_queue: 100,
             tenant_queue_timeout: Duration::from_secs(5),
             cache_dir,
+            warm_instances: WarmInstanceConfig::default(),
         }
     }
 
@@ -222,6 +234,7 @@ pub struct EngineRuntime {
     config: RuntimeConfig,
     services: HostServices,
     admission: Admission,
+    warm: Arc<WarmInstances>,
     _ticker: Ticker,
 }
 
@@ -250,15 +263,22 @@ impl EngineRuntime {
         .map_err(|error| anyhow::anyhow!("{error:#}"))
         .context("adding the engine world 0.1 to the linker")?;
 
+        let warm = Arc::new(WarmInstances::new(config.warm_instances));
         let stop = Arc::new(AtomicBool::new(false));
         let ticking = engine.clone();
         let stopped = stop.clone();
+        let sweeping = warm.clone();
         std::thread::Builder::new()
             .name("tessera-epoch".into())
             .spawn(move || {
+                let mut last_sweep = std::time::Instant::now();
                 while !stopped.load(Ordering::Relaxed) {
                     std::thread::sleep(EPOCH_TICK);
                     ticking.increment_epoch();
+                    if last_sweep.elapsed() >= WARM_SWEEP_INTERVAL {
+                        sweeping.retire_expired();
+                        last_sweep = std::time::Instant::now();
+                    }
                 }
             })
             .context("starting the epoch ticker")?;
@@ -268,6 +288,7 @@ impl EngineRuntime {
             admission: Admission::with_engine_caps(config.admission_limits(), config.engine_caps()),
             config,
             services,
+            warm,
             _ticker: Ticker { stop },
         })
     }
@@ -283,7 +304,11 @@ impl EngineRuntime {
     /// it first by name (`component_limits.rs`).
     fn create_engine(config: &RuntimeConfig) -> anyhow::Result<wasmtime::Engine> {
         let loosest = config.loosest_limits();
-        let slots = config.max_instances.max(1);
+        // The calls admission lets run, and the idle instances kept warm beside them.
+        let slots = config
+            .max_instances
+            .max(1)
+            .saturating_add(config.warm_instances.pool_slots());
         let mut pooling = PoolingAllocationConfig::default();
         pooling
             .total_component_instances(slots)
@@ -421,15 +446,18 @@ impl EngineRuntime {
                     world.as_str()
                 )
             })?;
-        let pre = match world {
-            WorldVersion::V0_1 => EnginePre::V0_1(
+        let linked = match world {
+            WorldVersion::V0_1 => LinkedPre::V0_1(
                 v0_1::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
             ),
-            WorldVersion::V0_2 => EnginePre::V0_2(
+            WorldVersion::V0_2 => LinkedPre::V0_2(
                 v0_2::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
             ),
         };
-        Ok(pre)
+        Ok(EnginePre {
+            id: NEXT_PREPARED_ID.fetch_add(1, Ordering::Relaxed),
+            linked,
+        })
     }
 
     /// Runs `call` once admitted (in its tenant's share, or the global budget alone outside a
@@ -501,10 +529,12 @@ impl EngineRuntime {
         outcome
     }
 
-    /// Runs `call` once on a fresh instance in a fresh store, within `timeout`, and returns its
-    /// value with the unit of work it buffered. The engine yields to the async runtime every
-    /// epoch tick, so a busy loop never holds a worker thread, and the deadline drops the call
-    /// (and its store, with everything it buffered) when it expires.
+    /// Runs `call` once within `timeout` on an instance of `pre`: one kept warm for the same
+    /// engine version in the same tenant (`warm_instances.rs`), else a fresh one in a fresh
+    /// store; returns its value with the unit of work it buffered. The engine yields to the
+    /// async runtime every epoch tick, so a busy loop never holds a worker thread, and the
+    /// deadline drops the call (and its store, with everything it buffered) when it expires.
+    /// Only a call that returned a value gives its instance back to be kept warm.
     async fn run_once<R>(
         &self,
         permit: &Permit,
@@ -520,14 +550,38 @@ impl EngineRuntime {
         } else {
             self.config.limits_of(&scope.engine_code)
         };
-        let mut state = StoreState::new(scope, self.services.clone(), limits.memory_limit_bytes);
-        state.limits = StoreLimitsBuilder::new()
+        let store_limits = StoreLimitsBuilder::new()
             .memory_size(limits.memory_limit_bytes)
             .table_elements(usize::try_from(limits.max_table_elements).unwrap_or(usize::MAX))
             .trap_on_grow_failure(true)
             .build();
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|state| &mut state.limits);
+        // Calls outside a tenant (`describe`) always run on a fresh instance.
+        let key = scope.tenant_id.clone().map(|tenant_id| InstanceKey {
+            prepared_id: pre.id(),
+            tenant_id,
+        });
+        let started = self.warm.call_start();
+        let warm = key.as_ref().and_then(|key| self.warm.take(key));
+        let (mut store, warm_guest, calls) = match warm {
+            Some(WarmInstance {
+                mut store,
+                guest,
+                calls,
+            }) => {
+                store
+                    .data_mut()
+                    .begin_call(scope, store_limits, limits.memory_limit_bytes);
+                (store, Some(guest), calls)
+            }
+            None => {
+                let mut state =
+                    StoreState::new(scope, self.services.clone(), limits.memory_limit_bytes);
+                state.limits = InstanceLimits::new(store_limits, limits.memory_limit_bytes);
+                let mut store = Store::new(&self.engine, state);
+                store.limiter(|state| &mut state.limits);
+                (store, None, 0)
+            }
+        };
         store.set_epoch_deadline(1);
         // At every tick: yield as many times as the tenant runs calls per call of the tenant
         // running fewest (admission.rs, `TenantLoad`), so tenants share the CPU by turns, not by
@@ -545,31 +599,52 @@ impl EngineRuntime {
             ))
         });
         let work = async {
-            let guest = match pre {
-                EnginePre::V0_1(pre) => Guest::V0_1(
-                    pre.instantiate_async(&mut store)
-                        .await?
-                        .tessera_engine_guest()
-                        .clone(),
-                ),
-                EnginePre::V0_2(pre) => Guest::V0_2(
-                    pre.instantiate_async(&mut store)
-                        .await?
-                        .tessera_engine_guest()
-                        .clone(),
-                ),
+            let guest = match warm_guest {
+                Some(guest) => guest,
+                None => pre.instantiate(&mut store).await?,
             };
-            call(&guest, &mut store).await
+            let value = call(&guest, &mut store).await?;
+            Ok::<_, wasmtime::Error>((value, guest))
         };
         let outcome = tokio::time::timeout(timeout, work).await;
         let unit = store.data_mut().take_unit();
-        // The instance goes back to the pool with its store.
-        drop(store);
+        // A call that did not return a value drops its store here: the instance goes back to
+        // the pool, reset.
         match outcome {
             Err(_) => Err(CallError::Timeout(timeout)),
             Ok(Err(error)) => Err(CallError::Trap(format!("{error:#}"))),
-            Ok(Ok(value)) => Ok((value, unit)),
+            Ok(Ok((value, guest))) => {
+                if let Some(key) = key.filter(|_| store.data().limits.keeps_warm()) {
+                    self.warm.give_back(
+                        key,
+                        WarmInstance {
+                            store,
+                            guest,
+                            calls: calls.saturating_add(1),
+                        },
+                        started,
+                    );
+                }
+                Ok((value, unit))
+            }
         }
+    }
+
+    /// Retires the idle instances of `tenant_id` (its provisioning changed: an instance may
+    /// hold what the engine read of it before).
+    pub fn retire_warm_tenant(&self, tenant_id: &str) {
+        self.warm.retire_tenant(tenant_id);
+    }
+
+    /// Retires the idle instances of the prepared component `prepared_id` (unloaded, or
+    /// replaced by another version).
+    pub fn retire_warm_prepared(&self, prepared_id: u64) {
+        self.warm.retire_prepared(prepared_id);
+    }
+
+    /// How many instances are kept warm now.
+    pub fn warm_instance_count(&self) -> usize {
+        self.warm.idle_count()
     }
 }
 
@@ -589,18 +664,47 @@ impl WorldVersion {
     }
 }
 
-/// A component linked against the host's imports, for the world version it was built against.
-pub enum EnginePre {
+/// A component linked against the host's imports, for the world version it was built against,
+/// with an id no other prepared component has (what warm instances are keyed by).
+pub struct EnginePre {
+    id: u64,
+    linked: LinkedPre,
+}
+
+enum LinkedPre {
     V0_1(v0_1::EnginePre<StoreState>),
     V0_2(v0_2::EnginePre<StoreState>),
 }
 
 impl EnginePre {
     pub fn world(&self) -> WorldVersion {
-        match self {
-            Self::V0_1(_) => WorldVersion::V0_1,
-            Self::V0_2(_) => WorldVersion::V0_2,
+        match self.linked {
+            LinkedPre::V0_1(_) => WorldVersion::V0_1,
+            LinkedPre::V0_2(_) => WorldVersion::V0_2,
         }
+    }
+
+    /// This prepared component's id, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A fresh instance of the component in `store`.
+    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
+        Ok(match &self.linked {
+            LinkedPre::V0_1(pre) => Guest::V0_1(
+                pre.instantiate_async(&mut *store)
+                    .await?
+                    .tessera_engine_guest()
+                    .clone(),
+            ),
+            LinkedPre::V0_2(pre) => Guest::V0_2(
+                pre.instantiate_async(&mut *store)
+                    .await?
+                    .tessera_engine_guest()
+                    .clone(),
+            ),
+        })
     }
 }
 

@@ -18,6 +18,7 @@ use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::unit_of_work::{Known, UnitOfWork};
 use super::vault::Vault;
+use super::warm_instances::InstanceLimits;
 use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use tessera_storage::Database;
 use tessera_storage::engine_kv::{self, KvScope};
@@ -158,7 +159,7 @@ impl HostServices {
 pub struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: InstanceLimits,
     pub(super) scope: CallScope,
     pub(super) services: HostServices,
     /// Entries the `storage.scan` calls of this call returned so far (its scan budget).
@@ -174,15 +175,33 @@ impl StoreState {
         Self {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(memory_limit_bytes)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: InstanceLimits::new(
+                StoreLimitsBuilder::new()
+                    .memory_size(memory_limit_bytes)
+                    .trap_on_grow_failure(true)
+                    .build(),
+                memory_limit_bytes,
+            ),
             scope,
             services,
             scanned: 0,
             unit: UnitOfWork::default(),
         }
+    }
+
+    /// Starts a call on a store kept warm from an earlier call (`warm_instances.rs`): the new
+    /// call's scope and limits, a fresh scan budget and an empty unit of work. The WASI context
+    /// and resource table stay: the instance may hold handles into them.
+    pub(super) fn begin_call(
+        &mut self,
+        scope: CallScope,
+        limits: StoreLimits,
+        memory_limit_bytes: usize,
+    ) {
+        self.scope = scope;
+        self.limits.renew(limits, memory_limit_bytes);
+        self.scanned = 0;
+        self.unit = UnitOfWork::default();
     }
 
     /// Starts the next event of a batch delivered on this store (`work.rs`): each event is a

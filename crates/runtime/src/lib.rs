@@ -24,6 +24,7 @@ pub mod state;
 mod store;
 pub mod unit_of_work;
 pub mod vault;
+pub mod warm_instances;
 pub mod watcher;
 pub mod work;
 mod world_v0_1;

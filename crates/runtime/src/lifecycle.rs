@@ -150,6 +150,8 @@ pub async fn run(
             },
         )
         .await;
+    // What the engine's instances read of the tenant before may have changed.
+    runtime.retire_warm_tenant(operation.tenant_id());
     match outcome {
         Ok(result) => result,
         Err(error) => Err(error.into_reason(&engine.descriptor.code)),

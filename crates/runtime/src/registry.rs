@@ -341,10 +341,14 @@ impl EngineRegistry {
             settings: Arc::new(settings),
             may_send_mail,
         });
-        self.engines
+        let replaced = self
+            .engines
             .write()
             .expect("engine registry lock")
             .insert(descriptor.code.clone(), loaded);
+        if let Some(replaced) = replaced {
+            self.runtime.retire_warm_prepared(replaced.pre.id());
+        }
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.runtime
             .services()
@@ -373,8 +377,9 @@ impl EngineRegistry {
             .write()
             .expect("engine registry lock")
             .remove(code);
-        if removed.is_some() {
+        if let Some(removed) = &removed {
             self.generation.fetch_add(1, Ordering::AcqRel);
+            self.runtime.retire_warm_prepared(removed.pre.id());
         }
         self.runtime.services().bus.subscriptions().remove(code);
         if removed.is_some() && self.role == RegistryRole::Serving {

@@ -78,7 +78,9 @@ struct Activity;
 
 thread_local! {
     /// Whether the tenant of the events this instance received is provisioned, read at the
-    /// first of them: an instance serves one batch of one tenant's deliveries.
+    /// first of them: an instance serves one tenant only (a batch of its deliveries, or its
+    /// calls while the host keeps the instance warm), and the host retires it when the tenant's
+    /// provisioning changes.
     static PROVISIONED: std::cell::RefCell<Option<(String, bool)>> =
         const { std::cell::RefCell::new(None) };
 }

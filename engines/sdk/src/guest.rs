@@ -93,6 +93,7 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn handle(caller: wit::Caller, request: wit::Request) -> wit::Response {
+        crate::storage::begin_call();
         let ctx = Context {
             tenant_id: caller.tenant_id,
             workspace_id: caller.workspace_id,
@@ -117,6 +118,7 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn provision_tenant(tenant: wit::TenantInfo) -> Result<(), String> {
+        crate::storage::begin_call();
         E::provision_tenant(&TenantInfo {
             tenant_id: tenant.tenant_id,
             tenant_short_id: tenant.tenant_short_id,
@@ -125,10 +127,12 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn deprovision_tenant(tenant_id: String) -> Result<(), String> {
+        crate::storage::begin_call();
         E::deprovision_tenant(&tenant_id)
     }
 
     fn provision_user(user: wit::UserInfo) -> Result<(), String> {
+        crate::storage::begin_call();
         E::provision_user(&UserInfo {
             tenant_id: user.tenant_id,
             user_id: user.user_id,
@@ -140,12 +144,14 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn deprovision_user(tenant_id: String, user_id: String) -> Result<(), String> {
+        crate::storage::begin_call();
         E::deprovision_user(&tenant_id, &user_id)
     }
 
     fn on_event(event: wit::Event) -> Result<(), String> {
-        // The events of a batch are calls of their own on one instance: each starts with the
-        // whole scan budget, as the host counts it.
+        // The events of a batch are calls of their own on one instance, as are the calls on an
+        // instance the host kept warm: each starts with the whole scan budget, as the host
+        // counts it.
         crate::storage::begin_call();
         E::on_event(&Event {
             id: event.id,
@@ -161,6 +167,7 @@ impl<E: Engine> wit::Guest for Adapter<E> {
     }
 
     fn run_job(job: wit::Job) -> Result<(), String> {
+        crate::storage::begin_call();
         E::run_job(&Job {
             id: job.id,
             tenant_id: job.tenant_id,

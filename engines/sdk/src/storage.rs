@@ -356,7 +356,8 @@ pub fn scan_limits() -> ScanLimits {
 }
 
 /// Starts a new call's count of scanned entries (an instance may serve several calls one after
-/// another: the events of a batch of deliveries).
+/// another: the events of a batch of deliveries, and the calls of one tenant on an instance the
+/// host keeps warm). Every export calls it first.
 pub(crate) fn begin_call() {
     SCANNED.with(|count| count.set(0));
 }

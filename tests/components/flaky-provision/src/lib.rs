@@ -3,6 +3,10 @@
 //! `attempts` before the outcome is decided; deprovisioning removes it.
 //!
 //! - `GET /api/v1/attempts` → 200 `{"data": {"attempts": n}}`
+//! - `GET /api/v1/instance` → 200 `{"data": {"calls": n}}`: the `handle` calls this instance
+//!   served, this one included (1 on a fresh instance)
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tessera_sdk::serde_json::json;
 use tessera_sdk::{
@@ -13,6 +17,9 @@ use tessera_sdk::{
 const ATTEMPTS_KEY: &str = "attempts";
 
 struct FlakyProvision;
+
+/// `handle` calls this instance served.
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 impl Engine for FlakyProvision {
     fn describe() -> Descriptor {
@@ -25,8 +32,12 @@ impl Engine for FlakyProvision {
     }
 
     fn handle(ctx: &Context, request: Request) -> Response {
+        let calls = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
         Router::new()
             .get("/api/v1/attempts", attempts)
+            .get("/api/v1/instance", move |_, _| {
+                Ok(Response::ok(&json!({ "calls": calls })))
+            })
             .handle(ctx, request)
     }
 

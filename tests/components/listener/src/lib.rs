@@ -4,7 +4,8 @@
 //!
 //! - `GET /api/v1/events` → 200 `{"data": [{"id", "event_type", "tenant_id", "payload",
 //!   "attempt", "position"}, …]}` in delivery order; `position` counts the events the same
-//!   instance received before this one (0 but in a batch of deliveries).
+//!   instance received before this one (0 but in a batch of deliveries, when the host keeps
+//!   no instance warm between calls).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

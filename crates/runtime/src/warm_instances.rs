@@ -1,0 +1,300 @@
+//! Instances kept warm between calls: a call that ended cleanly gives its store and instance
+//! back, and the next call of the same engine version in the same tenant runs on it instead of
+//! instantiating again. Instantiating costs little for a Rust engine and most of a request for
+//! an interpreter's component (componentize-py links 14 core instances through thousands of
+//! imports, and its interpreter writes across its image on first touch).
+//!
+//! What keeps this safe: an instance serves one tenant for its whole life (the key holds the
+//! tenant id); only a call that returned a value gives its instance back (a trap, a timeout or
+//! a dropped call discards it); an instance serves at most `max_calls` calls and waits at most
+//! `idle_timeout`; a lifecycle call (provisioning) retires the tenant's idle instances, so no
+//! instance outlives a change of what the engine knows about its tenant; an instance whose linear
+//! memory grew past half its cap is retired rather than kept, so what earlier calls left
+//! behind never makes a later call fail on the cap. The pool holds
+//! `capacity` slots beyond the calls admission lets run, so idle instances never take a slot
+//! from a call.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmtime::{ResourceLimiter, Store, StoreLimits};
+
+use super::engine::Guest;
+use super::imports::StoreState;
+
+/// How instances are kept warm between calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmInstanceConfig {
+    /// Idle instances kept on the whole host (`TESSERA_ENGINE_WARM_INSTANCES`, default 32); 0:
+    /// every call runs on a fresh instance.
+    pub capacity: u32,
+    /// Calls one instance serves before it is retired (`TESSERA_ENGINE_INSTANCE_MAX_CALLS`,
+    /// default 1000); 1: every call runs on a fresh instance.
+    pub max_calls: u32,
+    /// How long an instance waits idle before it is retired
+    /// (`TESSERA_ENGINE_WARM_IDLE_TIMEOUT`, default 30 s).
+    pub idle_timeout: Duration,
+}
+
+impl Default for WarmInstanceConfig {
+    fn default() -> Self {
+        Self {
+            capacity: 32,
+            max_calls: 1000,
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl WarmInstanceConfig {
+    /// Whether instances are kept at all.
+    pub fn enabled(&self) -> bool {
+        self.capacity > 0 && self.max_calls > 1
+    }
+
+    /// Pool slots the idle instances may hold beyond the calls alive.
+    pub fn pool_slots(&self) -> u32 {
+        if self.enabled() { self.capacity } else { 0 }
+    }
+}
+
+/// Which calls may share an instance: those of one engine version (a prepared component, by its
+/// id) in one tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceKey {
+    pub prepared_id: u64,
+    pub tenant_id: String,
+}
+
+/// An instance between two calls, with the store it lives in.
+pub struct WarmInstance {
+    pub store: Store<StoreState>,
+    pub guest: Guest,
+    /// Calls it served so far.
+    pub calls: u32,
+}
+
+struct Idle {
+    key: InstanceKey,
+    instance: WarmInstance,
+    since: Instant,
+}
+
+/// The host's idle instances, oldest first.
+pub struct WarmInstances {
+    config: WarmInstanceConfig,
+    idle: Mutex<VecDeque<Idle>>,
+    /// Advanced by every retirement: a call that started before one does not give its instance
+    /// back (it may have read what the retirement was for).
+    retirements: AtomicU64,
+}
+
+/// When a call started, as the warm instances count retirements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallStart(u64);
+
+impl WarmInstances {
+    pub fn new(config: WarmInstanceConfig) -> Self {
+        Self {
+            config,
+            idle: Mutex::new(VecDeque::new()),
+            retirements: AtomicU64::new(0),
+        }
+    }
+
+    /// Marks a call's start, for [`Self::give_back`].
+    pub fn call_start(&self) -> CallStart {
+        CallStart(self.retirements.load(Ordering::Acquire))
+    }
+
+    /// The most recently used idle instance of `key`, if one is warm.
+    pub fn take(&self, key: &InstanceKey) -> Option<WarmInstance> {
+        if !self.config.enabled() {
+            return None;
+        }
+        let (taken, expired) = {
+            let mut idle = self.lock();
+            let expired = Self::drain_expired(&mut idle, self.config.idle_timeout);
+            let position = idle.iter().rposition(|entry| &entry.key == key);
+            (position.and_then(|position| idle.remove(position)), expired)
+        };
+        // Retired instances go back to the pool outside the lock.
+        drop(expired);
+        taken.map(|entry| entry.instance)
+    }
+
+    /// Keeps `instance` warm for the next call of `key`, unless it served its calls or an
+    /// instance was retired since its call started (`started`); the oldest idle instance makes
+    /// room when the host holds as many as it may.
+    pub fn give_back(&self, key: InstanceKey, instance: WarmInstance, started: CallStart) {
+        if !self.config.enabled() || instance.calls >= self.config.max_calls {
+            return;
+        }
+        let capacity = usize::try_from(self.config.capacity).unwrap_or(usize::MAX);
+        let retired = {
+            let mut idle = self.lock();
+            // Checked under the lock retirements take: a retirement either came first (and the
+            // instance is not kept) or finds it in the queue.
+            if self.call_start() != started {
+                drop(idle);
+                drop(instance);
+                return;
+            }
+            let mut retired = Self::drain_expired(&mut idle, self.config.idle_timeout);
+            idle.push_back(Idle {
+                key,
+                instance,
+                since: Instant::now(),
+            });
+            while idle.len() > capacity {
+                retired.extend(idle.pop_front());
+            }
+            retired
+        };
+        drop(retired);
+    }
+
+    /// Retires every idle instance of `tenant_id` (its provisioning changed).
+    pub fn retire_tenant(&self, tenant_id: &str) {
+        self.retire_where(|key| key.tenant_id == tenant_id);
+    }
+
+    /// Retires every idle instance of the prepared component `prepared_id` (unloaded or
+    /// replaced).
+    pub fn retire_prepared(&self, prepared_id: u64) {
+        self.retire_where(|key| key.prepared_id == prepared_id);
+    }
+
+    /// Retires the idle instances whose key `retired` picks, and keeps every call running now
+    /// from giving its instance back.
+    fn retire_where(&self, retired: impl Fn(&InstanceKey) -> bool) {
+        let retired: VecDeque<Idle> = {
+            let mut idle = self.lock();
+            self.retirements.fetch_add(1, Ordering::AcqRel);
+            let (retired, kept) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|entry| retired(&entry.key));
+            *idle = kept;
+            retired
+        };
+        drop(retired);
+    }
+
+    /// Retires the instances idle for longer than the idle timeout (the epoch ticker calls this
+    /// now and then, so a quiet host gives their memory back).
+    pub fn retire_expired(&self) {
+        let retired = {
+            let mut idle = self.lock();
+            Self::drain_expired(&mut idle, self.config.idle_timeout)
+        };
+        drop(retired);
+    }
+
+    /// How many instances are idle now.
+    pub fn idle_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn drain_expired(idle: &mut VecDeque<Idle>, idle_timeout: Duration) -> Vec<Idle> {
+        let mut expired = Vec::new();
+        while idle
+            .front()
+            .is_some_and(|entry| entry.since.elapsed() >= idle_timeout)
+        {
+            expired.extend(idle.pop_front());
+        }
+        expired
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle>> {
+        // A panic while holding the lock leaves a consistent queue (every step is one push or
+        // pop), so a poisoned lock is still usable.
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A store's resource limiter: the call's [`StoreLimits`], and the size the instance's largest
+/// linear memory reached (wasmtime asks the limiter when a memory is created and whenever it
+/// grows), which decides whether the instance is kept warm ([`Self::keeps_warm`]).
+pub struct InstanceLimits {
+    limits: StoreLimits,
+    /// The cap of each memory, in bytes.
+    memory_limit_bytes: usize,
+    /// The largest size any of the instance's memories reached, in bytes.
+    largest_memory_bytes: usize,
+}
+
+impl InstanceLimits {
+    pub fn new(limits: StoreLimits, memory_limit_bytes: usize) -> Self {
+        Self {
+            limits,
+            memory_limit_bytes,
+            largest_memory_bytes: 0,
+        }
+    }
+
+    /// The next call's limits; what the instance's memories reached stays.
+    pub fn renew(&mut self, limits: StoreLimits, memory_limit_bytes: usize) {
+        self.limits = limits;
+        self.memory_limit_bytes = memory_limit_bytes;
+    }
+
+    /// The largest size any of the instance's memories reached, in bytes.
+    pub fn largest_memory_bytes(&self) -> usize {
+        self.largest_memory_bytes
+    }
+
+    /// Whether the instance may be kept for another call: its memories stayed within half their
+    /// cap.
+    pub fn keeps_warm(&self) -> bool {
+        self.largest_memory_bytes <= self.memory_limit_bytes / 2
+    }
+}
+
+impl ResourceLimiter for InstanceLimits {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.largest_memory_bytes = self.largest_memory_bytes.max(desired);
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
