@@ -282,6 +282,85 @@ pub fn is_javascript_engine(dir: &Path) -> bool {
         && !dir.join("Cargo.toml").exists()
 }
 
+/// Where the kit keeps the TypeScript declarations of the engine world, as `jco guest-types`
+/// makes them of `wit/`: the `tessera:engine/*` modules an engine imports and the `guest` it
+/// exports.
+pub const WIT_TYPES_DIR: &str = "sdk/javascript/types";
+
+impl Toolchain {
+    /// Writes the TypeScript declarations of the world in `root/wit` into `out` (replaced).
+    pub fn wit_types(&self, root: &Path, out: &Path) -> anyhow::Result<()> {
+        let _ = std::fs::remove_dir_all(out);
+        let output = Command::new("node")
+            .arg(self.script("@bytecodealliance/jco/dist/jco.js"))
+            .arg("guest-types")
+            .arg(root.join("wit"))
+            .args(["--world-name", "engine", "--quiet", "--out-dir"])
+            .arg(out)
+            .output()
+            .context("running jco guest-types")?;
+        if !output.status.success() {
+            bail!(
+                "jco guest-types failed ({}):\n{}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The files under `dir`, by their path relative to it, with their contents.
+fn files_under(dir: &Path) -> anyhow::Result<std::collections::BTreeMap<PathBuf, Vec<u8>>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in
+            std::fs::read_dir(&current).with_context(|| format!("reading {}", current.display()))?
+        {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+                files.insert(relative, std::fs::read(&path)?);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Fails when the kit's TypeScript declarations ([`WIT_TYPES_DIR`]) are not what `jco
+/// guest-types` makes of `wit/` now (the WIT changed without them). Skipped, with a message,
+/// without node and npm.
+pub fn check_wit_types(root: &Path, target_dir: &Path) -> anyhow::Result<()> {
+    let Some(toolchain) = toolchain(target_dir)? else {
+        eprintln!("xtask: skipping the check of {WIT_TYPES_DIR}: it needs node and npm");
+        return Ok(());
+    };
+    let fresh = toolchain.dir.join("wit-types");
+    toolchain.wit_types(root, &fresh)?;
+    if files_under(&fresh)? != files_under(&root.join(WIT_TYPES_DIR))? {
+        bail!(
+            "{WIT_TYPES_DIR} is not what `jco guest-types` makes of wit/; \
+             run `cargo xtask js-types` and commit the result"
+        );
+    }
+    eprintln!("xtask: {WIT_TYPES_DIR} matches wit/");
+    Ok(())
+}
+
+/// Regenerates the kit's TypeScript declarations ([`WIT_TYPES_DIR`]) from `wit/`.
+pub fn write_wit_types(root: &Path, target_dir: &Path) -> anyhow::Result<()> {
+    let Some(toolchain) = toolchain(target_dir)? else {
+        bail!("generating {WIT_TYPES_DIR} needs node and npm");
+    };
+    toolchain.wit_types(root, &root.join(WIT_TYPES_DIR))?;
+    eprintln!("xtask: wrote {WIT_TYPES_DIR}");
+    Ok(())
+}
+
 /// Runs `node --test` for the JavaScript kit (`sdk/javascript`) and for every JavaScript
 /// engine under `engines/` that has a `test/` folder; skipped with a message without node 20+.
 /// The tests need nothing installed (the kit has no dependencies), so `target_dir` holds

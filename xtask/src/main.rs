@@ -19,6 +19,8 @@
 //!   engines, serve them, and rebuild and swap in each engine whose sources change (`dev.rs`).
 //! - `package-sdk DIR [--no-verify]`: `cargo package` the SDK and the wire crate it depends on,
 //!   unpacked into `DIR` for crates outside the repository (`package_sdk.rs`).
+//! - `js-types`: regenerate the JavaScript kit's TypeScript declarations of the engine world
+//!   (`sdk/javascript/types`, `jco guest-types` of `wit/`); `test` checks they are current.
 //!
 //! Each installs the `wasm32-wasip2` target first when it is missing. `cargo test -p xtask` runs
 //! the tidy tests (`src/tidy.rs`): the project rules no compiler checks.
@@ -86,6 +88,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             let engines = polyglot_engines(&root.join("engines"))?;
             python::kit_tests(&root, &target_dir(), &engines.python)?;
             javascript::kit_tests(&root, &target_dir())?;
+            javascript::check_wit_types(&root, &target_dir())?;
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(&BuildOptions::parse(rest)?),
@@ -97,6 +100,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             let options = dev::parse(&workspace_root(), rest)?;
             dev::run(&workspace_root(), &target_dir(), &options)
         }
+        "js-types" => javascript::write_wit_types(&workspace_root(), &target_dir()),
         "package-sdk" => {
             let (out, verify) = package_sdk::parse(rest)?;
             package_sdk::package(&workspace_root(), &target_dir(), &out, verify)
@@ -106,7 +110,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                 "cargo xtask run [serve flags…] | test [cargo test args…] \
                  | build-engines [--plugins-dir DIR] [--languages rust,python,javascript] \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
-                 | package-sdk DIR [--no-verify] \
+                 | package-sdk DIR [--no-verify] | js-types \
                  | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
             );
             Ok(())
