@@ -1,7 +1,7 @@
 //! The wasmtime side: one `wasmtime::Engine` (pooling allocator, epoch interruption), the
-//! compiled-artifact cache in the data dir, and calls into a component with a fresh store, a
-//! deadline and a memory cap, each admitted first (`admission.rs`: the pool's size in all, a
-//! share of it per tenant).
+//! compiled-artifact cache in the data dir, and calls into a component with a store of their
+//! own (fresh, or kept warm: `warm_instances.rs`), a deadline and a memory cap, each admitted
+//! first (`admission.rs`: the pool's size in all, a share of it per tenant).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};

@@ -1,5 +1,6 @@
-//! The engine runtime: engines are WebAssembly components run by wasmtime, one fresh store per
-//! call, with a deadline, a memory cap and only the imports of the engine world, each call
+//! The engine runtime: engines are WebAssembly components run by wasmtime, one store per call
+//! (a fresh one, or one kept warm from an earlier call of the same engine version in the same
+//! tenant), with a deadline, a memory cap and only the imports of the engine world, each call
 //! admitted within the pool's size and its tenant's share of it.
 
 pub mod admission;
