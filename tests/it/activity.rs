@@ -690,13 +690,16 @@ database_test!(
         let app = activity_host(backend).await;
         let tenant = tenant(&app).await;
         // The same event (same id) published twice in a row, and another twice at once: the bus
-        // delivers each copy, the feed keeps one item per event.
-        let note = bus_event(
+        // delivers each copy, the feed keeps one item per event. The first has a UUID v7 id, as
+        // the host's events have (its item is keyed by it); the second a UUID v4 (its item gets
+        // an id of its own and a marker of the event).
+        let mut note = bus_event(
             &tenant.id,
             "note.created",
             Some(&tenant.editor_id),
             json!({ "note_id": "n1", "folder_id": "f1", "title": "Secret plans", "tag_ids": ["t1", "t2"] }),
         );
+        note.id = uuid::Uuid::now_v7().to_string();
         publish(&app, &note).await;
         publish(&app, &note).await;
         deliveries_drained(&app).await;
@@ -732,6 +735,27 @@ database_test!(
                 &json!({ "call_id": "c1" })
             )
         );
+
+        assert_eq!(items[1]["id"], note.id.as_str());
+        assert_ne!(items[0]["id"], call.id.as_str());
+        let scope = KvScope {
+            engine_code: "activity",
+            tenant_id: &tenant.id,
+        };
+        let markers: Vec<String> = engine_kv::list(
+            &app.state().database,
+            &scope,
+            "seen-events/",
+            None,
+            100,
+            false,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+        assert_eq!(markers, [format!("seen-events/{}", call.id)]);
 
         // Later redeliveries of either change nothing.
         publish(&app, &note).await;

@@ -897,7 +897,8 @@ impl world::events::Host for StoreState {
             _ => return Ok(Err("an event payload is a JSON object".into())),
         };
         let event = BusEvent {
-            id: uuid::Uuid::new_v4().to_string(),
+            // Time-ordered like the core's event ids: subscribers may key what they record by it.
+            id: uuid::Uuid::now_v7().to_string(),
             event_type,
             tenant_id,
             occurred_at: tessera_storage::time::now(),

@@ -40,8 +40,8 @@ const USER_ID_IS_ACTOR: [&str; 2] = ["message", "conversation"];
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = tessera_sdk::openapi::all_required)]
 pub struct FeedItem {
-    /// UUID v7 taken when the item was recorded: ids sort in the order items arrived (the feed
-    /// lists newest first).
+    /// UUID v7: the event's id when it is one (the host's event ids are), else one taken when
+    /// the item was recorded; ids sort by time (the feed lists newest first).
     #[schemars(extend("format" = "uuid"))]
     pub id: String,
     /// The bus event's id; an event delivered several times is one item.
@@ -216,32 +216,56 @@ fn is_data(key: &str, value: &Value) -> bool {
     }
 }
 
-/// Records `event` as one item, once, without a synchronisation point: the item, its (empty)
-/// index entries and the marker `seen-events/<event_id>` (holding the item's id) are buffered
-/// in the delivery's unit of work, which the host commits with the delivery's completion. The
-/// host queues one delivery of an event at a time (a copy published while it waits or runs is
-/// dropped), so a copy delivered later finds the committed marker, and one earlier in the
-/// same batch of deliveries the buffered marker: either writes nothing.
+/// Records `event` as one item, once, without a synchronisation point: the item and its
+/// (empty) index entries are buffered in the delivery's unit of work, which the host commits
+/// with the delivery's completion. The host queues one delivery of an event at a time (a copy
+/// published while it waits or runs is dropped), so a copy delivered later finds the committed
+/// item, and one earlier in the same batch of deliveries the buffered item: either writes
+/// nothing.
+///
+/// The item's id is the event's when that is a UUID v7 (the host's event ids are, so items
+/// still sort by time), and `items/<event_id>` is then its own proof of recording. Otherwise
+/// (an event id of another form) the item gets a UUID v7 of its own and a marker
+/// `seen-events/<event_id>` holding it, as every item recorded before 2026-11-26 has: a
+/// redelivery of such an event finds that marker.
 pub fn record(event: &Event) -> Result<(), HostError> {
     let marker = event_marker_key(&event.id);
-    if storage::exists(&marker)? {
+    let Some(own_id) = time_ordered_id(&event.id) else {
+        if storage::exists(&marker)? {
+            return Ok(());
+        }
+        let item = FeedItem::from_event(uuid::Uuid::now_v7().to_string(), event);
+        let mut sets = item.entries()?;
+        sets.push(storage::json_entry(marker.as_str(), &item.id)?);
+        return storage::write_batch(&sets, &[], &[]).map(drop);
+    };
+    let item_key = item_key(&own_id);
+    let recorded = storage::get_many(&[item_key.as_str(), marker.as_str()])?;
+    if recorded.iter().any(Option::is_some) {
         return Ok(());
     }
-    let item = FeedItem::from_event(uuid::Uuid::now_v7().to_string(), event);
-    let mut sets = item.entries()?;
-    sets.push(storage::json_entry(marker.as_str(), &item.id)?);
-    storage::write_batch(&sets, &[], &[]).map(drop)
+    let item = FeedItem::from_event(own_id, event);
+    storage::write_batch(&item.entries()?, &[], &[]).map(drop)
 }
 
-/// Every key an item occupies: [`FeedItem::keys`] and its event's marker (what removing it
-/// deletes).
+/// `id` in its canonical form when it is a UUID v7.
+fn time_ordered_id(id: &str) -> Option<String> {
+    uuid::Uuid::parse_str(id)
+        .ok()
+        .filter(|uuid| uuid.get_version_num() == 7)
+        .map(|uuid| uuid.hyphenated().to_string())
+}
+
+/// Every key an item occupies: [`FeedItem::keys`] and its event's marker, which items keyed by
+/// their own id have not (what removing it deletes).
 pub fn all_keys(item: &FeedItem) -> Vec<String> {
     let mut keys = item.keys();
     keys.push(event_marker_key(&item.event_id));
     keys
 }
 
-/// When an item was recorded, in Unix milliseconds (from its UUID v7 id).
+/// When an item's event was published (an item keyed by its event's id) or the item was
+/// recorded, in Unix milliseconds (from its UUID v7 id).
 pub fn recorded_at_ms(item: &FeedItem) -> Option<u64> {
     let (seconds, nanos) = uuid::Uuid::parse_str(&item.id)
         .ok()?
