@@ -169,7 +169,11 @@ async fn requests(
     .await?;
     let (tenant_id, users) = provisioned_tenant(
         &server.state,
-        &format!("bench-polyglot-{}", warm_instances.unwrap_or(32)),
+        if warm_instances.is_some() {
+            "bench-polyglot-fresh"
+        } else {
+            "bench-polyglot-warm"
+        },
         &[Role::Owner],
     )
     .await

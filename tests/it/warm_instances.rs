@@ -31,15 +31,15 @@ async fn host(plugins: Vec<&'static str>, warm: WarmInstanceConfig) -> TestApp {
     .await
 }
 
+/// The calls the instance that answered `GET path` had served, this one included.
+async fn calls_answering(app: &TestApp, path: &str, token: &str) -> u64 {
+    let answer = json_with_status(app.get_as(path, token).await, 200).await;
+    answer["data"]["calls"].as_u64().unwrap()
+}
+
 /// The calls the instance that served this request had served, this one included.
 async fn instance_calls(app: &TestApp, engine: &str, token: &str) -> u64 {
-    let answer = json_with_status(
-        app.get_as(&format!("/{engine}/api/v1/instance"), token)
-            .await,
-        200,
-    )
-    .await;
-    answer["data"]["calls"].as_u64().unwrap()
+    calls_answering(app, &format!("/{engine}/api/v1/instance"), token).await
 }
 
 /// `count` calls one after another, each instance's count of calls.
@@ -165,7 +165,6 @@ async fn the_host_keeps_no_more_idle_instances_than_its_capacity() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provisioning_a_tenant_retires_its_warm_instances_only() {
-    use tessera_host::http::signature::sign_request;
     let app = host(vec!["flaky-provision"], WarmInstanceConfig::default()).await;
     let (provisioned, other) = (uuid(), uuid());
     let token = app.token(&provisioned, &uuid(), "editor").await;
@@ -174,28 +173,14 @@ async fn provisioning_a_tenant_retires_its_warm_instances_only() {
     assert_eq!(calls_in_turn(&app, engine, &token, 2).await, [1, 2]);
     assert_eq!(calls_in_turn(&app, engine, &other_token, 2).await, [1, 2]);
 
-    let path = "/flaky-provision/api/internal/flaky-provision/provision/tenant";
-    let body = serde_json::json!({
-        "tenant_id": provisioned, "tenant_short_id": "acme", "name": "Acme",
-    })
-    .to_string();
-    let secret = app.state().service_secret.expose().as_bytes().to_vec();
-    let signature = sign_request(
-        &secret,
-        chrono::Utc::now().timestamp(),
-        "POST",
-        path,
-        body.as_bytes(),
-    );
     let failed = app
-        .client
-        .post(app.url(path))
-        .header("content-type", "application/json")
-        .header("x-service-signature", signature)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+        .post_signed(
+            "/flaky-provision/api/internal/flaky-provision/provision/tenant",
+            &serde_json::json!({
+                "tenant_id": provisioned, "tenant_short_id": "acme", "name": "Acme",
+            }),
+        )
+        .await;
     // The engine's first attempt fails by design (502); what an instance read of the tenant
     // may be stale either way.
     json_with_status(failed, 502).await;
@@ -210,22 +195,13 @@ async fn an_instance_whose_memory_passed_half_its_cap_is_not_kept() {
     // The default cap of 64 MiB per memory: an instance past 32 MiB is retired after its call.
     let app = host(vec!["echo"], WarmInstanceConfig::default()).await;
     let token = app.token(&uuid(), &uuid(), "editor").await;
-    let hold = |mib: u32| {
-        let path = format!("/echo/api/v1/hold/{mib}");
-        let token = token.clone();
-        let app = &app;
-        async move {
-            json_with_status(app.get_as(&path, &token).await, 200).await["data"]["calls"]
-                .as_u64()
-                .unwrap()
-        }
-    };
+    let hold_12_mib = "/echo/api/v1/hold/12";
     // About 13 MiB, then about 25 MiB: kept.
-    assert_eq!(hold(12).await, 1);
-    assert_eq!(hold(12).await, 2);
+    assert_eq!(calls_answering(&app, hold_12_mib, &token).await, 1);
+    assert_eq!(calls_answering(&app, hold_12_mib, &token).await, 2);
     assert_eq!(instance_calls(&app, "echo", &token).await, 3);
     // About 37 MiB after this call: retired, so the next call starts fresh.
-    assert_eq!(hold(12).await, 4);
+    assert_eq!(calls_answering(&app, hold_12_mib, &token).await, 4);
     assert_eq!(instance_calls(&app, "echo", &token).await, 1);
     app.stop().await;
 }

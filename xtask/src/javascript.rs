@@ -7,7 +7,7 @@
 //!
 //! The tools' versions are pinned in `sdk/javascript/toolchain/package.json` and its lock
 //! (`npm ci`): componentize-js 0.20.0, run through its own command line, and esbuild; jco
-//! 1.34.0 beside them for authors' `jco types`. componentize-js 0.21 and later generate bindings
+//! 1.34.0 beside them for `jco guest-types` (the kit's `types/`). componentize-js 0.21 and later generate bindings
 //! that run every call through the component model's async task bookkeeping, which costs 2.6×
 //! the requests per second in SpiderMonkey's interpreter; 0.20.0 has the lean bindings and the
 //! fix of repeated export calls (a use-after-free, componentize-js #319). jco 1.35.0 fails with

@@ -13,8 +13,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
-    UpdateDeadline,
+    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
 use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
@@ -550,11 +549,8 @@ impl EngineRuntime {
         } else {
             self.config.limits_of(&scope.engine_code)
         };
-        let store_limits = StoreLimitsBuilder::new()
-            .memory_size(limits.memory_limit_bytes)
-            .table_elements(usize::try_from(limits.max_table_elements).unwrap_or(usize::MAX))
-            .trap_on_grow_failure(true)
-            .build();
+        let instance_limits =
+            InstanceLimits::new(limits.memory_limit_bytes, limits.max_table_elements);
         // Calls outside a tenant (`describe`) always run on a fresh instance.
         let key = scope.tenant_id.clone().map(|tenant_id| InstanceKey {
             prepared_id: pre.id(),
@@ -568,15 +564,11 @@ impl EngineRuntime {
                 guest,
                 calls,
             }) => {
-                store
-                    .data_mut()
-                    .begin_call(scope, store_limits, limits.memory_limit_bytes);
+                store.data_mut().begin_call(scope, instance_limits);
                 (store, Some(guest), calls)
             }
             None => {
-                let mut state =
-                    StoreState::new(scope, self.services.clone(), limits.memory_limit_bytes);
-                state.limits = InstanceLimits::new(store_limits, limits.memory_limit_bytes);
+                let state = StoreState::new(scope, self.services.clone(), instance_limits);
                 let mut store = Store::new(&self.engine, state);
                 store.limiter(|state| &mut state.limits);
                 (store, None, 0)

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::batch_reader::BatchReader;
@@ -170,18 +169,12 @@ pub struct StoreState {
 
 impl StoreState {
     /// A store state with WASI clocks and randomness only (no filesystem, environment,
-    /// arguments or sockets) and a cap on linear memory.
-    pub fn new(scope: CallScope, services: HostServices, memory_limit_bytes: usize) -> Self {
+    /// arguments or sockets) and the call's `limits` (its memory and table caps).
+    pub fn new(scope: CallScope, services: HostServices, limits: InstanceLimits) -> Self {
         Self {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limits: InstanceLimits::new(
-                StoreLimitsBuilder::new()
-                    .memory_size(memory_limit_bytes)
-                    .trap_on_grow_failure(true)
-                    .build(),
-                memory_limit_bytes,
-            ),
+            limits,
             scope,
             services,
             scanned: 0,
@@ -192,14 +185,9 @@ impl StoreState {
     /// Starts a call on a store kept warm from an earlier call (`warm_instances.rs`): the new
     /// call's scope and limits, a fresh scan budget and an empty unit of work. The WASI context
     /// and resource table stay: the instance may hold handles into them.
-    pub(super) fn begin_call(
-        &mut self,
-        scope: CallScope,
-        limits: StoreLimits,
-        memory_limit_bytes: usize,
-    ) {
+    pub(super) fn begin_call(&mut self, scope: CallScope, limits: InstanceLimits) {
         self.scope = scope;
-        self.limits.renew(limits, memory_limit_bytes);
+        self.limits.renew(limits);
         self.scanned = 0;
         self.unit = UnitOfWork::default();
     }

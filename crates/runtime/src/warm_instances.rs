@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmtime::{ResourceLimiter, Store, StoreLimits};
+use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 
 use super::engine::Guest;
 use super::imports::StoreState;
@@ -229,23 +229,24 @@ pub struct InstanceLimits {
 }
 
 impl InstanceLimits {
-    pub fn new(limits: StoreLimits, memory_limit_bytes: usize) -> Self {
+    /// A call's limits: each memory capped at `memory_limit_bytes` and each table at
+    /// `max_table_elements`, a failed growth trapping.
+    pub fn new(memory_limit_bytes: usize, max_table_elements: u32) -> Self {
         Self {
-            limits,
+            limits: StoreLimitsBuilder::new()
+                .memory_size(memory_limit_bytes)
+                .table_elements(usize::try_from(max_table_elements).unwrap_or(usize::MAX))
+                .trap_on_grow_failure(true)
+                .build(),
             memory_limit_bytes,
             largest_memory_bytes: 0,
         }
     }
 
-    /// The next call's limits; what the instance's memories reached stays.
-    pub fn renew(&mut self, limits: StoreLimits, memory_limit_bytes: usize) {
-        self.limits = limits;
-        self.memory_limit_bytes = memory_limit_bytes;
-    }
-
-    /// The largest size any of the instance's memories reached, in bytes.
-    pub fn largest_memory_bytes(&self) -> usize {
-        self.largest_memory_bytes
+    /// The next call's limits (`next`); what the instance's memories reached stays.
+    pub fn renew(&mut self, next: InstanceLimits) {
+        self.limits = next.limits;
+        self.memory_limit_bytes = next.memory_limit_bytes;
     }
 
     /// Whether the instance may be kept for another call: its memories stayed within half their
