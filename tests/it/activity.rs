@@ -1061,37 +1061,60 @@ database_test!(
             )
             .await;
         let entity_id = intention["entity_id"].as_str().unwrap().to_owned();
-        wait_for_feed(&app, &token, "?type=entity.*", 3).await;
+        wait_for_feed(&app, &token, "?type=entity.*", 1).await;
         deliveries_drained(&app).await;
+        // The creation is one item: its field events fold into it, names only.
         let items = feed(&app, &token, "").await;
-        assert_eq!(items.len(), 3, "{items:#?}");
-        let mut by_type: Vec<(&str, &Value)> = items
+        assert_eq!(items.len(), 1, "{items:#?}");
+        let item = &items[0];
+        assert_eq!(item["type"], "entity.created");
+        assert_eq!(item["actor_id"], user_id.as_str());
+        assert_eq!(item["entity_id"], entity_id.as_str());
+        let mut fields: Vec<&str> = item["data"]["fields"]
+            .as_array()
+            .unwrap()
             .iter()
-            .map(|item| (item["type"].as_str().unwrap(), &item["data"]))
+            .map(|field| field.as_str().unwrap())
             .collect();
-        by_type.sort_by_key(|(kind, data)| (*kind, data["field"].as_str().unwrap_or("")));
+        fields.sort_unstable();
+        assert_eq!(fields, ["amount", "title"]);
         assert_eq!(
-            by_type,
-            [
-                (
-                    "entity.created",
-                    &json!({ "entity_id": entity_id, "family": "deal" })
-                ),
-                (
-                    "entity.field_set",
-                    &json!({ "entity_id": entity_id, "field": "amount" })
-                ),
-                (
-                    "entity.field_set",
-                    &json!({ "entity_id": entity_id, "field": "title" })
-                ),
-            ],
+            item["data"].as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["entity_id", "family", "fields"],
             "identifiers and names only, never the values"
         );
-        for item in &items {
-            assert_eq!(item["actor_id"], user_id.as_str());
-            assert_eq!(item["entity_id"], entity_id.as_str());
-        }
+        assert_eq!(item["data"]["family"], "deal");
+
+        // An update's field events are items of their own.
+        let updated = app
+            .intention(
+                &token,
+                "entity.update",
+                json!({ "entity_id": entity_id, "fields": { "amount": 1500, "stage": "won" } }),
+            )
+            .await;
+        json_with_status(updated, 200).await;
+        wait_for_feed(&app, &token, "", 3).await;
+        deliveries_drained(&app).await;
+        let items = feed(&app, &token, "").await;
+        let mut changes: Vec<(&str, &str)> = items[..2]
+            .iter()
+            .map(|item| {
+                (
+                    item["type"].as_str().unwrap(),
+                    item["data"]["field"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        changes.sort_unstable();
+        assert_eq!(
+            changes,
+            [
+                ("entity.field_set", "stage"),
+                ("entity.field_updated", "amount")
+            ]
+        );
+        assert_eq!(items.len(), 3, "{items:#?}");
         assert_eq!(
             feed(
                 &app,

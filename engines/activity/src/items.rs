@@ -15,6 +15,14 @@
 //! - `data`: only identifiers: every payload key ending in `_id` with a string value, every key
 //!   ending in `_ids` with an array of strings, and core's descriptive names `family`, `field`,
 //!   `old_status`, `new_status`. Never field values, titles or text.
+//!
+//! A creation is one item: core writes `entity.created` and then one `entity.field_set` per
+//! field, all of one intention (same entity, actor and time), and those field events fold into
+//! the creation's item, whose `data.fields` lists the fields set, in order (at most
+//! [`MAX_LISTED_IDS`]; a field past that, or one whose creation item is not found, is an item
+//! of its own). An update's field events stay one item each.
+
+use std::cell::RefCell;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,6 +40,20 @@ const DESCRIPTIVE_KEYS: [&str; 4] = ["family", "field", "old_status", "new_statu
 const PARENT_ID_KEYS: [&str; 4] = ["conversation_id", "folder_id", "call_id", "user_id"];
 /// Event nouns whose payload's `user_id` names the user who acted (chat's events).
 const USER_ID_IS_ACTOR: [&str; 2] = ["message", "conversation"];
+/// Core's creation event, whose item the creation's field events fold into.
+const ENTITY_CREATED: &str = "entity.created";
+/// Core's event for a field given a value; at creation, one per field.
+const ENTITY_FIELD_SET: &str = "entity.field_set";
+/// The key of a creation item's `data` listing the fields set at creation.
+const FIELDS_KEY: &str = "fields";
+
+thread_local! {
+    /// The creation item this instance last recorded or folded into: `(entity id, occurred at,
+    /// item id)`. Only a hint saving the index look-up for the next field event of the same
+    /// creation (usually in the same batch): the item itself is read before anything folds
+    /// into it, so a hint from a batch that was rolled back misleads nothing.
+    static LAST_CREATION: RefCell<Option<(String, String, String)>> = const { RefCell::new(None) };
+}
 
 /// One item of the feed: one event of the bus (core's `entity.*`, chat's `message.*`,
 /// `conversation.*`, `member.*`, and `note.*`, `file.*`, `folder.*`, `call.*`, `user.*`).
@@ -59,7 +81,9 @@ pub struct FeedItem {
     /// RFC 3339, when the event happened.
     pub occurred_at: String,
     /// The payload's identifiers only (`*_id` strings, `*_ids` string arrays, and core's
-    /// `family`, `field`, `old_status`, `new_status`); never values or text.
+    /// `family`, `field`, `old_status`, `new_status`); never values or text. A creation's item
+    /// (`entity.created`) lists the fields set with it under `fields`: its `entity.field_set`
+    /// events are not items of their own.
     #[schemars(extend("additionalProperties" = {
         "anyOf": [
             {"type": "string"},
@@ -120,6 +144,37 @@ impl FeedItem {
             Some(prefix) => self.event_type.starts_with(prefix),
             None => self.event_type == pattern,
         }
+    }
+
+    /// Whether this is the item of the creation `field_event` (an `entity.field_set`) belongs
+    /// to: core's `entity.created` of the same entity, by the same actor, at the same time (the
+    /// events of one intention share their time).
+    fn is_creation_of(&self, field_event: &FeedItem) -> bool {
+        self.event_type == ENTITY_CREATED
+            && self.entity_id.is_some()
+            && self.entity_id == field_event.entity_id
+            && self.actor_id == field_event.actor_id
+            && self.occurred_at == field_event.occurred_at
+    }
+
+    /// Adds `field` to the creation's `data.fields`: `Some(true)` when added, `Some(false)`
+    /// when already listed (a redelivered event), `None` when the list is full.
+    fn add_created_field(&mut self, field: &str) -> Option<bool> {
+        let fields = self
+            .data
+            .entry(FIELDS_KEY)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(fields) = fields else {
+            return None;
+        };
+        if fields.iter().any(|listed| listed.as_str() == Some(field)) {
+            return Some(false);
+        }
+        if fields.len() >= MAX_LISTED_IDS {
+            return None;
+        }
+        fields.push(Value::String(field.to_owned()));
+        Some(true)
     }
 
     /// What recording the item writes: the item under `items/<id>`, and an empty entry under
@@ -216,8 +271,8 @@ fn is_data(key: &str, value: &Value) -> bool {
     }
 }
 
-/// Records `event` as one item, once, without a synchronisation point: the item and its
-/// (empty) index entries are buffered in the delivery's unit of work, which the host commits
+/// Records `event` once, as an item of its own or folded into its creation's, without a
+/// synchronisation point: the item and its (empty) index entries are buffered in the delivery's unit of work, which the host commits
 /// with the delivery's completion. The host queues one delivery of an event at a time (a copy
 /// published while it waits or runs is dropped), so a copy delivered later finds the committed
 /// item, and one earlier in the same batch of deliveries the buffered item: either writes
@@ -228,6 +283,11 @@ fn is_data(key: &str, value: &Value) -> bool {
 /// (an event id of another form) the item gets a UUID v7 of its own and a marker
 /// `seen-events/<event_id>` holding it, as every item recorded before 2026-11-26 has: a
 /// redelivery of such an event finds that marker.
+///
+/// A creation's `entity.field_set` (module doc) folds into its creation's item instead: the item
+/// is read (through the instance's hint, else the entity's oldest index entry), its
+/// `data.fields` gains the field unless listed already (a redelivery), and it is written back
+/// in the same unit of work.
 pub fn record(event: &Event) -> Result<(), HostError> {
     let marker = event_marker_key(&event.id);
     let Some(own_id) = time_ordered_id(&event.id) else {
@@ -239,13 +299,84 @@ pub fn record(event: &Event) -> Result<(), HostError> {
         sets.push(storage::json_entry(marker.as_str(), &item.id)?);
         return storage::write_batch(&sets, &[], &[]).map(drop);
     };
-    let item_key = item_key(&own_id);
-    let recorded = storage::get_many(&[item_key.as_str(), marker.as_str()])?;
-    if recorded.iter().any(Option::is_some) {
+    let item = FeedItem::from_event(own_id, event);
+    let creation_field = (item.event_type == ENTITY_FIELD_SET)
+        .then(|| item.data.get("field").and_then(Value::as_str))
+        .flatten()
+        .zip(item.entity_id.as_deref());
+    // The creation this field event may belong to, when this instance knows its item's id.
+    let hinted_creation = creation_field.and_then(|(_, entity_id)| {
+        LAST_CREATION.with_borrow(|last| match last {
+            Some((entity, occurred_at, item_id))
+                if entity == entity_id && *occurred_at == item.occurred_at =>
+            {
+                Some(item_key(item_id))
+            }
+            _ => None,
+        })
+    });
+    let own_key = item_key(&item.id);
+    let mut keys = vec![own_key.as_str(), marker.as_str()];
+    keys.extend(hinted_creation.as_deref());
+    let mut read = storage::get_many(&keys)?.into_iter();
+    if read.by_ref().take(2).any(|value| value.is_some()) {
+        // Recorded before (its own item, or a marker).
         return Ok(());
     }
-    let item = FeedItem::from_event(own_id, event);
-    storage::write_batch(&item.entries()?, &[], &[]).map(drop)
+    if let Some((field, entity_id)) = creation_field {
+        let creation = match (hinted_creation, read.next().flatten()) {
+            (Some(key), Some(value)) => Some(storage::decode_json::<FeedItem>(&key, &value)?),
+            _ => first_item_about(entity_id)?,
+        };
+        if let Some(mut creation) = creation.filter(|creation| creation.is_creation_of(&item)) {
+            // A full list (`None`) leaves the field to an item of its own.
+            if let Some(added) = creation.add_created_field(field) {
+                remember_creation(&creation);
+                if added {
+                    let entry = storage::json_entry(item_key(&creation.id), &creation)?;
+                    storage::write_batch(&[entry], &[], &[])?;
+                }
+                return Ok(());
+            }
+        }
+    }
+    storage::write_batch(&item.entries()?, &[], &[])?;
+    if item.event_type == ENTITY_CREATED {
+        remember_creation(&item);
+    }
+    Ok(())
+}
+
+/// Keeps `creation`'s item id as the hint for the next field events of its creation.
+fn remember_creation(creation: &FeedItem) {
+    if let Some(entity_id) = &creation.entity_id {
+        LAST_CREATION.set(Some((
+            entity_id.clone(),
+            creation.occurred_at.clone(),
+            creation.id.clone(),
+        )));
+    }
+}
+
+/// The oldest item about `entity_id` (its creation's, when the feed has it), from the entity's
+/// index: one entry and one item read.
+fn first_item_about(entity_id: &str) -> Result<Option<FeedItem>, HostError> {
+    let prefix = entity_prefix(entity_id);
+    let Some((key, value)) = storage::scan(&prefix, None, 1, false)?
+        .entries
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    if !value.is_empty() {
+        // An index entry written before 2026-11-26 holds the item itself.
+        return storage::decode_json(&key, &value).map(Some);
+    }
+    let key = item_key(&key[prefix.len()..]);
+    storage::get(&key)?
+        .map(|value| storage::decode_json(&key, &value))
+        .transpose()
 }
 
 /// `id` in its canonical form when it is a UUID v7.

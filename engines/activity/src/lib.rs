@@ -8,7 +8,8 @@
 //! (routed and documented in `api.rs`).
 //!
 //! Each delivered event becomes exactly one item (`items.rs`), however often the bus delivers
-//! it. Events of a tenant the engine has not provisioned (or has deprovisioned) are ignored.
+//! it, except that a creation is one item: core's `entity.created` and the `entity.field_set`
+//! events of the same intention, its `data.fields` listing the fields set. Events of a tenant the engine has not provisioned (or has deprovisioned) are ignored.
 //! Storage layout (tenant-scoped by the host):
 //!
 //! | key | value |

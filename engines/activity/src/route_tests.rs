@@ -128,3 +128,68 @@ fn events_of_a_tenant_never_provisioned_are_ignored() {
     .unwrap();
     assert!(host.stored_keys(TENANT, "items/").is_empty());
 }
+
+#[test]
+fn a_creation_and_its_field_events_are_one_item() {
+    let host = provisioned();
+    let ids: Vec<String> = (0..6).map(|_| uuid::Uuid::now_v7().to_string()).collect();
+    let at = |id: &str, event_type: &str, occurred_at: &str, payload: Value| Event {
+        occurred_at: occurred_at.into(),
+        ..event(id, event_type, "bob", payload)
+    };
+    let created = |id: &str, entity_id: &str| {
+        at(
+            id,
+            "entity.created",
+            "2026-11-26T10:00:00.000001Z",
+            json!({ "entity_id": entity_id, "family": "contact" }),
+        )
+    };
+    let field_set = |id: &str, entity_id: &str, occurred_at: &str, field: &str| {
+        at(
+            id,
+            "entity.field_set",
+            occurred_at,
+            json!({ "entity_id": entity_id, "field": field, "value": "secret" }),
+        )
+    };
+    let creation_time = "2026-11-26T10:00:00.000001Z";
+    host.deliver(&created(&ids[0], "contact-1")).unwrap();
+    host.deliver(&field_set(&ids[1], "contact-1", creation_time, "name"))
+        .unwrap();
+    // Another creation in between: contact-1's next field is found through its index.
+    host.deliver(&created(&ids[2], "contact-2")).unwrap();
+    host.deliver(&field_set(&ids[3], "contact-1", creation_time, "email"))
+        .unwrap();
+    // A redelivered field event changes nothing.
+    host.deliver(&field_set(&ids[1], "contact-1", creation_time, "name"))
+        .unwrap();
+    // A later update's field event is an item of its own.
+    host.deliver(&field_set(
+        &ids[4],
+        "contact-1",
+        "2026-11-26T10:05:00.000001Z",
+        "phone",
+    ))
+    .unwrap();
+
+    let ada = Context::for_tests(TENANT, "ada", "viewer");
+    let feed = host.get(&ada, "/api/v1/feed?entity_id=contact-1").json();
+    let items = feed["data"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{feed}");
+    assert_eq!(items[0]["type"], "entity.field_set");
+    assert_eq!(
+        items[0]["data"],
+        json!({ "entity_id": "contact-1", "field": "phone" })
+    );
+    assert_eq!(items[1]["id"], ids[0].as_str());
+    assert_eq!(items[1]["type"], "entity.created");
+    assert_eq!(
+        items[1]["data"],
+        json!({ "entity_id": "contact-1", "family": "contact", "fields": ["name", "email"] }),
+        "the fields set at creation, names only"
+    );
+    // Three items in all, each stored once with its index entries (no marker rows).
+    assert_eq!(host.stored_keys(TENANT, "items/").len(), 3);
+    assert!(host.stored_keys(TENANT, "seen-events/").is_empty());
+}
