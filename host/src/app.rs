@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::core::events::StoredEvent;
 use crate::core::projections::bus_relay::EventSink;
-use crate::http::{backpressure, connections, conventions, rate_limit};
+use crate::http::{backpressure, client_address, connections, conventions, rate_limit};
 use crate::runtime::bus::BusEvent;
 use crate::state::AppState;
 use crate::storage::Tx;
@@ -32,6 +32,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::core::router())
         .merge(crate::runtime::routes::core_router())
         .merge(crate::orchestrator::routes::router())
+        .merge(crate::probes::router())
         .split_for_parts();
     let mut openapi = openapi;
     crate::openapi::add_standard_responses(&mut openapi);
@@ -43,6 +44,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let body_timeout = state.config.http.body_timeout;
     let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
     let backpressure = state.core.backpressure.clone();
+    let trusted_proxies = state.config.http.trusted_proxies.clone();
 
     // Engine routes take larger bodies (file uploads) than the host's own API.
     let engine_body_limit = state.config.runtime.max_request_bytes;
@@ -79,6 +81,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             connections::body_deadline,
         ))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
+        .layer(axum::middleware::from_fn_with_state(
+            trusted_proxies,
+            client_address::resolve,
+        ))
 }
 
 /// The auth service's view of the loaded engines (for `meta.services`): the engine registry.

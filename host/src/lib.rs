@@ -6,6 +6,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod openapi;
+pub mod probes;
 pub mod secrets;
 pub mod server;
 pub mod state;

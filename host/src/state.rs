@@ -43,6 +43,18 @@ impl axum::extract::FromRef<AppState> for crate::orchestrator::Orchestrator {
     }
 }
 
+/// What `/livez` and `/readyz` check.
+impl axum::extract::FromRef<AppState> for crate::probes::ProbeState {
+    fn from_ref(state: &AppState) -> Self {
+        Self {
+            database: state.database.clone(),
+            engines: state.engines.clone(),
+            workers: state.core.workers.clone(),
+            runs_projection_workers: state.config.projections.run_workers,
+        }
+    }
+}
+
 /// The runtime routes' state.
 impl axum::extract::FromRef<AppState> for RuntimeState {
     fn from_ref(state: &AppState) -> Self {

@@ -10,10 +10,11 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tessera_host::auth::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use tessera_host::http::ApiResult;
+use tessera_host::http::client_address::TrustedProxies;
 use tessera_host::state::AppState;
 
 use crate::database_test;
-use crate::helpers::{Backend, TestApp, json_with_status, spawn_app};
+use crate::helpers::{AppOptions, Backend, TestApp, json_with_status, spawn_app, spawn_app_with};
 
 fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -383,10 +384,12 @@ async fn request_origin_gives_the_peer_ip_and_correlation_id_to_recorded_entries
     let (address, server) = serve_recording_route(&app, &tenant).await;
     let url = format!("http://{address}/test/audit-origin");
 
+    // No proxy is trusted by default: a forwarding header is the client's own word, ignored.
     let response = app
         .client
         .get(&url)
         .header("x-correlation-id", "login-attempt-42")
+        .header("x-forwarded-for", "203.0.113.9")
         .send()
         .await
         .unwrap();
@@ -434,4 +437,46 @@ async fn the_audit_endpoint_is_documented() {
         .collect();
     assert_eq!(parameters, ["cursor", "limit", "event", "user_id"]);
     assert!(operation["responses"]["403"].is_object());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_the_trail_records_the_client_it_forwarded_for() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            configure: Some(Box::new(|config| {
+                config.http.trusted_proxies =
+                    TrustedProxies::parse("127.0.0.0/8, 10.0.0.0/8").unwrap();
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant = new_id();
+    let (address, server) = serve_recording_route(&app, &tenant).await;
+    let url = format!("http://{address}/test/audit-origin");
+    let origin = |forwarded_for: &'static str| {
+        let request = app
+            .client
+            .get(&url)
+            .header("x-forwarded-for", forwarded_for);
+        async move { json_with_status(request.send().await.unwrap(), 200).await["client_ip"].clone() }
+    };
+    // The loopback peer is a trusted proxy: the hop it added is the client, past other trusted
+    // hops, and a hop the client wrote further left is not believed.
+    assert_eq!(origin("203.0.113.9").await, "203.0.113.9");
+    assert_eq!(
+        origin("198.51.100.1, 203.0.113.9, 10.0.0.2").await,
+        "203.0.113.9"
+    );
+    server.abort();
+    let token = app.token(&tenant, &new_id(), "owner").await;
+    let body = json_with_status(app.get_as("/auth/api/v1/audit", &token).await, 200).await;
+    let recorded: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["client_ip"].as_str().unwrap())
+        .collect();
+    assert_eq!(recorded, ["203.0.113.9", "203.0.113.9"]);
 }

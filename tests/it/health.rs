@@ -29,7 +29,7 @@ database_test!(
     |backend| async move {
         let app = spawn_app(backend).await;
         let body = eventually(10, "the workers to report", || async {
-            let body = json_with_status(app.extended_health().await, 200).await;
+            let body = app.extended_health_report().await;
             (body["status"] == "ok").then_some(body)
         })
         .await;
@@ -42,7 +42,7 @@ database_test!(
         app.stop().await;
 
         // A host that runs no workers reports each of them down, and so the whole (the worst
-        // of all checks).
+        // of all checks), with 503.
         let app = spawn_app_with(
             backend,
             AppOptions {
@@ -51,7 +51,7 @@ database_test!(
             },
         )
         .await;
-        let body = json_with_status(app.extended_health().await, 200).await;
+        let body = json_with_status(app.extended_health().await, 503).await;
         assert_eq!(
             body["checks"]["workers"],
             json!({ "projector": "down", "search": "down", "workflow": "down" })
@@ -93,7 +93,7 @@ async fn lagging_workers_are_degraded_until_they_catch_up() {
     app.create_entity(&token, "task", json!({"title": "waiting"}))
         .await;
     let body = eventually(10, "the workers to turn degraded", || async {
-        let body = json_with_status(app.extended_health().await, 200).await;
+        let body = app.extended_health_report().await;
         // Each worker measures its own lag on its own poll: wait for both.
         let workers = &body["checks"]["workers"];
         (workers["projector"] == "degraded" && workers["search"] == "degraded").then_some(body)
@@ -103,7 +103,7 @@ async fn lagging_workers_are_degraded_until_they_catch_up() {
     held.rollback().await.unwrap();
     app.state().core.event_signal.appended();
     eventually(10, "the workers to recover", || async {
-        let body = json_with_status(app.extended_health().await, 200).await;
+        let body = app.extended_health_report().await;
         (body["status"] == "ok").then_some(())
     })
     .await;
@@ -114,8 +114,88 @@ database_test!(
     |backend| async move {
         let app = spawn_app(backend).await;
         app.state().database.close().await;
-        let body = json_with_status(app.extended_health().await, 200).await;
+        let body = json_with_status(app.extended_health().await, 503).await;
         assert_eq!(body["checks"]["database"], "down");
         assert_eq!(body["status"], "down");
+    }
+);
+
+database_test!(
+    probes_answer_live_and_ready_with_every_check,
+    |backend| async move {
+        let app = spawn_app(backend).await;
+        assert_eq!(
+            json_with_status(app.liveness().await, 200).await,
+            json!({ "status": "ok" })
+        );
+        // Ready once the projection workers have reported.
+        let body = eventually(10, "the host to be ready", || async {
+            let response = app.readiness().await;
+            (response.status() == 200).then_some(response)
+        })
+        .await;
+        let body = json_with_status(body, 200).await;
+        assert_eq!(body["status"], "ready");
+        assert_eq!(body["failing"], json!([]));
+        for check in ["database", "migrations", "plugins", "workers"] {
+            assert_eq!(body["checks"][check]["ok"], true, "{check}: {body}");
+        }
+        assert_eq!(body["checks"]["migrations"]["detail"], "all applied");
+        assert_eq!(
+            body["checks"]["workers"]["detail"],
+            "running: projector, search, workflow, bus"
+        );
+
+        // A migration of this binary missing from the database: not ready, and which one.
+        let version: i64 = app
+            .scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .await;
+        tessera_host::on_pool!(&app.state().database, pool => sqlx::query(
+            "UPDATE _sqlx_migrations SET success = FALSE WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
+        )
+        .execute(pool)
+        .await
+        .map(drop)
+        .unwrap());
+        let body = json_with_status(app.readiness().await, 503).await;
+        assert_eq!(body["status"], "not_ready");
+        assert_eq!(body["failing"], json!(["migrations"]));
+        assert_eq!(
+            body["checks"]["migrations"]["detail"],
+            format!("not applied: {version}")
+        );
+        // Liveness does not depend on it: the process still serves.
+        json_with_status(app.liveness().await, 200).await;
+    }
+);
+
+database_test!(
+    a_host_without_its_database_or_workers_is_not_ready,
+    |backend| async move {
+        // A host configured to run no projection workers is ready without them.
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                configure: Some(Box::new(|config| config.projections.run_workers = false)),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let body = json_with_status(app.readiness().await, 200).await;
+        assert_eq!(body["checks"]["workers"]["ok"], true);
+        assert!(
+            body["checks"]["workers"]["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("not run by this host"),
+            "{body}"
+        );
+
+        // Without its database: not ready, the migrations not checked; still alive.
+        app.state().database.close().await;
+        let body = json_with_status(app.readiness().await, 503).await;
+        assert_eq!(body["failing"], json!(["database", "migrations"]));
+        assert_eq!(body["checks"]["database"]["detail"], "unreachable");
+        json_with_status(app.liveness().await, 200).await;
     }
 );

@@ -412,6 +412,27 @@ impl TestApp {
         self.get("/core/api/health/extended").await
     }
 
+    /// The extended health report's body, its status code checked against it: 503 exactly
+    /// when the overall status is `down` (as before the workers' first report), else 200.
+    pub async fn extended_health_report(&self) -> Value {
+        let response = self.extended_health().await;
+        let code = response.status().as_u16();
+        let body: Value = response.json().await.expect("extended health JSON");
+        let expected = if body["status"] == "down" { 503 } else { 200 };
+        assert_eq!(code, expected, "{body}");
+        body
+    }
+
+    /// `GET /livez`.
+    pub async fn liveness(&self) -> reqwest::Response {
+        self.get("/livez").await
+    }
+
+    /// `GET /readyz`.
+    pub async fn readiness(&self) -> reqwest::Response {
+        self.get("/readyz").await
+    }
+
     pub async fn openapi(&self) -> Value {
         self.get("/api/openapi.json")
             .await

@@ -372,7 +372,7 @@ database_test!(
         .await;
 
         let health = eventually(10, "every worker to report", || async {
-            let health = json_with_status(app.extended_health().await, 200).await;
+            let health = app.extended_health_report().await;
             (health["checks"]["workers"]
                 == json!({"projector": "ok", "search": "ok", "workflow": "ok"}))
             .then_some(health)

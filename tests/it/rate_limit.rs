@@ -6,6 +6,7 @@
 
 use serde_json::json;
 use tessera_host::config::Config;
+use tessera_host::http::client_address::TrustedProxies;
 use tessera_host::http::rate_limit::PER_IP_CEILING_FACTOR;
 
 use crate::helpers::{AppOptions, Backend, TestApp, json_with_status, spawn_app, spawn_app_with};
@@ -248,12 +249,15 @@ async fn health_and_openapi_are_neither_limited_nor_counted() {
         for response in [
             app.auth_health().await,
             app.core_health().await,
-            app.extended_health().await,
             app.get("/api/openapi.json").await,
+            app.liveness().await,
         ] {
             assert_eq!(limit_headers(&response), None);
             assert_eq!(response.status(), 200);
         }
+        // Ready or not yet (before the workers' first report: 503), never limited.
+        assert_eq!(limit_headers(&app.extended_health().await), None);
+        assert_eq!(limit_headers(&app.readiness().await), None);
     }
     assert_eq!(limit_headers(&read_as(&app, None).await), Some((2, 1)));
     assert_eq!(
@@ -294,5 +298,54 @@ async fn the_contract_defaults_apply_without_configuration() {
         limit_headers(&app.get("/auth/api/v1/no-such-endpoint").await),
         Some((60, 59))
     );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_budget() {
+    let path = "/auth/api/v1/no-such-endpoint";
+    let from = |app: &TestApp, client: &'static str| {
+        app.client
+            .get(app.url(path))
+            .header("x-forwarded-for", client)
+            .send()
+    };
+    // Without a trusted proxy the header is ignored: both "clients" share the peer's budget.
+    let app = app_with_limits(2, 600, 120).await;
+    assert_eq!(
+        limit_headers(&from(&app, "203.0.113.1").await.unwrap()),
+        Some((2, 1))
+    );
+    assert_eq!(
+        limit_headers(&from(&app, "203.0.113.2").await.unwrap()),
+        Some((2, 0))
+    );
+    assert_too_many(from(&app, "203.0.113.3").await.unwrap()).await;
+    app.stop().await;
+
+    // With the loopback peer trusted, each forwarded client counts on its own.
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            configure: Some(Box::new(|config: &mut Config| {
+                config.rate_limits.auth_per_minute = 2;
+                config.http.trusted_proxies = TrustedProxies::parse("127.0.0.1").unwrap();
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    for _ in 0..2 {
+        json_with_status(from(&app, "203.0.113.1").await.unwrap(), 404).await;
+    }
+    assert_too_many(from(&app, "203.0.113.1").await.unwrap()).await;
+    let other = from(&app, "203.0.113.2").await.unwrap();
+    assert_eq!(
+        limit_headers(&other),
+        Some((2, 1)),
+        "another client's own budget"
+    );
+    // A client cannot escape its bucket by writing another address before its own.
+    assert_too_many(from(&app, "198.51.100.7, 203.0.113.1").await.unwrap()).await;
     app.stop().await;
 }

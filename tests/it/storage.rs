@@ -5,9 +5,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::database_test;
-use crate::helpers::{
-    Backend, ServeProcess, TestDatabase, json_with_status, run_admin, spawn_app, tessera_binary,
-};
+use crate::helpers::{Backend, ServeProcess, TestDatabase, run_admin, spawn_app, tessera_binary};
 use tessera_host::on_pool;
 use tessera_host::storage::Database;
 
@@ -175,7 +173,7 @@ database_test!(the_cli_writes_while_the_server_runs, |backend| async move {
         .admin(&["create-tenant", "--slug", "live", "--name", "Live"])
         .json();
     assert_eq!(tenant["slug"], "live");
-    let body = json_with_status(app.extended_health().await, 200).await;
+    let body = app.extended_health_report().await;
     assert_eq!(body["checks"]["database"], "ok");
     let found = tessera_host::tenancy::TenancyService::new(
         app.state().database.clone(),

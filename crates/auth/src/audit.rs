@@ -63,6 +63,7 @@ use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
 use crate::state::AuthState;
 use crate::store::audit::{self as store, AuditRow, NewAuditRow};
+use tessera_http::client_address::ClientAddress;
 use tessera_http::conventions::{CorrelationId, is_well_formed_correlation_id};
 use tessera_http::envelope::{self, DataWithMeta};
 use tessera_http::extract::parse_query;
@@ -192,8 +193,10 @@ impl FromStr for AuditEvent {
 /// `None` when the router runs without them (e.g. `oneshot` in unit tests); extracting never
 /// fails.
 ///
-/// The IP is the TCP peer's: behind a reverse proxy it is the proxy's, since no proxy is
-/// trusted for `X-Forwarded-For` (a client could write any address there).
+/// The IP is the client's as the host resolved it (`tessera_http::client_address`): the TCP
+/// peer's, or behind a trusted proxy the client it forwarded for; behind a proxy that is not
+/// in `TESSERA_TRUSTED_PROXIES`, the proxy's (a client could write any address in
+/// `X-Forwarded-For`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestOrigin {
     pub client_ip: Option<IpAddr>,
@@ -204,10 +207,13 @@ impl RequestOrigin {
     /// Reads the origin from a request's parts.
     pub fn from_parts(parts: &Parts) -> Self {
         Self {
-            client_ip: parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(address)| address.ip().to_canonical()),
+            client_ip: match parts.extensions.get::<ClientAddress>() {
+                Some(ClientAddress(address)) => Some(address.to_canonical()),
+                None => parts
+                    .extensions
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(address)| address.ip().to_canonical()),
+            },
             correlation_id: parts
                 .extensions
                 .get::<CorrelationId>()

@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -54,15 +55,22 @@ pub async fn health(_: NoQuery) -> Json<ServiceHealth> {
 
 /// Real checks: a query on the database, a write and read of the cache, and each worker's
 /// heartbeat. The database is critical (`down` when unreachable); the cache is not
-/// (`degraded`).
+/// (`degraded`). Answers 503 (same body) when the overall status is `down`, so that a probe
+/// reading only the status code sees it.
 #[utoipa::path(
     get,
     path = "/core/api/health/extended",
     operation_id = "core_health_extended",
     tag = "health",
-    responses((status = 200, description = "Status of every subsystem", body = ExtendedHealth))
+    responses(
+        (status = 200, description = "Status of every subsystem: `ok` or `degraded` overall", body = ExtendedHealth),
+        (status = 503, description = "Status of every subsystem: `down` overall", body = ExtendedHealth),
+    )
 )]
-pub async fn extended_health(State(state): State<CoreState>, _: NoQuery) -> Json<ExtendedHealth> {
+pub async fn extended_health(
+    State(state): State<CoreState>,
+    _: NoQuery,
+) -> (StatusCode, Json<ExtendedHealth>) {
     let database = match state.database.ping().await {
         Ok(()) => HealthStatus::Ok,
         Err(error) => {
@@ -92,12 +100,20 @@ pub async fn extended_health(State(state): State<CoreState>, _: NoQuery) -> Json
     .into_iter()
     .max()
     .unwrap_or(HealthStatus::Ok);
-    Json(ExtendedHealth {
-        status,
-        checks: HealthChecks {
-            database,
-            cache,
-            workers,
-        },
-    })
+    let code = if status == HealthStatus::Down {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (
+        code,
+        Json(ExtendedHealth {
+            status,
+            checks: HealthChecks {
+                database,
+                cache,
+                workers,
+            },
+        }),
+    )
 }

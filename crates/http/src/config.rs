@@ -41,6 +41,9 @@ pub struct HttpConfig {
     /// `TESSERA_HTTP_MAX_CONNECTIONS` (default 10,000): connections served at once; further
     /// ones wait in the listen backlog until one closes.
     pub max_connections: usize,
+    /// `TESSERA_TRUSTED_PROXIES` (default none): addresses and CIDRs whose `Forwarded` /
+    /// `X-Forwarded-For` headers are believed (`client_address.rs`).
+    pub trusted_proxies: crate::client_address::TrustedProxies,
 }
 
 impl HttpConfig {
@@ -63,6 +66,11 @@ impl HttpConfig {
             body_timeout: timeout("TESSERA_HTTP_BODY_TIMEOUT", 60)?,
             idle_timeout: timeout("TESSERA_HTTP_IDLE_TIMEOUT", 60)?,
             max_connections,
+            trusted_proxies: match env_var::<String>("TESSERA_TRUSTED_PROXIES")? {
+                Some(list) => crate::client_address::TrustedProxies::parse(&list)
+                    .map_err(|error| anyhow::anyhow!("TESSERA_TRUSTED_PROXIES: {error}"))?,
+                None => crate::client_address::TrustedProxies::default(),
+            },
         })
     }
 }

@@ -57,11 +57,16 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
         .extensions_mut()
         .insert(CorrelationId(correlation_id.clone()));
 
+    let client = request
+        .extensions()
+        .get::<crate::client_address::ClientAddress>()
+        .map(|crate::client_address::ClientAddress(address)| *address);
     let span = tracing::info_span!(
         "request",
         correlation_id = %correlation_id,
         method = %request.method(),
         path = %request.uri().path(),
+        client = client.map(tracing::field::display),
     );
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;

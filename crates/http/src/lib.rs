@@ -6,6 +6,7 @@
 //! It knows no service: each service crate exports its own router, and the binary merges them.
 
 pub mod backpressure;
+pub mod client_address;
 pub mod config;
 pub mod connections;
 pub mod conventions;

@@ -14,10 +14,11 @@
 //!   ceiling of its client IP: [`PER_IP_CEILING_FACTOR`] times the class limit (several users
 //!   behind one NAT share it). The ceiling is checked after the client's own bucket, so requests
 //!   refused by their own limit do not eat into the budget of the others behind that IP.
-//! - **Client IP.** The TCP peer (`ConnectInfo<SocketAddr>`). `X-Forwarded-For` and similar
-//!   headers are not trusted: without a configured list of trusted proxies any client could
-//!   pick its own key. Behind a reverse proxy every client therefore shares the proxy's
-//!   address. IPv4-mapped IPv6 addresses count as their IPv4 address; other IPv6 addresses are
+//! - **Client IP.** The TCP peer (`ConnectInfo<SocketAddr>`), or, when the peer is one of the
+//!   operator's trusted proxies, the client they forwarded for (`client_address.rs`,
+//!   `TESSERA_TRUSTED_PROXIES`). Without that list no forwarding header is believed (any
+//!   client could pick its own key), and behind a reverse proxy every client shares the
+//!   proxy's address. IPv4-mapped IPv6 addresses count as their IPv4 address; other IPv6 addresses are
 //!   counted per /64, the block a single subscriber usually gets. Without `ConnectInfo` (a
 //!   router served by an embedder without it), all clients share one key.
 //! - **Headers.** Every limited response, success or error, carries `X-RateLimit-Limit` (the
@@ -53,6 +54,7 @@ use governor::{Quota, RateLimiter};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
+use crate::client_address::ClientAddress;
 use crate::config::RateLimitConfig;
 
 pub static X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
@@ -64,8 +66,10 @@ pub const PER_IP_CEILING_FACTOR: u32 = 10;
 /// How often, at most, idle keys are dropped from the limiters.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Paths that are never limited: health checks and the API description.
-const EXEMPT_PATHS: [&str; 4] = [
+/// Paths that are never limited: probes, health checks and the API description.
+const EXEMPT_PATHS: [&str; 6] = [
+    "/livez",
+    "/readyz",
     "/auth/api/health",
     "/core/api/health",
     "/core/api/health/extended",
@@ -334,12 +338,16 @@ pub async fn enforce(State(limits): State<RateLimits>, request: Request, next: N
     let Some(class) = classify(request.method(), request.uri().path()) else {
         return next.run(request).await;
     };
-    // Through the extractor, so axum's `MockConnectInfo` works too.
+    // The client behind trusted proxies when the host resolved it (`client_address.rs`), else
+    // the peer through the extractor, so axum's `MockConnectInfo` works too.
     let (mut parts, body) = request.into_parts();
-    let peer = ConnectInfo::<SocketAddr>::from_request_parts(&mut parts, &())
-        .await
-        .ok()
-        .map(|ConnectInfo(address)| address.ip());
+    let peer = match parts.extensions.get::<ClientAddress>() {
+        Some(ClientAddress(address)) => Some(*address),
+        None => ConnectInfo::<SocketAddr>::from_request_parts(&mut parts, &())
+            .await
+            .ok()
+            .map(|ConnectInfo(address)| address.ip()),
+    };
     let request = Request::from_parts(parts, body);
     let token = match class {
         Class::Auth => None,

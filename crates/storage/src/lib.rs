@@ -533,6 +533,27 @@ impl Database {
     }
 
     /// A real round trip to the database, for health checks.
+    /// The versions of this binary's migrations the database has not applied successfully:
+    /// empty when its schema is the one this binary expects (`/readyz`).
+    pub async fn unapplied_migrations(&self) -> anyhow::Result<Vec<i64>> {
+        let migrator = match &self.pool {
+            Pool::Sqlite(_) => &SQLITE_MIGRATIONS,
+            Pool::Postgres(_) => &POSTGRES_MIGRATIONS,
+        };
+        let applied: Vec<i64> = on_pool!(self, pool => sqlx::query_scalar(
+            "SELECT version FROM _sqlx_migrations WHERE success",
+        )
+        .fetch_all(pool)
+        .await)
+        .context("reading the applied migrations")?;
+        Ok(migrator
+            .iter()
+            .filter(|migration| !migration.migration_type.is_down_migration())
+            .map(|migration| migration.version)
+            .filter(|version| !applied.contains(version))
+            .collect())
+    }
+
     pub async fn ping(&self) -> anyhow::Result<()> {
         let one: i32 = on_pool!(self, pool => sqlx::query_scalar("SELECT 1").fetch_one(pool).await)
             .context("querying the database")?;
