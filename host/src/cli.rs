@@ -115,7 +115,10 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => {
             crate::telemetry::init("info");
-            match runtime.block_on(serve(args)) {
+            let served = runtime.block_on(serve(args));
+            // Past the shutdown deadline, tasks still running are dropped, not waited for.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     tracing::error!(

@@ -97,8 +97,12 @@ pub struct Config {
     /// The operators' values of engines' declared settings (`TESSERA_ENGINES__<CODE>__<NAME>`).
     pub engine_settings: crate::runtime::engine_settings::OperatorSettings,
     pub smtp: SmtpConfig,
-    /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`).
+    /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`; its drain deadline is
+    /// `TESSERA_SHUTDOWN_TIMEOUT`).
     pub work: crate::runtime::work::WorkerConfig,
+    /// `TESSERA_SHUTDOWN_TIMEOUT` (default 30 s): after SIGTERM or SIGINT, how long in-flight
+    /// requests and engine work may take to finish before the host exits anyway.
+    pub shutdown_timeout: Duration,
     /// Bounds of engines' storage scans (`TESSERA_ENGINE_SCAN_PAGE`, `TESSERA_ENGINE_SCAN_BUDGET`).
     pub engine_scans: EngineScanConfig,
     /// Workflow limits (`TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT`,
@@ -139,6 +143,12 @@ impl Config {
             .unwrap_or_else(|| format!("http://{}", args.listen))
             .trim_end_matches('/')
             .to_owned();
+        let shutdown_timeout = env_var::<humantime::Duration>("TESSERA_SHUTDOWN_TIMEOUT")?
+            .map_or(Duration::from_secs(30), Duration::from);
+        anyhow::ensure!(
+            !shutdown_timeout.is_zero(),
+            "TESSERA_SHUTDOWN_TIMEOUT must be above zero"
+        );
         Ok(Self {
             listen: args.listen,
             data_dir: args.storage.data_dir.clone(),
@@ -336,8 +346,10 @@ impl Config {
                     );
                     work.concurrency = concurrency;
                 }
+                work.drain_timeout = shutdown_timeout;
                 work
             },
+            shutdown_timeout,
             workflows: {
                 let mut limits = crate::core::workflows::WorkflowLimits::default();
                 if let Some(max) = env_var::<u32>("TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT")? {

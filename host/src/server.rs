@@ -191,11 +191,17 @@ impl Application {
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
         background.spawn(sample_backlog(state.clone(), shutdown.clone()));
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
-        // `stop` ends the listener (its own token) and, as before, tells the workers to stop.
+        // `stop` ends the listener (its own token) and tells the workers to stop; from then
+        // on, in-flight requests and work have `shutdown_timeout` to finish (the work worker
+        // hands back what it still runs at that deadline, which takes a moment more).
+        let drain_timeout = state.config.shutdown_timeout;
         let stop_serving = CancellationToken::new();
         let stopping = async {
             stop.await;
-            tracing::info!("shutting down: finishing in-flight requests");
+            tracing::info!(
+                timeout_ms = drain_timeout.as_millis() as u64,
+                "shutting down: finishing in-flight requests and work"
+            );
             shutdown.cancel();
             stop_serving.cancel();
         };
@@ -205,15 +211,40 @@ impl Application {
             &state.config.http,
             stop_serving.clone(),
         );
-        tokio::join!(stopping, serving);
-        shutdown.cancel();
-        background.close();
-        background.wait().await;
-        state.database.close().await;
-        tracing::info!("stopped");
+        let draining = async {
+            serving.await;
+            shutdown.cancel();
+            background.close();
+            background.wait().await;
+        };
+        let deadline = async {
+            stop_serving.cancelled().await;
+            tokio::time::sleep(drain_timeout + HAND_BACK_MARGIN).await;
+        };
+        let ((), drained) = tokio::join!(stopping, async {
+            tokio::select! {
+                () = draining => true,
+                () = deadline => false,
+            }
+        });
+        if drained {
+            state.database.close().await;
+            tracing::info!("stopped");
+        } else {
+            // Requests still in flight are cut off with the process: their clients see the
+            // connection close, and nothing they had not been answered is acknowledged.
+            tracing::warn!(
+                timeout_ms = drain_timeout.as_millis() as u64,
+                "stopped at the shutdown deadline with requests or work still in flight"
+            );
+        }
         Ok(())
     }
 }
+
+/// How long past `TESSERA_SHUTDOWN_TIMEOUT` the host waits for the work worker to hand back
+/// what it still runs before exiting anyway.
+const HAND_BACK_MARGIN: Duration = Duration::from_secs(2);
 
 /// Measures the platform's backlog every [`backpressure::SAMPLE_INTERVAL`] until `shutdown`:
 /// engine work due (event deliveries and jobs) of the engines loaded here and events the

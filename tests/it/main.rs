@@ -37,6 +37,7 @@ mod sandbox_limits;
 mod scaffold;
 mod scans;
 mod search;
+mod shutdown;
 mod slow_clients;
 mod storage;
 mod test_kit;

@@ -344,6 +344,10 @@ pub struct WorkerConfig {
     pub concurrency: usize,
     /// How often the worker looks for due items when nothing woke it.
     pub poll_interval: Duration,
+    /// How long runs already started may take to finish once the host stops
+    /// (`TESSERA_SHUTDOWN_TIMEOUT`); those still running then are handed back to the queue,
+    /// their effects uncommitted, for the next host to run.
+    pub drain_timeout: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -351,6 +355,7 @@ impl Default for WorkerConfig {
         Self {
             concurrency: 64,
             poll_interval: Duration::from_millis(500),
+            drain_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -441,6 +446,7 @@ pub async fn run_worker(
     let concurrency = config.concurrency.max(1);
     let permits = Arc::new(Semaphore::new(concurrency));
     let running = TaskTracker::new();
+    let in_flight = InFlight::default();
     let alone = Alone::default();
     // A run may wait for a slot while the runs ahead of it take the whole lifecycle deadline
     // (at most `concurrency` runs wait, another round may be held by the claimer, and every
@@ -484,7 +490,12 @@ pub async fn run_worker(
         let engines = engines.clone();
         let queue = queue.clone();
         let alone = alone.clone();
-        running.spawn(async move { run_one(&engines, &queue, &alone, run, permit).await });
+        let run_number = in_flight.start(run.clone());
+        let in_flight = in_flight.clone();
+        running.spawn(async move {
+            run_one(&engines, &queue, &alone, run, permit).await;
+            in_flight.finish(run_number);
+        });
     }
     // The claimer stops at `shutdown` (or ended because this loop did); what it had claimed
     // and nobody started goes back to the queue for the next host to claim.
@@ -509,7 +520,55 @@ pub async fn run_worker(
         );
     }
     running.close();
-    running.wait().await;
+    if tokio::time::timeout(config.drain_timeout, running.wait())
+        .await
+        .is_err()
+    {
+        // Runs still going at the deadline: their items go back to the queue now (a late
+        // completion of one is refused, its claim no longer held), not when their leases end.
+        let abandoned = in_flight.take_all();
+        tracing::warn!(
+            items = abandoned.len(),
+            "engine work still running at the shutdown deadline: handed back to the queue"
+        );
+        if let Err(error) = queue.release(&abandoned).await {
+            tracing::error!(
+                items = abandoned.len(),
+                error = format!("{error:#}"),
+                "handing back running engine work failed; it runs again when its lease ends"
+            );
+        }
+    }
+}
+
+/// The runs this host's worker started and that have not finished, so that a shutdown past its
+/// deadline can hand their items back.
+#[derive(Clone, Default)]
+struct InFlight(Arc<std::sync::Mutex<(u64, std::collections::HashMap<u64, Run>)>>);
+
+impl InFlight {
+    /// Records a started run; returns its number.
+    fn start(&self, run: Run) -> u64 {
+        let mut guard = self.0.lock().expect("in-flight runs lock");
+        let (next, runs) = &mut *guard;
+        *next += 1;
+        runs.insert(*next, run);
+        *next
+    }
+
+    fn finish(&self, run_number: u64) {
+        self.0
+            .lock()
+            .expect("in-flight runs lock")
+            .1
+            .remove(&run_number);
+    }
+
+    /// Every item of the runs not finished, forgetting them.
+    fn take_all(&self) -> Vec<ClaimedWork> {
+        let mut guard = self.0.lock().expect("in-flight runs lock");
+        guard.1.drain().flat_map(|(_, run)| run).collect()
+    }
 }
 
 /// What the claimer of [`run_worker`] works with.
