@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
@@ -94,6 +95,31 @@ pub enum TenancyCommand {
         tenant: String,
         #[arg(long)]
         name: String,
+    },
+    /// List every tenant with its member count.
+    ListTenants,
+    /// List a tenant's members with their roles.
+    ListUsers {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Change a member's role (a tenant keeps at least one owner).
+    SetRole {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long, value_enum)]
+        role: RoleArg,
+    },
+    /// Replace a member's password, read from standard input (never from the command line),
+    /// and revoke their sessions.
+    ResetPassword {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        email: String,
     },
 }
 
@@ -230,7 +256,39 @@ async fn run_admin_command(
         TenancyCommand::CreateWorkspace { tenant, name } => {
             json(tenancy.create_workspace(&tenant, &name).await?)
         }
+        TenancyCommand::ListTenants => json(tenancy.list_tenants().await?),
+        TenancyCommand::ListUsers { tenant } => json(tenancy.list_members(&tenant).await?),
+        TenancyCommand::SetRole {
+            tenant,
+            email,
+            role,
+        } => json(tenancy.set_role(&tenant, &email, role.into()).await?),
+        TenancyCommand::ResetPassword { tenant, email } => {
+            let password = tokio::task::spawn_blocking(password_from_stdin)
+                .await
+                .context("reading the password")??;
+            json(tenancy.reset_password(&tenant, &email, password).await?)
+        }
     }
+}
+
+/// The password on standard input: everything up to its end, without the final line break.
+fn password_from_stdin() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut password = String::new();
+    std::io::stdin()
+        .read_to_string(&mut password)
+        .context("reading the password from standard input")?;
+    let password = password
+        .strip_suffix('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+        .unwrap_or(&password)
+        .to_owned();
+    anyhow::ensure!(
+        !password.is_empty(),
+        "no password on standard input (e.g. `printf %s \"$PASSWORD\" | tessera admin reset-password …`)"
+    );
+    Ok(password)
 }
 
 /// `--role` of the admin commands (the tenancy crate's [`Role`], as the command line names it).

@@ -1,10 +1,12 @@
 //! The admin CLI, run as the real binary: JSON on success, a message and a non-zero exit on
 //! failure, and nothing half-written.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::database_test;
-use crate::helpers::{TestDatabase, run_admin};
+use crate::helpers::{
+    TestApp, TestDatabase, json_with_status, on_database, run_admin, spawn_app, tessera_binary,
+};
 use tessera_host::on_pool;
 
 async fn count(database: &TestDatabase, table: &str) -> i64 {
@@ -327,5 +329,167 @@ database_test!(
         assert!(!duplicate.success);
         assert!(duplicate.stderr.contains("Sales"), "{}", duplicate.stderr);
         assert_eq!(count(&database, "workspaces").await, 3);
+    }
+);
+
+/// `tessera admin …` with `input` on standard input.
+fn admin_with_input(app: &TestApp, arguments: &[&str], input: &str) -> (bool, Value, String) {
+    use std::io::Write as _;
+    let mut command = std::process::Command::new(tessera_binary());
+    command.arg("admin").args(arguments);
+    let mut child = on_database(&mut command, &app.database)
+        .env_remove("TESSERA_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    (
+        output.status.success(),
+        serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+database_test!(
+    operators_list_tenants_and_members_change_roles_and_reset_passwords,
+    |backend| async move {
+        let app = spawn_app(backend).await;
+        app.admin(&["create-tenant", "--slug", "acme", "--name", "Acme"])
+            .json();
+        app.admin(&["create-tenant", "--slug", "beta", "--name", "Beta"])
+            .json();
+        for (email, role) in [("ada@example.com", "owner"), ("bob@example.com", "editor")] {
+            app.admin(&[
+                "create-user",
+                "--tenant",
+                "acme",
+                "--email",
+                email,
+                "--password",
+                "Correct horse battery 1",
+                "--role",
+                role,
+            ])
+            .json();
+        }
+        let tenants = app.admin(&["list-tenants"]).json();
+        let summary: Vec<(&str, i64)> = tenants
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tenant| {
+                (
+                    tenant["slug"].as_str().unwrap(),
+                    tenant["members"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(summary, [("acme", 2), ("beta", 0)]);
+        let members = app.admin(&["list-users", "--tenant", "acme"]).json();
+        let roles: Vec<(&str, &str)> = members
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|member| {
+                (
+                    member["email"].as_str().unwrap(),
+                    member["role"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            roles,
+            [("ada@example.com", "owner"), ("bob@example.com", "editor")]
+        );
+        assert!(!app.admin(&["list-users", "--tenant", "nope"]).success);
+
+        // The last owner keeps the role until another member has it.
+        let refused = app.admin(&[
+            "set-role",
+            "--tenant",
+            "acme",
+            "--email",
+            "ada@example.com",
+            "--role",
+            "viewer",
+        ]);
+        assert!(!refused.success);
+        assert!(refused.stderr.contains("last owner"), "{}", refused.stderr);
+        for (email, role) in [("bob@example.com", "owner"), ("ada@example.com", "viewer")] {
+            let changed = app
+                .admin(&[
+                    "set-role", "--tenant", "acme", "--email", email, "--role", role,
+                ])
+                .json();
+            assert_eq!(changed["role"], role);
+        }
+        let not_member = app.admin(&[
+            "set-role",
+            "--tenant",
+            "beta",
+            "--email",
+            "ada@example.com",
+            "--role",
+            "owner",
+        ]);
+        assert!(!not_member.success);
+        assert!(
+            not_member.stderr.contains("not a member"),
+            "{}",
+            not_member.stderr
+        );
+
+        // A password reset reads the password from stdin and ends the user's sessions.
+        let login = |password: &'static str| {
+            let app = &app;
+            async move {
+                app.post_json(
+                    "/auth/api/v1/auth/login",
+                    &json!({ "login": "bob@example.com", "password": password }),
+                )
+                .await
+            }
+        };
+        let session = json_with_status(login("Correct horse battery 1").await, 200).await;
+        let refresh = session["data"]["refresh_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let reset_args = [
+            "reset-password",
+            "--tenant",
+            "acme",
+            "--email",
+            "bob@example.com",
+        ];
+        let (success, _, stderr) = admin_with_input(&app, &reset_args, "short\n");
+        assert!(!success, "the password policy applies");
+        assert!(stderr.contains("password"), "{stderr}");
+        let (success, reset, stderr) =
+            admin_with_input(&app, &reset_args, "A new staple battery 2\n");
+        assert!(success, "{stderr}");
+        assert_eq!(reset["sessions_revoked"], 1);
+        json_with_status(login("Correct horse battery 1").await, 401).await;
+        json_with_status(login("A new staple battery 2").await, 200).await;
+        let refreshed = app
+            .post_json(
+                "/auth/api/v1/auth/refresh",
+                &json!({ "refresh_token": refresh }),
+            )
+            .await;
+        assert_eq!(
+            refreshed.status(),
+            401,
+            "the old session's refresh token is dead"
+        );
     }
 );

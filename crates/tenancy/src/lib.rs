@@ -18,7 +18,7 @@ use tessera_orchestrator::{
 use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
 use tessera_storage::{Database, time};
 
-pub use store::{Tenant, User};
+pub use store::{MemberSummary, Tenant, TenantSummary, User};
 
 /// A member's role in a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -73,6 +73,10 @@ pub enum TenancyError {
     AlreadyMember { email: String, tenant: String },
     #[error("the tenant {tenant:?} already has a workspace named {name:?}")]
     WorkspaceNameTaken { tenant: String, name: String },
+    #[error("{email:?} is not a member of {tenant:?}")]
+    NotMember { email: String, tenant: String },
+    #[error("{email:?} is the last owner of {tenant:?}; make another member owner first")]
+    LastOwner { email: String, tenant: String },
     #[error("invalid input: {}", describe(.0))]
     Invalid(ValidationErrors),
     #[error(transparent)]
@@ -142,6 +146,14 @@ pub struct AddedMember {
     pub user_id: String,
     pub tenant_id: String,
     pub role: Role,
+}
+
+/// What `reset_password` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PasswordReset {
+    pub user_id: String,
+    /// The user's sessions it revoked (their refresh tokens stop working).
+    pub sessions_revoked: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -379,6 +391,97 @@ impl TenancyService {
             workspace_id,
             tenant_id: tenant.id,
             name,
+        })
+    }
+
+    /// Every tenant with its member count, by slug.
+    pub async fn list_tenants(&self) -> Result<Vec<TenantSummary>, TenancyError> {
+        Ok(store::list_tenants(&self.database).await?)
+    }
+
+    /// A tenant's members with their roles, by e-mail.
+    pub async fn list_members(
+        &self,
+        tenant_slug: &str,
+    ) -> Result<Vec<MemberSummary>, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        Ok(store::list_members(&self.database, &tenant.id).await?)
+    }
+
+    /// Changes a member's role in a tenant; a tenant keeps at least one owner.
+    pub async fn set_role(
+        &self,
+        tenant_slug: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<AddedMember, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let email = normalize_email(email);
+        let user = store::find_user_by_email(&self.database, &email)
+            .await?
+            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let mut tx = self.database.begin().await?;
+        let current = store::member_role(&mut tx, &tenant.id, &user.id)
+            .await?
+            .ok_or_else(|| TenancyError::NotMember {
+                email: email.clone(),
+                tenant: tenant.slug.clone(),
+            })?;
+        if current == Role::Owner.as_str()
+            && role != Role::Owner
+            && store::count_owners(&mut tx, &tenant.id).await? <= 1
+        {
+            return Err(TenancyError::LastOwner {
+                email,
+                tenant: tenant.slug,
+            });
+        }
+        store::update_role(&mut tx, &tenant.id, &user.id, role).await?;
+        tx.commit().await?;
+        Ok(AddedMember {
+            user_id: user.id,
+            tenant_id: tenant.id,
+            role,
+        })
+    }
+
+    /// Replaces a member's password (the policy enforced, argon2id off the async workers) and
+    /// revokes every session of theirs, so refresh tokens issued before stop working.
+    pub async fn reset_password(
+        &self,
+        tenant_slug: &str,
+        email: &str,
+        password: String,
+    ) -> Result<PasswordReset, TenancyError> {
+        let mut errors = ValidationErrors::new();
+        for rule in self.password_policy.violations(&password) {
+            errors.add("password", rule);
+        }
+        if !errors.is_empty() {
+            return Err(TenancyError::Invalid(errors));
+        }
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let email = normalize_email(email);
+        let user = store::find_user_by_email(&self.database, &email)
+            .await?
+            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let password_hash = self.password_hasher.hash(password).await?;
+        let mut tx = self.database.begin().await?;
+        if store::member_role(&mut tx, &tenant.id, &user.id)
+            .await?
+            .is_none()
+        {
+            return Err(TenancyError::NotMember {
+                email,
+                tenant: tenant.slug,
+            });
+        }
+        let sessions_revoked =
+            store::replace_password(&mut tx, &user.id, &password_hash, &time::now()).await?;
+        tx.commit().await?;
+        Ok(PasswordReset {
+            user_id: user.id,
+            sessions_revoked,
         })
     }
 

@@ -146,3 +146,125 @@ pub async fn find_user_by_email(database: &Database, email: &str) -> anyhow::Res
     .await)
     .context("looking up a user by e-mail")
 }
+
+/// A tenant with how many members it has (`admin list-tenants`).
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct TenantSummary {
+    pub tenant_id: String,
+    pub slug: String,
+    pub name: String,
+    pub created_at: String,
+    pub members: i64,
+}
+
+/// A member of a tenant (`admin list-users`).
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct MemberSummary {
+    pub user_id: String,
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    #[serde(rename = "type")]
+    pub user_type: String,
+    pub role: String,
+    pub member_since: String,
+}
+
+pub async fn list_tenants(database: &Database) -> anyhow::Result<Vec<TenantSummary>> {
+    on_pool!(database, pool => sqlx::query_as::<_, TenantSummary>(
+        "SELECT t.id AS tenant_id, t.slug, t.name, t.created_at,
+                (SELECT COUNT(*) FROM memberships AS m WHERE m.tenant_id = t.id) AS members
+         FROM tenants AS t ORDER BY t.slug",
+    )
+    .fetch_all(pool)
+    .await)
+    .context("listing the tenants")
+}
+
+pub async fn list_members(
+    database: &Database,
+    tenant_id: &str,
+) -> anyhow::Result<Vec<MemberSummary>> {
+    on_pool!(database, pool => sqlx::query_as::<_, MemberSummary>(
+        "SELECT u.id AS user_id, u.email, u.first_name, u.last_name, u.user_type, m.role,
+                m.created_at AS member_since
+         FROM memberships AS m JOIN users AS u ON u.id = m.user_id
+         WHERE m.tenant_id = $1 ORDER BY u.email",
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await)
+    .context("listing a tenant's members")
+}
+
+/// The member's role in the tenant, `None` when the user is not a member.
+pub async fn member_role(
+    tx: &mut Tx,
+    tenant_id: &str,
+    user_id: &str,
+) -> anyhow::Result<Option<String>> {
+    on_tx!(tx, conn => sqlx::query_scalar::<_, String>(
+        "SELECT role FROM memberships WHERE tenant_id = $1 AND user_id = $2",
+    )
+    .bind(tenant_id)
+    .bind(user_id)
+    .fetch_optional(&mut **conn)
+    .await)
+    .context("reading a member's role")
+}
+
+pub async fn count_owners(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<i64> {
+    on_tx!(tx, conn => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner'",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("counting a tenant's owners")
+}
+
+pub async fn update_role(
+    tx: &mut Tx,
+    tenant_id: &str,
+    user_id: &str,
+    role: Role,
+) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2",
+    )
+    .bind(tenant_id)
+    .bind(user_id)
+    .bind(role.as_str())
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .context("changing a member's role")
+}
+
+/// Sets the user's password hash and revokes every session of theirs; returns how many.
+pub async fn replace_password(
+    tx: &mut Tx,
+    user_id: &str,
+    password_hash: &str,
+    now: &str,
+) -> anyhow::Result<u64> {
+    on_tx!(tx, conn => sqlx::query("UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1")
+        .bind(user_id)
+        .bind(password_hash)
+        .bind(now)
+        .execute(&mut **conn)
+        .await
+        .map(drop))
+    .context("replacing a password hash")?;
+    let revoked = on_tx!(tx, conn => sqlx::query(
+        "UPDATE sessions SET revoked_at = $2, revoked_reason = 'password_reset'
+         WHERE user_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(user_id)
+    .bind(now)
+    .execute(&mut **conn)
+    .await
+    .map(|done| done.rows_affected()))
+    .context("revoking the user's sessions")?;
+    Ok(revoked)
+}
