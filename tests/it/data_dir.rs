@@ -165,12 +165,8 @@ async fn assert_private_after_serving(data_dir: &Path) {
             .env_remove("TESSERA_SERVICE_SECRET")
     });
     let client = reqwest::Client::new();
-    let health = client
-        .get(host.url("/core/api/health/extended"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 200);
+    let live = client.get(host.url("/livez")).send().await.unwrap();
+    assert_eq!(live.status(), 200);
 
     let root_mode = std::fs::metadata(data_dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(root_mode, 0o700, "the data dir is private");
