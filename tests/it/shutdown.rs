@@ -8,14 +8,17 @@ use crate::helpers::{
     AppOptions, Backend, ServeProcess, TestDatabase, on_database, spawn_app_with,
 };
 
-/// A real `tessera serve` with the `napper` test component and `TESSERA_SHUTDOWN_TIMEOUT`,
-/// an editor's token for it, and its data (kept until the test ends).
-async fn napper_host(shutdown_timeout: &str) -> (ServeProcess, String, TestDatabase) {
+/// A real `tessera serve` with the test component `plugin` and the environment `settings`, an
+/// editor's token for it, and its data (kept until the test ends).
+async fn served_with(
+    plugin: &'static str,
+    settings: &[(&str, &str)],
+) -> (ServeProcess, String, TestDatabase) {
     let database = TestDatabase::new(Backend::Sqlite).await;
     let app = spawn_app_with(
         Backend::Sqlite,
         AppOptions {
-            plugins: vec!["napper"],
+            plugins: vec![plugin],
             database: Some(database),
             ..AppOptions::default()
         },
@@ -30,12 +33,22 @@ async fn napper_host(shutdown_timeout: &str) -> (ServeProcess, String, TestDatab
         .await;
     let database = app.stop_keeping_database().await;
     let served = ServeProcess::start(|command| {
-        command
-            .env("TESSERA_SHUTDOWN_TIMEOUT", shutdown_timeout)
-            .env("TESSERA_ENGINE_HANDLE_TIMEOUT", "60s");
+        command.envs(settings.iter().copied());
         on_database(command, &database)
     });
     (served, token, database)
+}
+
+/// [`served_with`] the `napper` test component and `TESSERA_SHUTDOWN_TIMEOUT`.
+async fn napper_host(shutdown_timeout: &str) -> (ServeProcess, String, TestDatabase) {
+    served_with(
+        "napper",
+        &[
+            ("TESSERA_SHUTDOWN_TIMEOUT", shutdown_timeout),
+            ("TESSERA_ENGINE_HANDLE_TIMEOUT", "60s"),
+        ],
+    )
+    .await
 }
 
 /// Starts `GET /napper/api/v1/nap?ms=…` and waits until the host is running it.
@@ -112,28 +125,8 @@ async fn a_request_past_the_shutdown_deadline_does_not_hold_the_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_work_running_at_the_deadline_goes_back_to_the_queue() {
-    let database = TestDatabase::new(Backend::Sqlite).await;
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        AppOptions {
-            plugins: vec!["jobber"],
-            database: Some(database),
-            ..AppOptions::default()
-        },
-    )
-    .await;
-    let token = app
-        .token(
-            &uuid::Uuid::new_v4().to_string(),
-            &uuid::Uuid::new_v4().to_string(),
-            "editor",
-        )
-        .await;
-    let database = app.stop_keeping_database().await;
-    let served = ServeProcess::start(|command| {
-        command.env("TESSERA_SHUTDOWN_TIMEOUT", "1s");
-        on_database(command, &database)
-    });
+    let (served, token, database) =
+        served_with("jobber", &[("TESSERA_SHUTDOWN_TIMEOUT", "1s")]).await;
     let client = reqwest::Client::new();
     // A job that runs 20 s (its lifecycle deadline is 30 s).
     let scheduled = client

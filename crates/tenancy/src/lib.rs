@@ -339,10 +339,7 @@ impl TenancyService {
         role: Role,
     ) -> Result<AddedMember, TenancyError> {
         let tenant = self.tenant_by_slug(tenant_slug).await?;
-        let email = normalize_email(email);
-        let user = store::find_user_by_email(&self.database, &email)
-            .await?
-            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let (email, user) = self.user_by_email(email).await?;
         let mut tx = self.database.begin().await?;
         store::insert_membership(&mut tx, &user.id, &tenant.id, role, &time::now())
             .await?
@@ -416,10 +413,7 @@ impl TenancyService {
         role: Role,
     ) -> Result<AddedMember, TenancyError> {
         let tenant = self.tenant_by_slug(tenant_slug).await?;
-        let email = normalize_email(email);
-        let user = store::find_user_by_email(&self.database, &email)
-            .await?
-            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let (email, user) = self.user_by_email(email).await?;
         let mut tx = self.database.begin().await?;
         let current = store::member_role(&mut tx, &tenant.id, &user.id)
             .await?
@@ -461,10 +455,7 @@ impl TenancyService {
             return Err(TenancyError::Invalid(errors));
         }
         let tenant = self.tenant_by_slug(tenant_slug).await?;
-        let email = normalize_email(email);
-        let user = store::find_user_by_email(&self.database, &email)
-            .await?
-            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        let (email, user) = self.user_by_email(email).await?;
         let password_hash = self.password_hasher.hash(password).await?;
         let mut tx = self.database.begin().await?;
         if store::member_role(&mut tx, &tenant.id, &user.id)
@@ -483,6 +474,15 @@ impl TenancyService {
             user_id: user.id,
             sessions_revoked,
         })
+    }
+
+    /// The user with `email` (normalized), with the normalized e-mail.
+    async fn user_by_email(&self, email: &str) -> Result<(String, User), TenancyError> {
+        let email = normalize_email(email);
+        let user = store::find_user_by_email(&self.database, &email)
+            .await?
+            .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
+        Ok((email, user))
     }
 
     pub async fn tenant_by_slug(&self, slug: &str) -> Result<Tenant, TenancyError> {
