@@ -934,8 +934,8 @@ async fn create_workflows(state: &AppState, tenant: &BenchTenant) -> anyhow::Res
 /// `(trigger occurred_at, run completed_at)` of every run.
 async fn run_times(database: &Database) -> anyhow::Result<Vec<(String, String)>> {
     Ok(tessera_host::on_pool!(database, pool => sqlx::query_as(
-        "SELECT events.occurred_at, workflow_runs.completed_at
-         FROM workflow_runs JOIN events ON events.id = workflow_runs.trigger_event_id",
+        "SELECT event_log.occurred_at, workflow_runs.completed_at
+         FROM workflow_runs JOIN event_log ON event_log.id = workflow_runs.trigger_event_id",
     )
     .fetch_all(pool)
     .await)?)

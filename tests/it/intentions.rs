@@ -521,7 +521,7 @@ database_test!(
         );
         let rows: Vec<LogRow> = tessera_host::on_pool!(database, pool => sqlx::query_as(
                 "SELECT tenant_id, sequence, event_type, actor_id, correlation_id, intention_id
-                 FROM events ORDER BY position",
+                 FROM event_log ORDER BY position",
             )
             .fetch_all(pool)
             .await

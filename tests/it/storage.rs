@@ -547,3 +547,186 @@ database_test!(
         upgraded.close().await;
     }
 );
+
+/// Every event as the readers see it through the `event_log` view, in log order.
+const LOGGED_EVENT_COLUMNS: &str = "SELECT position, transaction_id, id, tenant_id, sequence, \
+     event_type, entity_id, intention_id, actor_id, correlation_id, depth, data, occurred_at, \
+     entity_state FROM event_log ORDER BY position";
+
+database_test!(
+    an_upgrade_moves_the_event_log_to_its_compact_layout_and_appends_continue_it,
+    |backend| async move {
+        use tessera_host::core::events::{self, EventContext, NewEvent, StoredEvent};
+
+        // A log in the layout before the event groups: every shared column on every row.
+        let database = TestDatabase::new(backend).await;
+        let folder = match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../migrations")
+            .join(folder);
+        let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
+        let old = database.connect().await;
+        on_pool!(old, pool => migrator.run_to(20261126000017, pool).await).unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO events (id, tenant_id, sequence, event_type, entity_id, intention_id,
+             actor_id, correlation_id, depth, data, occurred_at, entity_state) VALUES
+             ('ev-1', 'acme', 1, 'entity.created', 'x', 'in-1', 'ada', 'c-1', 0,
+              '{\"family\":\"contact\"}', '2026-11-20T10:00:00.000000Z', '{\"state\":1}'),
+             ('ev-2', 'acme', 2, 'entity.field_set', 'x', 'in-1', 'ada', 'c-1', 0,
+              '{\"field\":\"name\",\"value\":\"Ada\"}', '2026-11-20T10:00:00.000000Z', NULL),
+             ('ev-3', 'globex', 1, 'inbox.item_read', NULL, NULL, 'bob', NULL, 2,
+              '{}', '2026-11-20T11:00:00.000000Z', NULL)",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO event_sequences (tenant_id, last_sequence) VALUES ('acme', 2), ('globex', 1)",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        let before: Vec<StoredEvent> = on_pool!(old, pool => sqlx::query_as(sqlx::AssertSqlSafe(
+            LOGGED_EVENT_COLUMNS.replace("event_log", "events"),
+        ))
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(before.len(), 3);
+        old.close().await;
+
+        // Upgraded: the readers' view shows every event exactly as it was.
+        let upgraded = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("upgrading");
+        let upgraded_database = &upgraded;
+        let read = || async move {
+            on_pool!(upgraded_database, pool => sqlx::query_as::<_, StoredEvent>(LOGGED_EVENT_COLUMNS)
+                .fetch_all(pool)
+                .await)
+            .unwrap()
+        };
+        assert_eq!(read().await, before);
+
+        // An append continues each tenant's sequence, its shared columns stored once and its
+        // entity state read with its first event only.
+        let context = EventContext {
+            tenant_id: "acme".into(),
+            actor_id: Some("grace".into()),
+            correlation_id: Some("c-2".into()),
+            intention_id: Some("in-2".into()),
+            depth: 1,
+        };
+        let new_event = |event_type: &str, field: &str| NewEvent {
+            event_type: event_type.into(),
+            entity_id: Some("y".into()),
+            data: serde_json::json!({ "field": field })
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let appended_events = [
+            new_event("entity.created", "a"),
+            new_event("entity.field_set", "b"),
+        ];
+        let group = events::AppendGroup {
+            context: &context,
+            events: &appended_events,
+            occurred_at: "2026-11-21T09:00:00.000000Z",
+            entity_state: Some("{\"state\":2}"),
+        };
+        let globex = EventContext {
+            tenant_id: "globex".into(),
+            ..EventContext::default()
+        };
+        let lone = [new_event("inbox.item_read", "c")];
+        let other = events::AppendGroup {
+            context: &globex,
+            events: &lone,
+            occurred_at: "2026-11-21T09:00:01.000000Z",
+            entity_state: None,
+        };
+        let mut tx = upgraded.begin().await.unwrap();
+        let assigned = events::append_groups(&mut tx, &[group, other])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let sequences: Vec<Vec<i64>> = assigned
+            .iter()
+            .map(|group| group.iter().map(|event| event.sequence).collect())
+            .collect();
+        assert_eq!(sequences, [vec![3, 4], vec![2]]);
+
+        let after = read().await;
+        assert_eq!(after[..3], before[..]);
+        let appended: Vec<_> = after[3..]
+            .iter()
+            .map(|event| {
+                (
+                    event.tenant_id.as_str(),
+                    event.sequence,
+                    event.event_type.as_str(),
+                    event.intention_id.as_deref(),
+                    event.actor_id.as_deref(),
+                    event.correlation_id.as_deref(),
+                    event.depth,
+                    event.occurred_at.as_str(),
+                    event.entity_state.as_deref(),
+                )
+            })
+            .collect();
+        let time = "2026-11-21T09:00:00.000000Z";
+        assert_eq!(
+            appended,
+            [
+                (
+                    "acme",
+                    3,
+                    "entity.created",
+                    Some("in-2"),
+                    Some("grace"),
+                    Some("c-2"),
+                    1,
+                    time,
+                    Some("{\"state\":2}")
+                ),
+                (
+                    "acme",
+                    4,
+                    "entity.field_set",
+                    Some("in-2"),
+                    Some("grace"),
+                    Some("c-2"),
+                    1,
+                    time,
+                    None
+                ),
+                (
+                    "globex",
+                    2,
+                    "inbox.item_read",
+                    None,
+                    None,
+                    None,
+                    0,
+                    "2026-11-21T09:00:01.000000Z",
+                    None
+                ),
+            ]
+        );
+        // Two groups for three events: what they share is stored once.
+        let groups: i64 = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM event_groups",
+        )
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(groups, 3 + 2);
+        upgraded.close().await;
+    }
+);

@@ -17,7 +17,7 @@ const WORKFLOWS: &str = "/core/api/v1/workflows";
 
 /// Entities created by workflow actions (depth 1 and deeper).
 async fn workflow_creations(app: &TestApp) -> i64 {
-    app.scalar("SELECT COUNT(*) FROM events WHERE event_type = 'entity.created' AND depth > 0")
+    app.scalar("SELECT COUNT(*) FROM event_log WHERE event_type = 'entity.created' AND depth > 0")
         .await
 }
 

@@ -892,7 +892,7 @@ database_test!(
         let depths: Vec<i64> = {
             let database = &app.state().database;
             tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-                "SELECT DISTINCT depth FROM events ORDER BY depth")
+                "SELECT DISTINCT depth FROM event_log ORDER BY depth")
                 .fetch_all(pool)
                 .await
                 .unwrap())
@@ -992,7 +992,7 @@ database_test!(
         // Depth 0 (the person) → runs at depths 0, 1 and 2 write depths 1, 2 and 3; depth 3
         // triggers nothing.
         assert_eq!(runs(&app, &team.viewer, &echo).await.len(), 3);
-        let deepest = app.scalar("SELECT MAX(depth) FROM events").await;
+        let deepest = app.scalar("SELECT MAX(depth) FROM event_log").await;
         assert_eq!(deepest, 3);
         // Settled means settled: nothing more runs later.
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -1084,7 +1084,7 @@ database_test!(
             assert_eq!(notifications, total, "each notification sent once");
             let stamps = app
                 .scalar(
-                    "SELECT COUNT(*) FROM events
+                    "SELECT COUNT(*) FROM event_log
                      WHERE event_type = 'entity.field_set' AND depth = 1",
                 )
                 .await;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::store::events::{self as store, EventInsert};
+use crate::store::events::{self as store, EventInsert, GroupInsert};
 use tessera_storage::Tx;
 
 /// A domain event: an item of an intention's `events`, with exactly the spec's fields.
@@ -111,7 +111,7 @@ pub struct AppendedEvent {
     pub sequence: i64,
 }
 
-/// Rows per multi-row `INSERT` (12 parameters each, far below both databases' limits).
+/// Rows per multi-row `INSERT` (at most 8 parameters each, far below both databases' limits).
 const INSERT_CHUNK: usize = 200;
 
 /// Events to append with one context and time, e.g. those of one intention.
@@ -120,7 +120,8 @@ pub struct AppendGroup<'a> {
     pub context: &'a EventContext,
     pub events: &'a [NewEvent],
     pub occurred_at: &'a str,
-    /// The entity as the group left it ([`EntityState`] JSON), stored on its first event.
+    /// The entity as the group left it ([`EntityState`] JSON), stored once with the group and
+    /// read with its first event.
     pub entity_state: Option<&'a str>,
 }
 
@@ -170,23 +171,45 @@ pub async fn append_groups(
             .entry(group.context.tenant_id.as_str())
             .or_default() += i64::try_from(group.events.len()).context("too many events")?;
     }
-    // The next free sequence number of each tenant.
-    let mut next: std::collections::BTreeMap<&str, i64> = Default::default();
+    // Each tenant's number and next free sequence number.
+    let mut next: std::collections::BTreeMap<&str, (i64, i64)> = Default::default();
     for (tenant_id, count) in per_tenant {
         if count == 0 {
             continue;
         }
-        let last = store::reserve_sequences(tx, tenant_id, count).await?;
-        next.insert(tenant_id, last - count + 1);
+        let reservation = store::reserve_sequences(tx, tenant_id, count).await?;
+        next.insert(
+            tenant_id,
+            (
+                reservation.tenant_number,
+                reservation.last_sequence - count + 1,
+            ),
+        );
     }
     let mut assigned = Vec::with_capacity(groups.len());
+    let mut group_rows: Vec<GroupInsert<'_>> = Vec::with_capacity(groups.len());
     let mut rows: Vec<EventInsert<'_>> = Vec::new();
     for group in groups {
         let context = group.context;
         let mut appended = Vec::with_capacity(group.events.len());
-        for (index, event) in group.events.iter().enumerate() {
-            let first_of_group = index == 0;
-            let sequence = next
+        if let Some((tenant_number, first_sequence)) = next
+            .get(context.tenant_id.as_str())
+            .copied()
+            .filter(|_| !group.events.is_empty())
+        {
+            group_rows.push(GroupInsert {
+                tenant_number,
+                first_sequence,
+                intention_id: context.intention_id.as_deref(),
+                actor_id: context.actor_id.as_deref(),
+                correlation_id: context.correlation_id.as_deref(),
+                depth: context.depth,
+                occurred_at: group.occurred_at,
+                entity_state: group.entity_state,
+            });
+        }
+        for (group_offset, event) in (0_i64..).zip(group.events) {
+            let (tenant_number, sequence) = next
                 .get_mut(context.tenant_id.as_str())
                 .expect("every tenant with events has a reservation");
             let entry = AppendedEvent {
@@ -196,21 +219,19 @@ pub async fn append_groups(
             *sequence += 1;
             rows.push(EventInsert {
                 id: entry.id.clone(),
-                tenant_id: &context.tenant_id,
+                tenant_number: *tenant_number,
                 sequence: entry.sequence,
+                group_offset,
                 event_type: &event.event_type,
                 entity_id: event.entity_id.as_deref(),
-                intention_id: context.intention_id.as_deref(),
-                actor_id: context.actor_id.as_deref(),
-                correlation_id: context.correlation_id.as_deref(),
-                depth: context.depth,
                 data: Value::Object(event.data.clone()).to_string(),
-                occurred_at: group.occurred_at,
-                entity_state: group.entity_state.filter(|_| first_of_group),
             });
             appended.push(entry);
         }
         assigned.push(appended);
+    }
+    for chunk in group_rows.chunks(INSERT_CHUNK) {
+        store::insert_groups(tx, chunk).await?;
     }
     for chunk in rows.chunks(INSERT_CHUNK) {
         store::insert(tx, chunk).await?;

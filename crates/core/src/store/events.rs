@@ -1,68 +1,109 @@
 //! The SQL of the event log (`events.rs`): reserving a tenant's sequence numbers and the
-//! multi-row inserts of an append, both inside the caller's transaction.
+//! multi-row inserts of an append, both inside the caller's transaction. The log's layout
+//! (`migrations/*/20261127000018_event_groups.sql`): `events` holds what is each event's own,
+//! `event_groups` what an append's events share, `event_sequences` numbers the tenants; the
+//! `event_log` view joins them back for the readers.
 
 use anyhow::Context as _;
 
 use tessera_storage::Tx;
 use tessera_storage::on_tx;
 
-/// A row of the log to insert; `data` is JSON object text, `entity_state` the
-/// [`crate::events::EntityState`] JSON on an intention's first event.
-pub(crate) struct EventInsert<'a> {
-    pub id: String,
-    pub tenant_id: &'a str,
-    pub sequence: i64,
-    pub event_type: &'a str,
-    pub entity_id: Option<&'a str>,
+/// What a group of events shares, stored once: the group is found by its tenant's number and
+/// its first event's sequence.
+pub(crate) struct GroupInsert<'a> {
+    pub tenant_number: i64,
+    pub first_sequence: i64,
     pub intention_id: Option<&'a str>,
     pub actor_id: Option<&'a str>,
     pub correlation_id: Option<&'a str>,
     pub depth: i64,
-    pub data: String,
     pub occurred_at: &'a str,
+    /// [`crate::events::EntityState`] JSON.
     pub entity_state: Option<&'a str>,
 }
 
-/// Reserves the tenant's next `count` sequence numbers and returns the last of them. On
-/// PostgreSQL the tenant's row stays locked until the transaction ends.
+/// A row of the log to insert; `data` is JSON object text. Its group starts at
+/// `sequence - group_offset`.
+pub(crate) struct EventInsert<'a> {
+    pub id: String,
+    pub tenant_number: i64,
+    pub sequence: i64,
+    pub group_offset: i64,
+    pub event_type: &'a str,
+    pub entity_id: Option<&'a str>,
+    pub data: String,
+}
+
+/// A tenant's place in the log after a reservation.
+pub(crate) struct Reservation {
+    /// The tenant's number in the log's rows.
+    pub tenant_number: i64,
+    /// The last of the sequence numbers reserved.
+    pub last_sequence: i64,
+}
+
+/// Reserves the tenant's next `count` sequence numbers. On PostgreSQL the tenant's row stays
+/// locked until the transaction ends.
 pub(crate) async fn reserve_sequences(
     tx: &mut Tx,
     tenant_id: &str,
     count: i64,
-) -> anyhow::Result<i64> {
-    on_tx!(tx, conn => sqlx::query_scalar(
+) -> anyhow::Result<Reservation> {
+    let (tenant_number, last_sequence) = on_tx!(tx, conn => sqlx::query_as(
         "INSERT INTO event_sequences (tenant_id, last_sequence) VALUES ($1, $2)
          ON CONFLICT (tenant_id)
          DO UPDATE SET last_sequence = event_sequences.last_sequence + excluded.last_sequence
-         RETURNING last_sequence",
+         RETURNING tenant_number, last_sequence",
     )
     .bind(tenant_id)
     .bind(count)
     .fetch_one(&mut **conn)
     .await)
-    .context("reserving event sequence numbers")
+    .context("reserving event sequence numbers")?;
+    Ok(Reservation {
+        tenant_number,
+        last_sequence,
+    })
 }
 
-/// Inserts `rows` in one multi-row statement (12 parameters a row).
+/// Inserts `groups` in one multi-row statement (8 parameters a row).
+pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> anyhow::Result<()> {
+    on_tx!(tx, conn => {
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO event_groups (tenant_number, first_sequence, intention_id, actor_id,
+             correlation_id, depth, occurred_at, entity_state) ",
+        );
+        insert.push_values(groups, |mut row, group| {
+            row.push_bind(group.tenant_number)
+                .push_bind(group.first_sequence)
+                .push_bind(group.intention_id)
+                .push_bind(group.actor_id)
+                .push_bind(group.correlation_id)
+                .push_bind(group.depth)
+                .push_bind(group.occurred_at)
+                .push_bind(group.entity_state);
+        });
+        insert.build().execute(&mut **conn).await.map(drop)
+    })
+    .context("appending to the event log's groups")
+}
+
+/// Inserts `rows` in one multi-row statement (7 parameters a row).
 pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Result<()> {
     on_tx!(tx, conn => {
         let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO events (id, tenant_id, sequence, event_type, entity_id, intention_id,
-             actor_id, correlation_id, depth, data, occurred_at, entity_state) ",
+            "INSERT INTO events (id, tenant_number, sequence, group_offset, event_type, entity_id,
+             data) ",
         );
         insert.push_values(rows, |mut row, event| {
             row.push_bind(&event.id)
-                .push_bind(event.tenant_id)
+                .push_bind(event.tenant_number)
                 .push_bind(event.sequence)
+                .push_bind(event.group_offset)
                 .push_bind(event.event_type)
                 .push_bind(event.entity_id)
-                .push_bind(event.intention_id)
-                .push_bind(event.actor_id)
-                .push_bind(event.correlation_id)
-                .push_bind(event.depth)
-                .push_bind(&event.data)
-                .push_bind(event.occurred_at)
-                .push_bind(event.entity_state);
+                .push_bind(&event.data);
         });
         insert.build().execute(&mut **conn).await.map(drop)
     })

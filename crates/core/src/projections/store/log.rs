@@ -1,6 +1,7 @@
 //! The SQL of the projection worker's reads of the event log, in its reading order
-//! `(transaction_id, position)` (see `projections/worker.rs`), and of the `NOTIFY` that
-//! announces appends to the other hosts on PostgreSQL.
+//! `(transaction_id, position)` (see `projections/worker.rs`), through the `event_log` view
+//! (`store/events.rs` describes the layout), and of the `NOTIFY` that announces appends to the
+//! other hosts on PostgreSQL.
 
 use anyhow::Context as _;
 use sqlx::PgPool;
@@ -22,7 +23,7 @@ pub(crate) async fn first_pending(
     after: LogPosition,
 ) -> anyhow::Result<Option<String>> {
     on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
+        "SELECT occurred_at FROM event_log WHERE (transaction_id, position) > ($1, $2)
          ORDER BY transaction_id, position LIMIT 1",
     )
     .bind(after.transaction_id)
@@ -44,7 +45,7 @@ pub(crate) async fn behind(
         tessera_storage::Pool::Sqlite(pool) => {
             sqlx::query_as(
                 "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE position > $1 LIMIT $2)),
-                        (SELECT occurred_at FROM events WHERE position > $1
+                        (SELECT occurred_at FROM event_log WHERE position > $1
                          ORDER BY position LIMIT 1)",
             )
             .bind(after.position)
@@ -56,7 +57,7 @@ pub(crate) async fn behind(
             sqlx::query_as(
                 "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events
                          WHERE (transaction_id, position) > ($1, $2) LIMIT $3) AS behind),
-                        (SELECT occurred_at FROM events WHERE (transaction_id, position) > ($1, $2)
+                        (SELECT occurred_at FROM event_log WHERE (transaction_id, position) > ($1, $2)
                          ORDER BY transaction_id, position LIMIT 1)",
             )
             .bind(after.transaction_id)
@@ -82,7 +83,7 @@ pub(crate) async fn behind_by_tenant(
     match database.pool() {
         tessera_storage::Pool::Sqlite(pool) => {
             sqlx::query_as(
-                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM events
+                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM event_log
                  WHERE position > $1 ORDER BY position LIMIT $2)
                  GROUP BY tenant_id ORDER BY 2 DESC LIMIT $3",
             )
@@ -94,7 +95,7 @@ pub(crate) async fn behind_by_tenant(
         }
         tessera_storage::Pool::Postgres(pool) => {
             sqlx::query_as(
-                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM events
+                "SELECT tenant_id, COUNT(*) FROM (SELECT tenant_id FROM event_log
                  WHERE (transaction_id, position) > ($1, $2)
                  ORDER BY transaction_id, position LIMIT $3) AS behind
                  GROUP BY tenant_id ORDER BY 2 DESC LIMIT $4",
@@ -117,7 +118,7 @@ pub(crate) async fn sqlite_events_after(
     batch_size: u32,
 ) -> anyhow::Result<Vec<StoredEvent>> {
     let sql = format!(
-        "SELECT {STORED_EVENT_COLUMNS} FROM events WHERE position > $1 ORDER BY position LIMIT $2"
+        "SELECT {STORED_EVENT_COLUMNS} FROM event_log WHERE position > $1 ORDER BY position LIMIT $2"
     );
     on_pool!(database, pool => sqlx::query_as::<_, StoredEvent>(sqlx::AssertSqlSafe(sql.clone()))
         .bind(after.position)
@@ -147,7 +148,7 @@ pub(crate) async fn postgres_events_after(
     limit: i64,
 ) -> anyhow::Result<Vec<StoredEvent>> {
     let sql = format!(
-        "SELECT {STORED_EVENT_COLUMNS} FROM events
+        "SELECT {STORED_EVENT_COLUMNS} FROM event_log
          WHERE (transaction_id, position) > ($1, $2) AND transaction_id < $3
          ORDER BY transaction_id, position LIMIT $4"
     );

@@ -64,8 +64,12 @@ pub(crate) async fn created_event_data(
     entity_id: &str,
 ) -> anyhow::Result<Option<String>> {
     on_tx!(tx, conn => sqlx::query_scalar(
+        // `+tenant_number`: the entity's index finds its few events; the tenant's would walk
+        // all of the tenant's (SQLite would otherwise prefer the unique one).
         "SELECT data FROM events
-         WHERE tenant_id = $1 AND entity_id = $2 AND event_type = 'entity.created'
+         WHERE entity_id = $2
+           AND +tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)
+           AND event_type = 'entity.created'
          ORDER BY sequence LIMIT 1",
     )
     .bind(tenant_id)
