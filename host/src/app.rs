@@ -18,7 +18,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::core::events::StoredEvent;
 use crate::core::projections::bus_relay::EventSink;
-use crate::http::{backpressure, client_address, connections, conventions, rate_limit};
+use crate::http::{
+    backpressure, client_address, connections, conventions, rate_limit, request_metrics,
+};
 use crate::runtime::bus::BusEvent;
 use crate::state::AppState;
 use crate::storage::Tx;
@@ -27,12 +29,17 @@ use crate::storage::Tx;
 /// them at `/api/openapi.json`. `extra` lets embedders (and tests) add routes that get the same
 /// conventions.
 pub fn router(state: AppState, extra: Router<AppState>) -> Router {
+    // Installed before any request is counted, when metrics are on.
+    if state.config.metrics.enabled() {
+        crate::metrics::recorder();
+    }
     let (routes, openapi) = OpenApiRouter::with_openapi(crate::openapi::document())
         .merge(crate::auth::router())
         .merge(crate::core::router())
         .merge(crate::runtime::routes::core_router())
         .merge(crate::orchestrator::routes::router())
         .merge(crate::probes::router())
+        .merge(crate::metrics::router())
         .split_for_parts();
     let mut openapi = openapi;
     crate::openapi::add_standard_responses(&mut openapi);
@@ -80,11 +87,22 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             body_timeout,
             connections::body_deadline,
         ))
+        .layer(axum::middleware::from_fn(request_metrics::record))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
         .layer(axum::middleware::from_fn_with_state(
             trusted_proxies,
             client_address::resolve,
         ))
+}
+
+/// The router of the `TESSERA_METRICS_LISTEN` address: `/metrics` without a token, and
+/// nothing else (the fallback answers 404).
+pub fn metrics_router(state: &AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(crate::metrics::scrape))
+        .fallback(conventions::fallback)
+        .with_state(state.metrics_state(crate::metrics::MetricsAccess::Open))
+        .layer(axum::middleware::from_fn(conventions::request_conventions))
 }
 
 /// The auth service's view of the loaded engines (for `meta.services`): the engine registry.

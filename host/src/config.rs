@@ -113,6 +113,41 @@ pub struct Config {
     /// The bound on the backlog of accepted work past which writes are refused
     /// (`TESSERA_BACKLOG_MAX_ITEMS`, `TESSERA_BACKLOG_MAX_AGE`).
     pub backlog: crate::http::backpressure::BacklogBound,
+    /// Who may read `/metrics` (`TESSERA_METRICS_TOKEN`, `TESSERA_METRICS_LISTEN`).
+    pub metrics: MetricsConfig,
+}
+
+/// Access to the Prometheus metrics: neither set, metrics are off and `/metrics` answers 404.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsConfig {
+    /// `TESSERA_METRICS_TOKEN`: `/metrics` on the main listener answers a bearer of it.
+    pub token: Option<Secret>,
+    /// `TESSERA_METRICS_LISTEN`: an address of its own serving `/metrics` without a token
+    /// (port 0 picks a free one).
+    pub listen: Option<SocketAddr>,
+}
+
+impl MetricsConfig {
+    /// Whether metrics are recorded and served at all (a token or a listener is set).
+    pub fn enabled(&self) -> bool {
+        self.token.is_some() || self.listen.is_some()
+    }
+
+    fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            token: env_var::<String>("TESSERA_METRICS_TOKEN")?
+                .filter(|token| !token.is_empty())
+                .map(|token| {
+                    anyhow::ensure!(
+                        token.len() >= 16,
+                        "TESSERA_METRICS_TOKEN must be at least 16 characters"
+                    );
+                    Ok(Secret::new(token))
+                })
+                .transpose()?,
+            listen: env_var::<SocketAddr>("TESSERA_METRICS_LISTEN")?,
+        })
+    }
 }
 
 impl Config {
@@ -337,6 +372,7 @@ impl Config {
                 }
                 backlog
             },
+            metrics: MetricsConfig::from_env()?,
             work: {
                 let mut work = crate::runtime::work::WorkerConfig::default();
                 if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod metrics;
 pub mod openapi;
 pub mod probes;
 pub mod secrets;

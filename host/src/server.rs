@@ -110,6 +110,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 /// A host bound to its address, ready to serve.
 pub struct Application {
     listener: TcpListener,
+    /// `TESSERA_METRICS_LISTEN`: the address serving `/metrics` alone, without a token.
+    metrics_listener: Option<TcpListener>,
     router: Router,
     state: AppState,
     shutdown: CancellationToken,
@@ -138,10 +140,19 @@ impl Application {
                 listener.local_addr().context("reading the bound address")?
             );
         }
+        let metrics_listener = match config.metrics.listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("binding TESSERA_METRICS_LISTEN ({address})"))?,
+            ),
+            None => None,
+        };
         let state = build_state(config).await?;
         let router = crate::app::router(state.clone(), extra);
         Ok(Self {
             listener,
+            metrics_listener,
             router,
             state,
             shutdown: CancellationToken::new(),
@@ -159,6 +170,15 @@ impl Application {
         &self.state
     }
 
+    /// The address of the `TESSERA_METRICS_LISTEN` listener, when there is one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().map(|listener| {
+            listener
+                .local_addr()
+                .expect("a bound listener has an address")
+        })
+    }
+
     /// Serves until `stop` resolves, then stops accepting, lets in-flight requests finish and
     /// waits for background workers to reach a safe point.
     pub async fn run_until(
@@ -167,6 +187,7 @@ impl Application {
     ) -> anyhow::Result<()> {
         let Self {
             listener,
+            metrics_listener,
             router,
             state,
             shutdown,
@@ -190,6 +211,16 @@ impl Application {
         ));
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
         background.spawn(sample_backlog(state.clone(), shutdown.clone()));
+        if let Some(metrics_listener) = metrics_listener {
+            tracing::info!(address = %metrics_listener.local_addr()?, "serving /metrics");
+            let metrics_router = crate::app::metrics_router(&state);
+            let http = state.config.http.clone();
+            let stop = shutdown.clone();
+            background.spawn(async move {
+                crate::http::connections::serve(metrics_listener, metrics_router, &http, stop)
+                    .await;
+            });
+        }
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         // `stop` ends the listener (its own token) and tells the workers to stop; from then
         // on, in-flight requests and work have `shutdown_timeout` to finish (the work worker
@@ -259,13 +290,15 @@ async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
         let sampled = async {
             let work = queue.backlog(&state.engines.codes(), cap).await?;
             let events = crate::core::projections::backlog(&state.database, cap).await?;
-            anyhow::Ok(work.and(events))
+            anyhow::Ok((work, events))
         };
         match sampled.await {
-            Ok(sample) => {
+            Ok((work, events)) => {
+                let sample = work.and(events);
                 let now = tokio::time::Instant::now();
                 backpressure.record(sample, now - previous);
                 previous = now;
+                crate::metrics::record_backlog(work, events, backpressure.refusing());
                 if backpressure.refusing()
                     && let Err(error) = hold_back_heaviest(&state, &queue, sample.items).await
                 {

@@ -55,6 +55,32 @@ impl axum::extract::FromRef<AppState> for crate::probes::ProbeState {
     }
 }
 
+/// What `/metrics` reads on the main listener: open to a bearer of `TESSERA_METRICS_TOKEN`,
+/// closed without one.
+impl axum::extract::FromRef<AppState> for crate::metrics::MetricsState {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics_state(match &state.config.metrics.token {
+            Some(token) => crate::metrics::MetricsAccess::Token(token.clone()),
+            None => crate::metrics::MetricsAccess::Closed,
+        })
+    }
+}
+
+impl AppState {
+    /// `/metrics`'s state with `access`; the recorder's handle when metrics are on.
+    pub fn metrics_state(
+        &self,
+        access: crate::metrics::MetricsAccess,
+    ) -> crate::metrics::MetricsState {
+        crate::metrics::MetricsState {
+            handle: self.config.metrics.enabled().then(crate::metrics::recorder),
+            access,
+            database: self.database.clone(),
+            engines: self.engines.clone(),
+        }
+    }
+}
+
 /// The runtime routes' state.
 impl axum::extract::FromRef<AppState> for RuntimeState {
     fn from_ref(state: &AppState) -> Self {

@@ -804,6 +804,8 @@ impl Drop for ServedHost {
 pub struct ServeProcess {
     child: std::process::Child,
     address: SocketAddr,
+    /// The `TESSERA_METRICS_LISTEN` address, when the host serves one.
+    metrics_address: Option<SocketAddr>,
 }
 
 impl ServeProcess {
@@ -824,6 +826,7 @@ impl ServeProcess {
             .spawn()
             .expect("starting tessera serve");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut metrics_address = None;
         let address = loop {
             let line = lines
                 .next()
@@ -832,6 +835,11 @@ impl ServeProcess {
             let Ok(entry) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
+            if entry["fields"]["message"] == "serving /metrics" {
+                metrics_address = entry["fields"]["address"]
+                    .as_str()
+                    .and_then(|address| address.parse().ok());
+            }
             if entry["fields"]["message"] == "tessera is serving" {
                 break entry["fields"]["address"]
                     .as_str()
@@ -842,11 +850,23 @@ impl ServeProcess {
         };
         // Keep draining stderr so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Self { child, address }
+        Self {
+            child,
+            address,
+            metrics_address,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.address, path)
+    }
+
+    /// A URL on the `TESSERA_METRICS_LISTEN` address (the host must serve one).
+    pub fn metrics_url(&self, path: &str) -> String {
+        let address = self
+            .metrics_address
+            .expect("the host serves a metrics listener");
+        format!("http://{address}{path}")
     }
 
     /// SIGTERM, then the exit status.

@@ -26,6 +26,7 @@ mod hardening_signatures;
 mod health;
 mod intentions;
 mod mail;
+mod metrics;
 mod notes;
 mod openapi;
 mod orchestration;

@@ -384,12 +384,22 @@ fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
 
 /// Records one event in its own statement (committed at once, whatever the caller does next).
 pub async fn record(database: &Database, entry: &AuditEntry) -> anyhow::Result<()> {
-    store::insert(database, &stored_row(entry)?).await
+    store::insert(database, &stored_row(entry)?).await?;
+    count(entry.event);
+    Ok(())
+}
+
+/// `tessera_auth_events_total{event}`: logins succeeded and failed, lock-outs, MFA, refreshes…
+/// counted as they are recorded (one inside a transaction that later rolls back is counted).
+fn count(event: AuditEvent) {
+    metrics::counter!("tessera_auth_events_total", "event" => event.as_str()).increment(1);
 }
 
 /// Records one event inside the caller's transaction: it is kept only if that commits.
 pub async fn record_in(tx: &mut Tx, entry: &AuditEntry) -> anyhow::Result<()> {
-    store::insert_in(tx, &stored_row(entry)?).await
+    store::insert_in(tx, &stored_row(entry)?).await?;
+    count(entry.event);
+    Ok(())
 }
 
 /// One entry as served.

@@ -1,5 +1,6 @@
 //! The registry of background workers (`projector`, `search`, `workflow`): each reports a
-//! heartbeat and its lag, and extended health reads their state from here.
+//! heartbeat and its lag, and extended health reads their state from here. Each heartbeat
+//! also sets the worker's `tessera_projection_lag_seconds` gauge.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -45,6 +46,8 @@ impl WorkerRegistry {
 
     /// Called by a running worker after each batch (or idle poll).
     pub fn heartbeat(&self, worker: &'static str, lag: Duration) {
+        metrics::gauge!("tessera_projection_lag_seconds", "projection" => worker)
+            .set(lag.as_secs_f64());
         let mut heartbeats = self.heartbeats.write().expect("worker registry lock");
         heartbeats.insert(
             worker,

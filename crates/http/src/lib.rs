@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 pub mod paging;
 pub mod rate_limit;
+pub mod request_metrics;
 pub mod schema;
 pub mod signature;
 

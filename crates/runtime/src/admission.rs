@@ -355,6 +355,20 @@ impl Admission {
         kind: CallKind,
         wait: Duration,
     ) -> Result<Permit, Refused> {
+        let admitted = self.admit_within_caps(tenant, engine, kind, wait).await;
+        if admitted.is_err() {
+            crate::call_metrics::record_refused(engine.unwrap_or_default());
+        }
+        admitted
+    }
+
+    async fn admit_within_caps(
+        &self,
+        tenant: Option<&str>,
+        engine: Option<&str>,
+        kind: CallKind,
+        wait: Duration,
+    ) -> Result<Permit, Refused> {
         let key: TenantKey = tenant.map(str::to_owned);
         let engine: EngineKey = engine
             .filter(|code| self.inner.engine_caps.contains_key(*code))

@@ -25,6 +25,7 @@ use super::unit_of_work::UnitOfWork;
 use super::warm_instances::{
     InstanceKey, InstanceLimits, WarmInstance, WarmInstanceConfig, WarmInstances,
 };
+use crate::call_metrics::CallOutcome;
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -506,13 +507,18 @@ impl EngineRuntime {
         call: impl AsyncFnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let (engine_code, tenant_id) = (scope.engine_code.clone(), scope.tenant_id.clone());
+        let started = std::time::Instant::now();
         let outcome = self.run_once(&permit, pre, scope, timeout, call).await;
+        let answered = outcome
+            .as_ref()
+            .map(|(value, _)| commits(value))
+            .unwrap_or(false);
         let outcome = match outcome {
             Ok((value, unit)) if !unit.is_empty() && commits(&value) => {
                 let Some(tenant_id) = tenant_id else {
                     return Err(CallError::Commit("writes outside a tenant".into()));
                 };
-                let batch = unit.into_batch(engine_code, tenant_id, Vec::new());
+                let batch = unit.into_batch(engine_code.clone(), tenant_id, Vec::new());
                 match self.services.batch_writer.commit_unit(batch).await {
                     Ok(true) => Ok(value),
                     Ok(false) => Err(CallError::Commit(
@@ -525,6 +531,14 @@ impl EngineRuntime {
             Err(error) => Err(error),
         };
         drop(permit);
+        let call_outcome = match &outcome {
+            Ok(_) if answered => CallOutcome::Ok,
+            Ok(_) | Err(CallError::Commit(_)) => CallOutcome::Error,
+            Err(CallError::Trap(_)) => CallOutcome::Trap,
+            Err(CallError::Timeout(_)) => CallOutcome::Timeout,
+            Err(CallError::Busy(_)) => CallOutcome::Rejected,
+        };
+        crate::call_metrics::record_call(&engine_code, call_outcome, started.elapsed());
         outcome
     }
 

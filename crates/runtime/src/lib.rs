@@ -10,6 +10,7 @@ pub mod batch_writer;
 pub mod bindings;
 pub mod blobs;
 pub mod bus;
+pub mod call_metrics;
 pub mod component_limits;
 pub mod config;
 pub mod engine;

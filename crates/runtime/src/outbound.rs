@@ -554,6 +554,19 @@ impl FetchError {
             Self::Failed(_) => "failed",
         }
     }
+
+    /// The outcome label of the metrics (`call_metrics::record_outbound`).
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Refused(_) => "refused",
+            Self::Dns(_) => "dns",
+            Self::Connect(_) => "connect",
+            Self::Tls(_) => "tls",
+            Self::Timeout(_) => "timeout",
+            Self::Failed(_) => "failed",
+        }
+    }
 }
 
 impl fmt::Display for FetchError {
@@ -706,6 +719,13 @@ impl OutboundClient {
         };
         let target = target.as_deref().unwrap_or("(invalid URL)");
         let elapsed_ms = started.elapsed().as_millis() as u64;
+        crate::call_metrics::record_outbound(
+            caller.engine_code,
+            match &outcome {
+                Ok(response) => crate::call_metrics::status_class(response.status),
+                Err(error) => error.label(),
+            },
+        );
         match outcome {
             Ok(response) => {
                 tracing::debug!(
