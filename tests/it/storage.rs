@@ -432,23 +432,30 @@ database_test!(
     }
 );
 
+/// A fresh test database with this binary's migrations applied up to `version` only (the
+/// schema an older release left), and a connection to it.
+async fn migrated_to(backend: Backend, version: i64) -> (TestDatabase, Database) {
+    let database = TestDatabase::new(backend).await;
+    let folder = match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../migrations")
+        .join(folder);
+    let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
+    let old = database.connect().await;
+    on_pool!(old, pool => migrator.run_to(version, pool).await).unwrap();
+    (database, old)
+}
+
 database_test!(
     an_upgrade_keeps_engine_storage_and_the_log_and_rebuilds_the_search_index,
     |backend| async move {
         use tessera_host::storage::engine_kv::{self, KvScope};
 
         // A database at the schema before session 24's migrations, with data in it.
-        let database = TestDatabase::new(backend).await;
-        let folder = match backend {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        };
-        let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../migrations")
-            .join(folder);
-        let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
-        let old = database.connect().await;
-        on_pool!(old, pool => migrator.run_to(20261125000013, pool).await).unwrap();
+        let (database, old) = migrated_to(backend, 20261125000013).await;
         on_pool!(old, pool => sqlx::query(
             "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES
              ('notes', 't1', 'notes/1', $1, 'then'), ('notes', 't1', 'notes/2', $2, 'then'),
@@ -559,17 +566,7 @@ database_test!(
         use tessera_host::core::events::{self, EventContext, NewEvent, StoredEvent};
 
         // A log in the layout before the event groups: every shared column on every row.
-        let database = TestDatabase::new(backend).await;
-        let folder = match backend {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        };
-        let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../migrations")
-            .join(folder);
-        let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
-        let old = database.connect().await;
-        on_pool!(old, pool => migrator.run_to(20261126000017, pool).await).unwrap();
+        let (database, old) = migrated_to(backend, 20261126000017).await;
         on_pool!(old, pool => sqlx::query(
             "INSERT INTO events (id, tenant_id, sequence, event_type, entity_id, intention_id,
              actor_id, correlation_id, depth, data, occurred_at, entity_state) VALUES
