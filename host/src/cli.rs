@@ -1,6 +1,7 @@
 //! The `tessera` command line: `serve` and the `admin` commands of CONTRACT §3. Admin
 //! commands print one JSON object on stdout and exit 0, or a message on stderr and exit 1.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -49,6 +50,20 @@ pub enum AdminCommand {
     /// Empty every read model (timeline, inbox, search index) and replay the event log into
     /// it. Safe while servers run; the workflow worker is not replayed.
     RebuildProjections,
+    /// Write a consistent copy of the embedded (SQLite) database and the service secret to one
+    /// archive (mode 0600) while servers run. PostgreSQL: use pg_dump (README).
+    Backup {
+        /// The archive to create (never overwritten).
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Unpack a backup into `--data-dir`, which must hold no database or service secret yet;
+    /// everything is checked before anything is written.
+    Restore {
+        /// The archive `admin backup` wrote.
+        #[arg(long)]
+        from: PathBuf,
+    },
 }
 
 /// The admin commands that manage tenants, users and workspaces (and so load the engines to
@@ -186,9 +201,20 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
         public_url: None,
         max_body_bytes: 1024 * 1024,
     })?;
-    let database = Database::connect_and_migrate(&config.database).await?;
     let command = match args.command {
+        // Backups and restores handle files; they must not create or migrate a database.
+        AdminCommand::Backup { to } => {
+            return Ok(serde_json::to_string(
+                &crate::backup::backup(&config, &to).await?,
+            )?);
+        }
+        AdminCommand::Restore { from } => {
+            return Ok(serde_json::to_string(
+                &crate::backup::restore(&config, &from).await?,
+            )?);
+        }
         AdminCommand::RebuildProjections => {
+            let database = Database::connect_and_migrate(&config.database).await?;
             let rebuilt =
                 crate::core::projections::rebuild(&database, config.projections.batch_size).await;
             database.close().await;
@@ -198,6 +224,7 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
         }
         AdminCommand::Tenancy(command) => command,
     };
+    let database = Database::connect_and_migrate(&config.database).await?;
     // The same engines as the servers, loaded to run their lifecycle exports; the engine list
     // stays the servers' business.
     let engines = crate::runtime::start_engines(

@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for the map.
 
 pub mod app;
+pub mod backup;
 pub mod cli;
 pub mod config;
 pub mod metrics;

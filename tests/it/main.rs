@@ -11,6 +11,7 @@ mod audit;
 mod auth;
 mod auth_hardening;
 mod backpressure;
+mod backup;
 mod chat;
 mod chat_webhook_chunks;
 mod cli;

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod engine_blobs;
 pub mod engine_kv;
 pub mod files;
+pub mod sqlite_backup;
 mod sqlite_library;
 mod sqlite_search_rank;
 pub mod time;
