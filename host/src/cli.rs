@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::auth::password::PasswordHasher;
 use crate::config::{Config, ServeArgs, StorageArgs};
@@ -39,8 +40,19 @@ pub enum Command {
 pub struct AdminArgs {
     #[command(flatten)]
     pub storage: StorageArgs,
+    /// `json`: one JSON object or array on one line (for scripts); `table`: aligned columns
+    /// for people.
+    #[arg(long, value_enum, default_value = "json", global = true)]
+    pub format: OutputFormat,
     #[command(subcommand)]
     pub command: AdminCommand,
+}
+
+/// `--format` of the admin commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Json,
+    Table,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +75,14 @@ pub enum AdminCommand {
         /// The archive `admin backup` wrote.
         #[arg(long)]
         from: PathBuf,
+    },
+    /// Make a new token signing key; servers sign with it within TESSERA_SIGNING_KEYS_REFRESH
+    /// (30 s). Tokens signed before stay valid until they expire, unless --revoke-previous.
+    RotateKeys {
+        /// Also stop every older key verifying (after a leak): their tokens are refused once
+        /// servers reread the keys, and their users sign in again (refresh tokens still work).
+        #[arg(long)]
+        revoke_previous: bool,
     },
 }
 
@@ -136,6 +156,31 @@ pub enum TenancyCommand {
         #[arg(long)]
         email: String,
     },
+    /// Stop a user signing in anywhere: sessions revoked, tokens refused within seconds.
+    DisableUser {
+        #[arg(long)]
+        email: String,
+    },
+    /// Let a disabled user sign in again.
+    EnableUser {
+        #[arg(long)]
+        email: String,
+    },
+    /// Delete a tenant and everything it holds, on every engine too. Irreversible: take a
+    /// backup first. Members' accounts stay.
+    DeleteTenant {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// List the loaded engines with each tenant's provisioning state on them.
+    ListEngines,
+    /// Run a tenant's provisioning again on the engines that failed it or never ran it.
+    RetryProvisioning {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
 }
 
 /// Parses the command line and runs it.
@@ -173,9 +218,13 @@ pub fn main() -> ExitCode {
         }
         Command::Admin(args) => {
             crate::telemetry::init("warn");
+            let format = args.format;
             match runtime.block_on(admin(args)) {
                 Ok(output) => {
-                    println!("{output}");
+                    match format {
+                        OutputFormat::Json => println!("{output}"),
+                        OutputFormat::Table => print!("{}", crate::table::render(&output)),
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(error) => {
@@ -193,8 +242,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     application.run_until(shutdown_signal()).await
 }
 
-/// Runs one admin command; returns the JSON to print.
-pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
+/// Runs one admin command; returns what to print.
+pub async fn admin(args: AdminArgs) -> anyhow::Result<Value> {
     let config = Config::from_serve_args(ServeArgs {
         storage: args.storage.clone(),
         listen: ([127, 0, 0, 1], 8080).into(),
@@ -203,24 +252,22 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
     })?;
     let command = match args.command {
         // Backups and restores handle files; they must not create or migrate a database.
-        AdminCommand::Backup { to } => {
-            return Ok(serde_json::to_string(
-                &crate::backup::backup(&config, &to).await?,
-            )?);
-        }
+        AdminCommand::Backup { to } => return json(crate::backup::backup(&config, &to).await?),
         AdminCommand::Restore { from } => {
-            return Ok(serde_json::to_string(
-                &crate::backup::restore(&config, &from).await?,
-            )?);
+            return json(crate::backup::restore(&config, &from).await?);
         }
         AdminCommand::RebuildProjections => {
             let database = Database::connect_and_migrate(&config.database).await?;
             let rebuilt =
                 crate::core::projections::rebuild(&database, config.projections.batch_size).await;
             database.close().await;
-            return Ok(serde_json::to_string(
-                &serde_json::json!({ "rebuilt": rebuilt? }),
-            )?);
+            return Ok(serde_json::json!({ "rebuilt": rebuilt? }));
+        }
+        AdminCommand::RotateKeys { revoke_previous } => {
+            let database = Database::connect_and_migrate(&config.database).await?;
+            let rotated = rotate_keys(&config, &database, revoke_previous).await;
+            database.close().await;
+            return rotated;
         }
         AdminCommand::Tenancy(command) => command,
     };
@@ -244,13 +291,41 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<String> {
     output
 }
 
+fn json(value: impl Serialize) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(value)?)
+}
+
+/// `admin rotate-keys`: a new signing key (the servers' copies are reread within
+/// `signing_keys_refresh`), and with `revoke_previous` no older key verifies any more.
+async fn rotate_keys(
+    config: &Config,
+    database: &Database,
+    revoke_previous: bool,
+) -> anyhow::Result<Value> {
+    let keys = crate::auth::keys::SigningKeys::load_or_create(
+        database.clone(),
+        &config.auth,
+        &crate::secrets::service_secret(config)?,
+    )
+    .await
+    .context("loading the token signing keys")?;
+    keys.rotate().await?;
+    let revoked_keys = if revoke_previous {
+        keys.revoke_retired().await?
+    } else {
+        0
+    };
+    Ok(serde_json::json!({
+        "kid": keys.signing_kid().context("no signing key after the rotation")?,
+        "revoked_keys": revoked_keys,
+        "servers_sign_with_it_within_seconds": config.auth.signing_keys_refresh.as_secs(),
+    }))
+}
+
 async fn run_admin_command(
     tenancy: &TenancyService,
     command: TenancyCommand,
-) -> anyhow::Result<String> {
-    fn json(value: impl Serialize) -> anyhow::Result<String> {
-        Ok(serde_json::to_string(&value)?)
-    }
+) -> anyhow::Result<Value> {
     match command {
         TenancyCommand::CreateTenant { slug, name } => {
             json(tenancy.create_tenant(&slug, &name).await?)
@@ -295,6 +370,13 @@ async fn run_admin_command(
                 .await
                 .context("reading the password")??;
             json(tenancy.reset_password(&tenant, &email, password).await?)
+        }
+        TenancyCommand::DisableUser { email } => json(tenancy.disable_user(&email).await?),
+        TenancyCommand::EnableUser { email } => json(tenancy.enable_user(&email).await?),
+        TenancyCommand::DeleteTenant { tenant } => json(tenancy.delete_tenant(&tenant).await?),
+        TenancyCommand::ListEngines => json(tenancy.list_engines().await?),
+        TenancyCommand::RetryProvisioning { tenant } => {
+            json(tenancy.retry_provisioning(&tenant).await?)
         }
     }
 }

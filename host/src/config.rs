@@ -242,7 +242,19 @@ impl Config {
                 read_per_minute: env_var("TESSERA_RATE_LIMIT_READ")?.unwrap_or(600),
                 write_per_minute: env_var("TESSERA_RATE_LIMIT_WRITE")?.unwrap_or(120),
             },
-            auth: AuthConfig::default(),
+            auth: {
+                let mut auth = AuthConfig::default();
+                if let Some(refresh) =
+                    env_var::<humantime::Duration>("TESSERA_SIGNING_KEYS_REFRESH")?
+                {
+                    auth.signing_keys_refresh = refresh.into();
+                    anyhow::ensure!(
+                        !auth.signing_keys_refresh.is_zero(),
+                        "TESSERA_SIGNING_KEYS_REFRESH must be above zero"
+                    );
+                }
+                auth
+            },
             runtime: {
                 let mut runtime = RuntimeConfig::with_defaults(
                     args.storage.data_dir.join("cache").join("components"),

@@ -12,6 +12,7 @@ pub mod probes;
 pub mod secrets;
 pub mod server;
 pub mod state;
+pub mod table;
 pub mod telemetry;
 
 /// The authentication service (crates/auth), under the path the host's modules use.

@@ -40,13 +40,9 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     secrets::prepare_data_dir(&config.data_dir)?;
     let database = Database::connect_and_migrate(&config.database).await?;
     let service_secret = secrets::service_secret(&config)?;
-    let signing_keys = SigningKeys::load_or_create(
-        database.clone(),
-        config.auth.token_lifetime,
-        &service_secret,
-    )
-    .await
-    .context("loading the token signing keys")?;
+    let signing_keys = SigningKeys::load_or_create(database.clone(), &config.auth, &service_secret)
+        .await
+        .context("loading the token signing keys")?;
     let access_tokens = AccessTokens::new(signing_keys);
     let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
     let engines = crate::runtime::start_engines(
@@ -211,6 +207,7 @@ impl Application {
         ));
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
         background.spawn(sample_backlog(state.clone(), shutdown.clone()));
+        background.spawn(refresh_signing_keys(state.clone(), shutdown.clone()));
         if let Some(metrics_listener) = metrics_listener {
             tracing::info!(address = %metrics_listener.local_addr()?, "serving /metrics");
             let metrics_router = crate::app::metrics_router(&state);
@@ -281,6 +278,24 @@ const HAND_BACK_MARGIN: Duration = Duration::from_secs(2);
 /// engine work due (event deliveries and jobs) of the engines loaded here and events the
 /// slowest projection has not applied, both read from the database, so every host of a cluster
 /// running the same engines refuses writes alike.
+/// Rereads the token signing keys every `signing_keys_refresh`: a rotation made by another
+/// process signs this host's new tokens from then on, and revoked keys stop verifying.
+async fn refresh_signing_keys(state: AppState, shutdown: CancellationToken) {
+    let keys = state.auth.access_tokens.keys().clone();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(state.config.auth.signing_keys_refresh) => {}
+        }
+        if let Err(error) = keys.reload().await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "rereading the token signing keys failed"
+            );
+        }
+    }
+}
+
 async fn sample_backlog(state: AppState, shutdown: CancellationToken) {
     let backpressure = state.core.backpressure.clone();
     let cap = backpressure.count_cap();

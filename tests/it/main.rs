@@ -30,6 +30,7 @@ mod mail;
 mod metrics;
 mod notes;
 mod openapi;
+mod operators;
 mod orchestration;
 mod outbound;
 mod polyglot;

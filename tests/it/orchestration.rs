@@ -375,3 +375,66 @@ database_test!(
         app.stop().await;
     }
 );
+
+database_test!(
+    operators_see_each_tenants_state_per_engine_and_retry_from_the_cli,
+    |backend| async move {
+        let app = spawn_flaky_and_notes(backend).await;
+        app.admin(&["create-tenant", "--slug", "acme", "--name", "Acme"])
+            .json();
+        let engine = |listing: &Value, code: &str| -> Value {
+            listing
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|engine| engine["code"] == code)
+                .unwrap_or_else(|| panic!("{code} is not listed: {listing}"))
+                .clone()
+        };
+
+        // The flaky engine failed acme's first provisioning; notes provisioned it.
+        let listing = app.admin(&["list-engines"]).json();
+        let flaky = engine(&listing, "flaky-provision");
+        assert_eq!(flaky["requires_tenant_provision"], true);
+        assert_eq!(flaky["tenants"]["acme"]["status"], "failed", "{listing}");
+        assert!(flaky["tenants"]["acme"]["error"].is_string(), "{listing}");
+        let notes = engine(&listing, "notes");
+        assert_eq!(notes["tenants"]["acme"], json!({ "status": "provisioned" }));
+        assert!(notes["world"].is_string() && notes["version"].is_string());
+
+        let retried = app
+            .admin(&["retry-provisioning", "--tenant", "acme"])
+            .json();
+        assert_eq!(retried["slug"], "acme");
+        assert_eq!(retried["status"], "completed");
+        assert_eq!(
+            retried["retried"],
+            json!({ "flaky-provision": { "status": "provisioned" } })
+        );
+        let listing = app.admin(&["list-engines"]).json();
+        assert_eq!(
+            engine(&listing, "flaky-provision")["tenants"]["acme"],
+            json!({ "status": "provisioned" })
+        );
+        // Nothing left to retry; an unknown tenant is an error.
+        let again = app
+            .admin(&["retry-provisioning", "--tenant", "acme"])
+            .json();
+        assert_eq!(again["retried"], json!({}));
+        let unknown = app.admin(&["retry-provisioning", "--tenant", "nope"]);
+        assert!(!unknown.success);
+        assert!(unknown.stderr.contains("nope"), "{}", unknown.stderr);
+
+        // For people: one line per engine.
+        let table = app.admin(&["list-engines", "--format", "table"]);
+        assert!(table.success, "{}", table.stderr);
+        let lines: Vec<&str> = table.stdout.lines().collect();
+        assert!(
+            lines[0].trim_start().starts_with("CODE"),
+            "{}",
+            table.stdout
+        );
+        assert_eq!(lines.len(), 3, "{}", table.stdout);
+        app.stop().await;
+    }
+);

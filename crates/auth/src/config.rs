@@ -18,6 +18,10 @@ pub struct AuthConfig {
     pub lockout_max_attempts: u32,
     /// How long a lockout lasts.
     pub lockout_duration: Duration,
+    /// How often a server rereads the token signing keys (`TESSERA_SIGNING_KEYS_REFRESH`): a
+    /// rotation made elsewhere (`tessera admin rotate-keys`, another host) signs its new tokens
+    /// within this time.
+    pub signing_keys_refresh: Duration,
 }
 
 impl Default for AuthConfig {
@@ -30,6 +34,7 @@ impl Default for AuthConfig {
             max_active_sessions: 10,
             lockout_max_attempts: 5,
             lockout_duration: Duration::from_secs(900),
+            signing_keys_refresh: Duration::from_secs(30),
         }
     }
 }

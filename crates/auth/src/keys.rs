@@ -2,7 +2,10 @@
 //! database so that every host sharing it signs and verifies the same tokens. The newest key
 //! signs; older ones stay verifiable (and in the JWKS) until the tokens they signed have expired.
 //! A host that meets a `kid` it does not know reloads the keys (at most once a second), so keys
-//! made by another host are picked up without a restart.
+//! made by another host are picked up without a restart; servers also reread them every
+//! `signing_keys_refresh`, so a rotation made elsewhere (`tessera admin rotate-keys`, another
+//! host) signs their new tokens within that time, and `--revoke-previous` stops the old keys
+//! verifying within it.
 //!
 //! Seeds are stored sealed (XChaCha20-Poly1305 under a key derived from the service secret,
 //! bound to the key's `kid`), never in plaintext: hosts sharing a database must share the
@@ -23,6 +26,7 @@ use jsonwebtoken::{DecodingKey, EncodingKey};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::config::AuthConfig;
 use crate::store::keys::{self as store, KeyRow};
 use tessera_http::config::Secret;
 use tessera_storage::{Database, time};
@@ -70,6 +74,8 @@ pub struct SigningKeys {
     last_reload: Arc<Mutex<Option<Instant>>>,
     /// Retired keys stay verifiable this long (the access token lifetime).
     token_lifetime: Duration,
+    /// How stale a server's copy of the keys may be (see [`Self::reload`]).
+    refresh_interval: Duration,
     /// Seals and opens the stored seeds.
     sealing: Arc<SealingKey>,
 }
@@ -198,14 +204,15 @@ impl SigningKeys {
     /// a successor of one older than [`ROTATION_AGE`]). `service_secret` seals the seeds.
     pub async fn load_or_create(
         database: Database,
-        token_lifetime: Duration,
+        config: &AuthConfig,
         service_secret: &Secret,
     ) -> anyhow::Result<Self> {
         let keys = Self {
             database,
             keys: Arc::default(),
             last_reload: Arc::default(),
-            token_lifetime,
+            token_lifetime: config.token_lifetime,
+            refresh_interval: config.signing_keys_refresh,
             sealing: Arc::new(SealingKey::new(service_secret)),
         };
         keys.seal_plaintext_seeds().await?;
@@ -251,11 +258,26 @@ impl SigningKeys {
         self.reload().await
     }
 
+    /// Ends the verification of every retired key (after a leak): tokens they signed are
+    /// refused once servers reread the keys. Returns how many keys were revoked.
+    pub async fn revoke_retired(&self) -> anyhow::Result<u64> {
+        let revoked = store::revoke_retired_keys(&self.database).await?;
+        self.reload().await?;
+        Ok(revoked)
+    }
+
+    /// The `kid` of the key that signs new tokens.
+    pub fn signing_kid(&self) -> Option<String> {
+        self.signing_key().map(|key| key.kid.clone())
+    }
+
     /// Reads every key still useful: the signing key and retired keys whose tokens may not have
-    /// expired yet.
+    /// expired yet (a server that has not reread the keys since a rotation still signs with the
+    /// retired key for up to `refresh_interval`, so that long is added).
     pub async fn reload(&self) -> anyhow::Result<()> {
-        let oldest_useful =
-            time::format(Utc::now() - chrono::Duration::from_std(self.token_lifetime)?);
+        let oldest_useful = time::format(
+            Utc::now() - chrono::Duration::from_std(self.token_lifetime + self.refresh_interval)?,
+        );
         let keys = store::useful_keys(&self.database, &oldest_useful)
             .await?
             .into_iter()
@@ -301,6 +323,15 @@ impl SigningKeys {
             return self.find(kid);
         }
         None
+    }
+
+    /// Whether the key `kid` is loaded (it signs or still verifies).
+    pub fn holds(&self, kid: &str) -> bool {
+        self.keys
+            .read()
+            .expect("signing keys lock")
+            .iter()
+            .any(|key| key.kid == kid)
     }
 
     fn find(&self, kid: &str) -> Option<DecodingKey> {

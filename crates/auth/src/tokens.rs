@@ -1,6 +1,8 @@
 //! Access tokens: JWTs with the claims of CONTRACT §4 (`sub`, `tid`, `wid`, `role`, `typ`,
 //! `sid`, `jti`, `iat`, `exp`), signed with the Ed25519 keys of `keys.rs`.
 
+use std::sync::Arc;
+
 use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +35,12 @@ pub struct AccessClaims {
 pub struct AccessTokens {
     keys: SigningKeys,
     validation: Validation,
-    /// Tokens this host verified recently, by SHA-256 of the whole token: a repeated bearer
-    /// costs a hash and a lookup instead of an Ed25519 verification. Entries live at most
-    /// [`VERIFIED_CACHE_TTL`] and never past the token's `exp`.
-    verified: moka::future::Cache<[u8; 32], AccessClaims>,
+    /// Tokens this host verified recently, by SHA-256 of the whole token, with the `kid` that
+    /// signed them: a repeated bearer costs a hash and a lookup instead of an Ed25519
+    /// verification. Entries live at most [`VERIFIED_CACHE_TTL`], never past the token's
+    /// `exp`, and count only while their key is still loaded (a revoked key's tokens are
+    /// refused from the reload that drops it).
+    verified: moka::future::Cache<[u8; 32], (Arc<str>, AccessClaims)>,
 }
 
 /// How long a verified token is remembered.
@@ -72,22 +76,27 @@ impl AccessTokens {
     /// The claims of a valid, unexpired token signed by one of the keys; `None` otherwise.
     pub async fn verify(&self, token: &str) -> Option<AccessClaims> {
         let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()).into();
-        if let Some(claims) = self.verified.get(&digest).await {
-            return (claims.exp > chrono::Utc::now().timestamp()).then_some(claims);
+        if let Some((kid, claims)) = self.verified.get(&digest).await {
+            return (claims.exp > chrono::Utc::now().timestamp() && self.keys.holds(&kid))
+                .then_some(claims);
         }
-        let claims = self.verify_uncached(token).await?;
-        self.verified.insert(digest, claims.clone()).await;
+        let (kid, claims) = self.verify_uncached(token).await?;
+        self.verified
+            .insert(digest, (Arc::from(kid), claims.clone()))
+            .await;
         Some(claims)
     }
 
-    async fn verify_uncached(&self, token: &str) -> Option<AccessClaims> {
+    /// The signing `kid` and the claims of a token verified now.
+    async fn verify_uncached(&self, token: &str) -> Option<(String, AccessClaims)> {
         let header = jsonwebtoken::decode_header(token).ok()?;
         if header.alg != Algorithm::EdDSA {
             return None;
         }
-        let key = self.keys.verifier(header.kid.as_deref()?).await?;
+        let kid = header.kid?;
+        let key = self.keys.verifier(&kid).await?;
         jsonwebtoken::decode::<AccessClaims>(token, &key, &self.validation)
             .ok()
-            .map(|data| data.claims)
+            .map(|data| (kid, data.claims))
     }
 }

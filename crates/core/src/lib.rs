@@ -4,6 +4,7 @@
 //! the auth service's state, for the `Caller`) by `FromRef`.
 
 pub mod entities;
+pub mod erasure;
 pub mod events;
 pub mod families;
 pub mod feeds;

@@ -115,6 +115,18 @@ pub struct UserProvisioning {
     pub engines: BTreeMap<String, EngineOutcome>,
 }
 
+/// A loaded engine as provisioning sees it (`tessera admin list-engines`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadedEngineSummary {
+    pub code: String,
+    pub name: String,
+    pub version: String,
+    /// The engine world version it was built against.
+    pub world: String,
+    pub requires_tenant_provision: bool,
+    pub requires_user_provision: bool,
+}
+
 /// Runs lifecycle operations across the registry's engines; cheap to clone.
 #[derive(Clone)]
 pub struct Orchestrator {
@@ -145,6 +157,25 @@ impl Orchestrator {
             );
         }
         outcomes
+    }
+
+    /// Every engine loaded from the plugins folder, by code.
+    pub fn loaded_engines(&self) -> Vec<LoadedEngineSummary> {
+        let mut engines: Vec<LoadedEngineSummary> = self
+            .engines
+            .loaded()
+            .iter()
+            .map(|engine| LoadedEngineSummary {
+                code: engine.descriptor.code.clone(),
+                name: engine.descriptor.name.clone(),
+                version: engine.descriptor.version.clone(),
+                world: engine.world().as_str().to_owned(),
+                requires_tenant_provision: engine.descriptor.requires_tenant_provision,
+                requires_user_provision: engine.descriptor.requires_user_provision,
+            })
+            .collect();
+        engines.sort_by(|left, right| left.code.cmp(&right.code));
+        engines
     }
 
     fn tenant_engines(&self) -> Vec<Arc<LoadedEngine>> {

@@ -13,7 +13,7 @@ use tessera_auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_core::families;
 use tessera_http::ValidationErrors;
 use tessera_orchestrator::{
-    EngineOutcome, Orchestrator, ProvisioningStatus, record_pending_tenant,
+    EngineOutcome, LoadedEngineSummary, Orchestrator, ProvisioningStatus, record_pending_tenant,
 };
 use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
 use tessera_storage::{Database, time};
@@ -153,6 +153,51 @@ pub struct AddedMember {
 pub struct PasswordReset {
     pub user_id: String,
     /// The user's sessions it revoked (their refresh tokens stop working).
+    pub sessions_revoked: u64,
+}
+
+/// A loaded engine and each tenant's state on it (`admin list-engines`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineListing {
+    #[serde(flatten)]
+    pub engine: LoadedEngineSummary,
+    /// By tenant slug; empty for an engine that does not provision tenants.
+    pub tenants: BTreeMap<String, EngineProvisioning>,
+}
+
+/// What `retry_provisioning` did: the tenant's status after it and the engines it ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetriedProvisioning {
+    pub tenant_id: String,
+    pub slug: String,
+    pub status: ProvisioningStatus,
+    pub retried: BTreeMap<String, EngineProvisioning>,
+}
+
+/// What `delete_tenant` removed.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeletedTenant {
+    pub tenant_id: String,
+    pub slug: String,
+    /// How the engines' deprovisioning went (engine storage is removed whatever they answer).
+    pub engines_deprovisioning: ProvisioningStatus,
+    pub entities: i64,
+    pub members: i64,
+    pub events: u64,
+    pub search_documents: u64,
+    pub inbox_items: u64,
+}
+
+/// What `disable_user` / `enable_user` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserAccess {
+    pub user_id: String,
+    pub email: String,
+    /// Whether the user is disabled now.
+    pub disabled: bool,
+    /// Whether this call changed it (false: it already was).
+    pub changed: bool,
+    /// The user's sessions it revoked.
     pub sessions_revoked: u64,
 }
 
@@ -473,6 +518,133 @@ impl TenancyService {
         Ok(PasswordReset {
             user_id: user.id,
             sessions_revoked,
+        })
+    }
+
+    /// Disables a user everywhere: signing in fails as for an unknown login, no token is
+    /// issued, every session is revoked and the tokens issued before are refused (the bearer
+    /// check's membership read excludes disabled users). Disabling a disabled user changes
+    /// nothing.
+    pub async fn disable_user(&self, email: &str) -> Result<UserAccess, TenancyError> {
+        let (email, user) = self.user_by_email(email).await?;
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        let was_disabled = store::set_disabled(&mut tx, &user.id, Some(&now), &now).await?;
+        let sessions_revoked =
+            store::revoke_sessions(&mut tx, &user.id, &now, "user_disabled").await?;
+        tx.commit().await?;
+        Ok(UserAccess {
+            user_id: user.id,
+            email,
+            disabled: true,
+            changed: !was_disabled,
+            sessions_revoked,
+        })
+    }
+
+    /// Lets a disabled user sign in again (with the same password and second factors).
+    pub async fn enable_user(&self, email: &str) -> Result<UserAccess, TenancyError> {
+        let (email, user) = self.user_by_email(email).await?;
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        let was_disabled = store::set_disabled(&mut tx, &user.id, None, &now).await?;
+        tx.commit().await?;
+        Ok(UserAccess {
+            user_id: user.id,
+            email,
+            disabled: false,
+            changed: was_disabled,
+            sessions_revoked: 0,
+        })
+    }
+
+    /// Deletes a tenant and everything it holds, irreversibly: first every loaded engine's
+    /// deprovisioning and all engine storage of the tenant (the orchestrator's), then in one
+    /// transaction its event log, search index, inbox, workspaces, memberships, families,
+    /// entities, workflows, refresh tokens and sign-in audit trail. Its members' accounts stay
+    /// (they may belong to other tenants); their tokens for this tenant are refused from then
+    /// on. If the second step fails, running it again finishes the deletion.
+    pub async fn delete_tenant(&self, tenant_slug: &str) -> Result<DeletedTenant, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let engines = self.orchestrator.deprovision_tenant(&tenant.id).await?;
+        let mut tx = self.database.begin().await?;
+        let (entities, members) = store::tenant_contents(&mut tx, &tenant.id).await?;
+        let core = tessera_core::erasure::erase_tenant(&mut tx, &tenant.id).await?;
+        store::delete_tenant(&mut tx, &tenant.id).await?;
+        tx.commit().await?;
+        Ok(DeletedTenant {
+            tenant_id: tenant.id,
+            slug: tenant.slug,
+            engines_deprovisioning: engines,
+            entities,
+            members,
+            events: core.events,
+            search_documents: core.search_documents,
+            inbox_items: core.inbox_items,
+        })
+    }
+
+    /// Every loaded engine with, for those that provision tenants, each tenant's state on it
+    /// (by slug): `provisioned`, `failed` (with the error), or `not_provisioned` (the tenant's
+    /// provisioning never ran it: a host stopped mid-way, or the engine was added since).
+    pub async fn list_engines(&self) -> Result<Vec<EngineListing>, TenancyError> {
+        let tenants = store::list_tenants(&self.database).await?;
+        let mut states = Vec::with_capacity(tenants.len());
+        for tenant in &tenants {
+            let provisioning = self.orchestrator.tenant_status(&tenant.tenant_id).await?;
+            states.push((tenant.slug.clone(), provisioning));
+        }
+        Ok(self
+            .orchestrator
+            .loaded_engines()
+            .into_iter()
+            .map(|engine| {
+                let tenants = if engine.requires_tenant_provision {
+                    states
+                        .iter()
+                        .map(|(slug, provisioning)| {
+                            let state = provisioning
+                                .as_ref()
+                                .and_then(|provisioning| provisioning.engines.get(&engine.code))
+                                .map_or(
+                                    EngineProvisioning {
+                                        status: "not_provisioned",
+                                        error: None,
+                                    },
+                                    EngineProvisioning::from,
+                                );
+                            (slug.clone(), state)
+                        })
+                        .collect()
+                } else {
+                    BTreeMap::new()
+                };
+                EngineListing { engine, tenants }
+            })
+            .collect())
+    }
+
+    /// Runs the tenant's provisioning again on every engine that has not provisioned it (those
+    /// that failed, and those never run); engines already done are left alone.
+    pub async fn retry_provisioning(
+        &self,
+        tenant_slug: &str,
+    ) -> Result<RetriedProvisioning, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let report = self
+            .orchestrator
+            .retry_tenant(&tenant.id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the tenant {:?} was never provisioned", tenant.slug))?;
+        Ok(RetriedProvisioning {
+            tenant_id: tenant.id,
+            slug: tenant.slug,
+            status: report.status,
+            retried: report
+                .retried
+                .iter()
+                .map(|(code, outcome)| (code.clone(), EngineProvisioning::from(outcome)))
+                .collect(),
         })
     }
 

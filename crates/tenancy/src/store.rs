@@ -168,6 +168,8 @@ pub struct MemberSummary {
     pub user_type: String,
     pub role: String,
     pub member_since: String,
+    /// When an operator disabled the user (`None`: may sign in).
+    pub disabled_at: Option<String>,
 }
 
 pub async fn list_tenants(database: &Database) -> anyhow::Result<Vec<TenantSummary>> {
@@ -187,7 +189,7 @@ pub async fn list_members(
 ) -> anyhow::Result<Vec<MemberSummary>> {
     on_pool!(database, pool => sqlx::query_as::<_, MemberSummary>(
         "SELECT u.id AS user_id, u.email, u.first_name, u.last_name, u.user_type, m.role,
-                m.created_at AS member_since
+                m.created_at AS member_since, u.disabled_at
          FROM memberships AS m JOIN users AS u ON u.id = m.user_id
          WHERE m.tenant_id = $1 ORDER BY u.email",
     )
@@ -256,15 +258,88 @@ pub async fn replace_password(
         .await
         .map(drop))
     .context("replacing a password hash")?;
-    let revoked = on_tx!(tx, conn => sqlx::query(
-        "UPDATE sessions SET revoked_at = $2, revoked_reason = 'password_reset'
+    revoke_sessions(tx, user_id, now, "password_reset").await
+}
+
+/// Revokes every session of the user still open (their refresh tokens stop working, their
+/// access tokens within the session cache's lifetime); returns how many.
+pub async fn revoke_sessions(
+    tx: &mut Tx,
+    user_id: &str,
+    now: &str,
+    reason: &str,
+) -> anyhow::Result<u64> {
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE sessions SET revoked_at = $2, revoked_reason = $3
          WHERE user_id = $1 AND revoked_at IS NULL",
     )
     .bind(user_id)
     .bind(now)
+    .bind(reason)
     .execute(&mut **conn)
     .await
     .map(|done| done.rows_affected()))
-    .context("revoking the user's sessions")?;
-    Ok(revoked)
+    .context("revoking the user's sessions")
+}
+
+/// Marks the user disabled since `disabled_at`, or enabled (`None`); returns whether the user
+/// was disabled before.
+pub async fn set_disabled(
+    tx: &mut Tx,
+    user_id: &str,
+    disabled_at: Option<&str>,
+    now: &str,
+) -> anyhow::Result<bool> {
+    let was_disabled = on_tx!(tx, conn => sqlx::query_scalar::<_, Option<String>>(
+        "SELECT disabled_at FROM users WHERE id = $1",
+    )
+    .bind(user_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("reading whether a user is disabled")?
+    .is_some();
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE users SET disabled_at = CASE WHEN $2 IS NULL THEN NULL
+                                             ELSE COALESCE(disabled_at, $2) END,
+                          updated_at = $3
+         WHERE id = $1",
+    )
+    .bind(user_id)
+    .bind(disabled_at)
+    .bind(now)
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .context("disabling or enabling a user")?;
+    Ok(was_disabled)
+}
+
+/// How many entities and members the tenant has (what deleting it removes).
+pub async fn tenant_contents(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<(i64, i64)> {
+    on_tx!(tx, conn => sqlx::query_as::<_, (i64, i64)>(
+        "SELECT (SELECT COUNT(*) FROM entities WHERE tenant_id = $1),
+                (SELECT COUNT(*) FROM memberships WHERE tenant_id = $1)",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("counting a tenant's entities and members")
+}
+
+/// Deletes the tenant's row, and with it (`ON DELETE CASCADE`) its workspaces, memberships,
+/// families, entities and workflows; and its refresh tokens and sign-in audit trail.
+pub async fn delete_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
+    for statement in [
+        "DELETE FROM refresh_tokens WHERE tenant_id = $1",
+        "DELETE FROM auth_audit WHERE tenant_id = $1",
+        "DELETE FROM tenants WHERE id = $1",
+    ] {
+        on_tx!(tx, conn => sqlx::query(statement)
+            .bind(tenant_id)
+            .execute(&mut **conn)
+            .await
+            .map(drop))
+        .with_context(|| format!("deleting a tenant: {statement}"))?;
+    }
+    Ok(())
 }

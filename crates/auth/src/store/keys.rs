@@ -96,3 +96,19 @@ pub async fn useful_keys(database: &Database, retired_after: &str) -> anyhow::Re
     .await)
     .context("reading signing keys")
 }
+
+/// Marks every retired key as retired at the epoch, older than any token's lifetime, so no host
+/// loads it to verify again (the rows stay, for the record). Returns how many changed.
+pub async fn revoke_retired_keys(database: &Database) -> anyhow::Result<u64> {
+    on_writer!(database, pool => sqlx::query(
+        "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NOT NULL AND retired_at > $1",
+    )
+    .bind(REVOKED_AT)
+    .execute(pool)
+    .await
+    .map(|done| done.rows_affected()))
+    .context("revoking the retired signing keys")
+}
+
+/// The retirement time of a revoked key.
+const REVOKED_AT: &str = "1970-01-01T00:00:00.000000Z";

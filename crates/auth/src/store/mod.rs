@@ -27,9 +27,11 @@ pub struct Membership {
     pub user_type: String,
 }
 
+/// The account that may sign in with `email`: a disabled user has none (signing in fails as
+/// for an unknown login, with the same cost and answer).
 pub async fn account_by_email(database: &Database, email: &str) -> anyhow::Result<Option<Account>> {
     let row: Option<(String, String)> = on_pool!(database, pool => sqlx::query_as(
-        "SELECT id, password_hash FROM users WHERE email = $1",
+        "SELECT id, password_hash FROM users WHERE email = $1 AND disabled_at IS NULL",
     )
     .bind(email)
     .fetch_optional(pool)
@@ -66,7 +68,8 @@ pub async fn update_password_hash(
     .context("storing a re-hashed password")
 }
 
-/// The membership a login lands in: `tenant_id` when given, else the user's first one.
+/// The membership a login lands in: `tenant_id` when given, else the user's first one; none
+/// for a disabled user (so no token is issued to one, whichever way they signed in).
 pub async fn membership(
     database: &Database,
     user_id: &str,
@@ -74,7 +77,7 @@ pub async fn membership(
 ) -> anyhow::Result<Option<Membership>> {
     let row: Option<(String, String, String)> = on_pool!(database, pool => sqlx::query_as(
         "SELECT m.tenant_id, m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
-         WHERE m.user_id = $1 AND ($2 IS NULL OR m.tenant_id = $2)
+         WHERE m.user_id = $1 AND ($2 IS NULL OR m.tenant_id = $2) AND u.disabled_at IS NULL
          ORDER BY m.created_at, m.tenant_id LIMIT 1",
     )
     .bind(user_id)

@@ -69,6 +69,15 @@ impl Projection for SearchProjection {
     }
 }
 
+/// Deletes everything the search index holds for the tenant, inside `tx`; returns how many
+/// documents (`tessera admin delete-tenant`).
+pub async fn erase_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<u64> {
+    match &mut tx.inner {
+        TxInner::Sqlite(conn) => SqliteIndex::erase_tenant(conn, tenant_id).await,
+        TxInner::Postgres(conn) => PostgresIndex::erase_tenant(conn, tenant_id).await,
+    }
+}
+
 /// `GET /core/api/v1/search`.
 pub fn router<S>() -> OpenApiRouter<S>
 where
@@ -192,6 +201,13 @@ pub trait FullTextIndex {
 
     /// Deletes every document of every tenant (tenant keys stay).
     fn clear(conn: &mut Connection<Self>) -> impl Future<Output = anyhow::Result<()>> + Send;
+
+    /// Deletes everything the index holds for the tenant (documents, index entries, words of
+    /// its dictionary, its key); returns how many documents.
+    fn erase_tenant(
+        conn: &mut Connection<Self>,
+        tenant_id: &str,
+    ) -> impl Future<Output = anyhow::Result<u64>> + Send;
 
     /// One page of the window of the tenant's matching documents, best first, and the
     /// window's size when the backend learns it on the way.

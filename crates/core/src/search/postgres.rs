@@ -132,6 +132,10 @@ impl FullTextIndex for PostgresIndex {
         store::clear(conn).await
     }
 
+    async fn erase_tenant(conn: &mut PgConnection, tenant_id: &str) -> anyhow::Result<u64> {
+        store::erase_tenant(conn, tenant_id).await
+    }
+
     async fn page(
         pool: &PgPool,
         key: TenantKey,

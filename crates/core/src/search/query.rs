@@ -102,7 +102,7 @@ impl TenantKey {
         Self { number, width }
     }
 
-    fn prefix(self) -> String {
+    pub(crate) fn prefix(self) -> String {
         format!("{:0width$}", self.number, width = self.width)
     }
 

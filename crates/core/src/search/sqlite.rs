@@ -246,6 +246,17 @@ impl FullTextIndex for SqliteIndex {
         store::clear(conn).await
     }
 
+    async fn erase_tenant(conn: &mut SqliteConnection, tenant_id: &str) -> anyhow::Result<u64> {
+        let documents = store::erase_documents(conn, tenant_id).await?;
+        if let Some(key) = store::tenant_key_in(conn, tenant_id).await? {
+            // Every dictionary word of the tenant starts with its key (of a fixed width).
+            let prefix = TenantKey::new(key, KEY_WIDTH).prefix();
+            store::forget_words_with_prefix(conn, &prefix).await?;
+            store::forget_tenant_key(conn, tenant_id).await?;
+        }
+        Ok(documents)
+    }
+
     async fn page(
         pool: &SqlitePool,
         key: TenantKey,

@@ -106,6 +106,23 @@ pub(crate) async fn remove(
     Ok(())
 }
 
+/// Deletes every document of the tenant (their vectors with them) and its key; returns how
+/// many documents.
+pub(crate) async fn erase_tenant(conn: &mut PgConnection, tenant_id: &str) -> anyhow::Result<u64> {
+    let documents = sqlx::query("DELETE FROM search_documents WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .execute(&mut *conn)
+        .await
+        .context("erasing the tenant's search documents")?
+        .rows_affected();
+    sqlx::query("DELETE FROM search_tenants WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .execute(&mut *conn)
+        .await
+        .context("erasing the tenant's search key")?;
+    Ok(documents)
+}
+
 /// Deletes every document of every tenant.
 pub(crate) async fn clear(conn: &mut PgConnection) -> anyhow::Result<()> {
     sqlx::query("DELETE FROM search_documents")

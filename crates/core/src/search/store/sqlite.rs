@@ -189,6 +189,68 @@ pub(crate) async fn remove(
     Ok(())
 }
 
+/// Deletes every document of the tenant and their tokens; returns how many.
+pub(crate) async fn erase_documents(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+) -> anyhow::Result<u64> {
+    let ids: Vec<i64> =
+        sqlx::query_scalar("DELETE FROM search_documents WHERE tenant_id = $1 RETURNING id")
+            .bind(tenant_id)
+            .fetch_all(&mut *conn)
+            .await
+            .context("erasing the tenant's search documents")?;
+    // One rowid at a time: the lookup FTS5 plans for `rowid = ?`.
+    for id in &ids {
+        sqlx::query("DELETE FROM search_index WHERE rowid = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .context("erasing the tenant's search index entries")?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// The tenant's key, read inside the caller's transaction.
+pub(crate) async fn tenant_key_in(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+) -> anyhow::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT key FROM search_tenants WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .context("reading the tenant's search key")
+}
+
+/// Removes every dictionary word starting with `prefix` (a tenant's key and word marker).
+pub(crate) async fn forget_words_with_prefix(
+    conn: &mut SqliteConnection,
+    prefix: &str,
+) -> anyhow::Result<()> {
+    // Tokens are ASCII letters and digits: every word with the prefix sorts below prefix + DEL.
+    sqlx::query("DELETE FROM search_terms WHERE term >= $1 AND term < $2")
+        .bind(prefix)
+        .bind(format!("{prefix}\u{7f}"))
+        .execute(&mut *conn)
+        .await
+        .context("erasing the tenant's search dictionary")?;
+    Ok(())
+}
+
+/// Forgets the tenant's key.
+pub(crate) async fn forget_tenant_key(
+    conn: &mut SqliteConnection,
+    tenant_id: &str,
+) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM search_tenants WHERE tenant_id = $1")
+        .bind(tenant_id)
+        .execute(&mut *conn)
+        .await
+        .context("erasing the tenant's search key")?;
+    Ok(())
+}
+
 /// Deletes every document of every tenant, every token and the dictionary.
 pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
     sqlx::query("DELETE FROM search_terms")
