@@ -1,10 +1,14 @@
-//! What metrics cost (issue 28): requests per second through an engine route (`echo`'s
-//! `GET /api/v1/noop`) and core writes (`POST /core/api/v1/intentions`, a five-field contact),
-//! 16 clients over real HTTP on loopback (SQLite, the seven engines and `echo` loaded), first
-//! on a host with metrics off (no recorder installed: every recording call is a no-op), then on
-//! one with metrics on (`TESSERA_METRICS_TOKEN` set, scraped once a second as Prometheus would).
-//! The recorder is process-wide and cannot be removed once installed, so the hosts run in that
-//! order, each after a warm-up round; the medians of its rounds are compared.
+//! What metrics and traces cost (issue 28): requests per second through an engine route
+//! (`echo`'s `GET /api/v1/noop`) and core writes (`POST /core/api/v1/intentions`, a five-field
+//! contact), 16 clients over real HTTP on loopback (SQLite, the seven engines and `echo`
+//! loaded), first on a host with metrics and traces off (no recorder, no subscriber: every
+//! recording call and span is a no-op), then with metrics on (`TESSERA_METRICS_TOKEN` set,
+//! scraped once a second as Prometheus would), then with traces on as well (the binary's
+//! subscriber with `OTEL_EXPORTER_OTLP_ENDPOINT` set, every span exported in batches over
+//! OTLP/HTTP to a collector stand-in on loopback that reads and drops them; log lines off).
+//! The recorder and the subscriber are process-wide and cannot be removed once installed, so
+//! the hosts run in that order, each after a warm-up round; the medians of its rounds are
+//! compared.
 //!
 //! `cargo bench -p tessera-host --bench metrics_overhead` (about a minute).
 
@@ -138,24 +142,59 @@ async fn measure(on: bool) -> anyhow::Result<[f64; 2]> {
     Ok(medians)
 }
 
+/// A stand-in for an OpenTelemetry collector: `POST /v1/traces` read whole and dropped; the
+/// spans it was sent, counted from the request bodies' sizes (bytes).
+async fn collector() -> anyhow::Result<(String, Arc<AtomicU64>)> {
+    let received = Arc::new(AtomicU64::new(0));
+    let counted = received.clone();
+    let routes = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            counted.fetch_add(body.len() as u64, Ordering::Relaxed);
+            async { "" }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, routes).await });
+    Ok((format!("http://{address}"), received))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let off = measure(false).await?;
-    let on = measure(true).await?;
-    println!(
-        "\n| workload ({CLIENTS} clients, median of {ROUNDS} × {ROUND:?}) | metrics off (req/s) | metrics on (req/s) | cost |"
+    let metrics = measure(true).await?;
+    let (endpoint, exported) = collector().await?;
+    // SAFETY: set before the subscriber starts, while no other thread reads the environment.
+    unsafe {
+        std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+        std::env::set_var("TESSERA_LOG", "off");
+    }
+    let telemetry = tessera_host::telemetry::init_serving("off", tokio::runtime::Handle::current());
+    anyhow::ensure!(telemetry.exports_traces(), "traces are not exported");
+    let traced = measure(true).await?;
+    // The last batch goes out on this runtime: flush from a thread outside it.
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
+    anyhow::ensure!(
+        exported.load(Ordering::Relaxed) > 0,
+        "the collector received no spans"
     );
-    println!("|---|---|---|---|");
+    println!(
+        "\n| workload ({CLIENTS} clients, median of {ROUNDS} × {ROUND:?}) | off (req/s) | metrics on (req/s) | cost | metrics and traces on (req/s) | cost |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (slot, workload) in [Workload::EngineRoute, Workload::CoreWrite]
         .into_iter()
         .enumerate()
     {
         println!(
-            "| {} | {:.0} | {:.0} | {:+.1} % |",
+            "| {} | {:.0} | {:.0} | {:+.1} % | {:.0} | {:+.1} % |",
             workload.name(),
             off[slot],
-            on[slot],
-            (off[slot] - on[slot]) / off[slot] * 100.0
+            metrics[slot],
+            (off[slot] - metrics[slot]) / off[slot] * 100.0,
+            traced[slot],
+            (off[slot] - traced[slot]) / off[slot] * 100.0
         );
     }
     Ok(())

@@ -200,8 +200,10 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve(args) => {
-            crate::telemetry::init("info");
+            let telemetry = crate::telemetry::init_serving("info", runtime.handle().clone());
             let served = runtime.block_on(serve(args));
+            // The last spans go out while the runtime still runs their requests.
+            telemetry.shutdown();
             // Past the shutdown deadline, tasks still running are dropped, not waited for.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             match served {

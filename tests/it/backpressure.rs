@@ -193,6 +193,7 @@ database_test!(
             kind: WorkKind::Job,
             payload: b"{}".to_vec(),
             due_at: chrono::Utc::now() + chrono::Duration::seconds(due_in_seconds),
+            traceparent: None,
         };
         let engines = ["absent".to_owned(), "other".to_owned()];
         assert_eq!(queue.backlog(&engines, 100).await.unwrap().items, 0);

@@ -246,6 +246,7 @@ database_test!(
                     kind: WorkKind::Job,
                     payload: format!("job-{index}").into_bytes(),
                     due_at,
+                    traceparent: None,
                 });
             }
             for index in 0..EVENTS {
@@ -265,6 +266,7 @@ database_test!(
                     kind: WorkKind::Event,
                     payload: serde_json::to_vec(&event).unwrap(),
                     due_at,
+                    traceparent: None,
                 });
             }
         }

@@ -44,6 +44,7 @@ mod shutdown;
 mod slow_clients;
 mod storage;
 mod test_kit;
+mod traces;
 mod unit_of_work;
 mod user_removal;
 mod usermanager;

@@ -103,6 +103,7 @@ fn job(engine_code: &str, due_at: chrono::DateTime<chrono::Utc>, payload: &str) 
         kind: WorkKind::Job,
         payload: payload.as_bytes().to_vec(),
         due_at,
+        traceparent: None,
     }
 }
 

@@ -68,6 +68,7 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
         path = %request.uri().path(),
         client = client.map(tracing::field::display),
     );
+    crate::trace_context::continue_remote_trace(&span, request.headers());
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;
     let mut response = ensure_json_error_body(response);

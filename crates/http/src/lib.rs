@@ -18,5 +18,6 @@ pub mod rate_limit;
 pub mod request_metrics;
 pub mod schema;
 pub mod signature;
+pub mod trace_context;
 
 pub use error::{ApiError, ApiResult, ValidationErrors};

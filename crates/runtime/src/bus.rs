@@ -161,6 +161,9 @@ impl EventBus {
             payload.len() <= MAX_PAYLOAD_BYTES,
             "events are at most {MAX_PAYLOAD_BYTES} bytes"
         );
+        // Published during an engine call: the deliveries continue the call's trace (the bus
+        // relay's deliveries of core events run in no span, and start traces of their own).
+        let traceparent = tessera_http::trace_context::current_traceparent();
         Ok(self
             .subscriptions
             .subscribers(&event.event_type)
@@ -173,6 +176,7 @@ impl EventBus {
                 kind: WorkKind::Event,
                 payload: payload.clone(),
                 due_at: Utc::now(),
+                traceparent: traceparent.clone(),
             })
             .collect())
     }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tracing::Instrument as _;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
     Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
@@ -508,7 +509,17 @@ impl EngineRuntime {
     ) -> Result<R, CallError> {
         let (engine_code, tenant_id) = (scope.engine_code.clone(), scope.tenant_id.clone());
         let started = std::time::Instant::now();
-        let outcome = self.run_once(&permit, pre, scope, timeout, call).await;
+        // One span per call (a trace's step into the engine, with what the engine does inside
+        // it: its outbound requests are its children).
+        let span = tracing::info_span!(
+            "engine call",
+            engine = %engine_code,
+            outcome = tracing::field::Empty,
+        );
+        let outcome = self
+            .run_once(&permit, pre, scope, timeout, call)
+            .instrument(span.clone())
+            .await;
         let answered = outcome
             .as_ref()
             .map(|(value, _)| commits(value))
@@ -539,6 +550,7 @@ impl EngineRuntime {
             Err(CallError::Busy(_)) => CallOutcome::Rejected,
         };
         crate::call_metrics::record_call(&engine_code, call_outcome, started.elapsed());
+        span.record("outcome", call_outcome.label());
         outcome
     }
 

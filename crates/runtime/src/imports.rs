@@ -439,6 +439,8 @@ impl StoreState {
                 kind: WorkKind::Job,
                 payload,
                 due_at,
+                // Scheduled during an engine call: its run continues the call's trace.
+                traceparent: tessera_http::trace_context::current_traceparent(),
             });
         }
         Ok(work)

@@ -23,6 +23,7 @@ use anyhow::Context as _;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
+use tracing::Instrument as _;
 
 use crate::config::RuntimeSetup;
 
@@ -710,13 +711,31 @@ impl OutboundClient {
             .find(|allowed| **allowed == method)
             .copied()
             .unwrap_or("(invalid)");
-        let (target, outcome) = match self.prepare(caller, allowed, request) {
-            Ok(prepared) => {
-                let outcome = self.send(prepared.request, prepared.timeout, started).await;
-                (Some(prepared.target), outcome)
+        // A span per request, child of the engine call's: the request carries its trace
+        // context (`traceparent`) to the receiver, replacing any the engine wrote.
+        let span = tracing::info_span!(
+            "outbound request",
+            engine = caller.engine_code,
+            method,
+            target = tracing::field::Empty,
+            status = tracing::field::Empty,
+        );
+        let (target, outcome) = async {
+            match self.prepare(caller, allowed, request) {
+                Ok(mut prepared) => {
+                    tracing::Span::current().record("target", prepared.target.as_str());
+                    tessera_http::trace_context::inject_current(prepared.request.headers_mut());
+                    let outcome = self.send(prepared.request, prepared.timeout, started).await;
+                    (Some(prepared.target), outcome)
+                }
+                Err((target, error)) => (target, Err(error)),
             }
-            Err((target, error)) => (target, Err(error)),
-        };
+        }
+        .instrument(span.clone())
+        .await;
+        if let Ok(response) = &outcome {
+            span.record("status", response.status);
+        }
         let target = target.as_deref().unwrap_or("(invalid URL)");
         let elapsed_ms = started.elapsed().as_millis() as u64;
         crate::call_metrics::record_outbound(

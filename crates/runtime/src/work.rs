@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use super::admission::{CallKind, Permit};
 use super::bindings::v0_2::tessera::engine::types as wit;
@@ -72,6 +73,9 @@ pub struct NewWork {
     pub kind: WorkKind,
     pub payload: Vec<u8>,
     pub due_at: DateTime<Utc>,
+    /// The W3C `traceparent` of the span it was queued in (tracing on), which its run
+    /// continues.
+    pub traceparent: Option<String>,
 }
 
 /// An item this host claimed and must run.
@@ -84,6 +88,8 @@ pub struct ClaimedWork {
     pub payload: Vec<u8>,
     /// 1 on the first run.
     pub attempt: u32,
+    /// The trace it was queued in, if any ([`NewWork::traceparent`]).
+    pub traceparent: Option<String>,
 }
 
 /// A unit of work's completion found some of its items no longer held by the attempts it ran
@@ -178,6 +184,7 @@ impl WorkQueue {
                 kind: item.kind.as_str(),
                 payload: &item.payload,
                 due_at: time::format(item.due_at),
+                traceparent: item.traceparent.as_deref(),
             })
             .collect();
         store::insert(tx, &rows).await?;
@@ -225,16 +232,19 @@ impl WorkQueue {
         // The returned rows carry no order: put them back in due order.
         rows.sort_by(|left, right| left.6.cmp(&right.6));
         rows.into_iter()
-            .map(|(id, engine_code, tenant_id, kind, payload, attempt, _)| {
-                Ok(ClaimedWork {
-                    id,
-                    engine_code,
-                    tenant_id,
-                    kind: WorkKind::parse(&kind)?,
-                    payload,
-                    attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-                })
-            })
+            .map(
+                |(id, engine_code, tenant_id, kind, payload, attempt, _, traceparent)| {
+                    Ok(ClaimedWork {
+                        id,
+                        engine_code,
+                        tenant_id,
+                        kind: WorkKind::parse(&kind)?,
+                        payload,
+                        attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                        traceparent,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -710,7 +720,18 @@ async fn run_one(
             return;
         }
     };
-    let outcome = deliver(engines, &run, admitted).await;
+    // The run continues the trace its first traced item was queued in (a job: the engine call
+    // that scheduled it; an engine's event: the call that published it).
+    let span = tracing::info_span!(
+        "engine work",
+        engine = %run[0].engine_code,
+        kind = run[0].kind.as_str(),
+        items = run.len(),
+    );
+    if let Some(traceparent) = run.iter().find_map(|item| item.traceparent.as_deref()) {
+        tessera_http::trace_context::continue_stored_trace(&span, traceparent);
+    }
+    let outcome = deliver(engines, &run, admitted).instrument(span).await;
     drop(permit);
     let recorded = match outcome {
         RunOutcome::Done => Ok(()),
@@ -860,6 +881,7 @@ mod tests {
             kind,
             payload: Vec::new(),
             attempt: 1,
+            traceparent: None,
         }
     }
 

@@ -18,10 +18,20 @@ pub struct WorkRow<'a> {
     pub kind: &'static str,
     pub payload: &'a [u8],
     pub due_at: String,
+    pub traceparent: Option<&'a str>,
 }
 
-/// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at.
-pub type ClaimedRow = (String, String, String, String, Vec<u8>, i64, String);
+/// A claimed row: id, engine code, tenant id, kind, payload, attempt, due at, traceparent.
+pub type ClaimedRow = (
+    String,
+    String,
+    String,
+    String,
+    Vec<u8>,
+    i64,
+    String,
+    Option<String>,
+);
 
 /// The condition "`engine_code` is one of the codes bound from parameter `first` on": an array
 /// parameter on PostgreSQL, one parameter per code on SQLite (see [`sqlite_codes`]).
@@ -134,7 +144,7 @@ pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {
     for chunk in rows.chunks(INSERT_CHUNK) {
         on_tx!(tx, conn => {
             let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, attempt, status, created_at) ",
+                "INSERT INTO engine_work (id, engine_code, tenant_id, kind, payload, due_at, traceparent, attempt, status, created_at) ",
             );
             insert.push_values(chunk, |mut row, item| {
                 row.push_bind(item.id)
@@ -143,6 +153,7 @@ pub async fn insert(tx: &mut Tx, rows: &[WorkRow<'_>]) -> anyhow::Result<()> {
                     .push_bind(item.kind)
                     .push_bind(item.payload)
                     .push_bind(&item.due_at)
+                    .push_bind(item.traceparent)
                     .push_bind(0_i64)
                     .push_bind("pending")
                     .push_bind(&now);
@@ -194,7 +205,7 @@ fn sqlite_claim_statement(engine_codes: usize) -> String {
                       ORDER BY due_at LIMIT $3)
          UPDATE engine_work SET status = 'running', locked_until = $2, attempt = attempt + 1
          WHERE id IN (SELECT id FROM chosen)
-         RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at"
+         RETURNING id, engine_code, tenant_id, kind, payload, attempt, due_at, traceparent"
     )
 }
 
@@ -211,7 +222,7 @@ pub async fn claim(
     match database.pool() {
         Pool::Postgres(pool) => {
             sqlx::query_as(
-                "SELECT id, engine_code, tenant_id, kind, payload, attempt, due_at
+                "SELECT id, engine_code, tenant_id, kind, payload, attempt, due_at, traceparent
                  FROM engine_work_claim($1, $2, $3, $4)",
             )
             .bind(now)

@@ -39,7 +39,8 @@ pub async fn write_group_postgres(
 ) -> anyhow::Result<()> {
     let written = sqlx::query(
         "SELECT sets FROM engine_storage_write_group(
-             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+             $19)",
     )
     .bind(column(sets, |write| write.engine_code))
     .bind(column(sets, |write| write.tenant_id))
@@ -54,6 +55,7 @@ pub async fn write_group_postgres(
     .bind(column(jobs, |job| job.kind.as_str()))
     .bind(column(jobs, |job| job.payload.as_slice()))
     .bind(column(jobs, |job| time::format(job.due_at)))
+    .bind(column(jobs, |job| job.traceparent.as_deref()))
     .bind(column(completions.bare, |(id, _)| id.as_str()))
     .bind(column(completions.bare, |(_, attempt)| i64::from(*attempt)))
     .bind(column(completions.fenced, |(id, _)| id.as_str()))
