@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tessera_host::auth::totp::{TotpSecret, code_at, step_at};
 
 use crate::helpers::{
-    Backend, ServeProcess, TestDatabase, on_database, postgres_available, run_admin,
+    Backend, ServeProcess, TestDatabase, create_owner, on_database, postgres_available, run_admin,
 };
 
 const PASSWORD: &str = "Correct1horse";
@@ -89,21 +89,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_and_the_tot
         &["create-tenant", "--slug", "acme", "--name", "Acme"],
     )
     .json();
-    run_admin(
-        &original,
-        &[
-            "create-user",
-            "--tenant",
-            "acme",
-            "--email",
-            "ada@example.com",
-            "--password",
-            PASSWORD,
-            "--role",
-            "owner",
-        ],
-    )
-    .json();
+    create_owner(&original, "acme", "ada@example.com", PASSWORD);
     let served = serve(&original);
     let client = Client::of(&served);
 

@@ -762,6 +762,26 @@ pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
     }
 }
 
+/// Creates, through the CLI, an owner of the tenant `slug` who signs in with `email` and
+/// `password`; returns `{user_id, tenant_id, email}`.
+pub fn create_owner(database: &TestDatabase, slug: &str, email: &str, password: &str) -> Value {
+    run_admin(
+        database,
+        &[
+            "create-user",
+            "--tenant",
+            slug,
+            "--email",
+            email,
+            "--password",
+            password,
+            "--role",
+            "owner",
+        ],
+    )
+    .json()
+}
+
 /// `tessera serve` as a child process on the test's database, with extra environment; killed
 /// when the guard drops, so a failing test leaves no host behind.
 pub fn serve(app_database: &TestDatabase, environment: &[(&str, &str)]) -> ServedHost {

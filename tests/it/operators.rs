@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::database_test;
-use crate::helpers::{AppOptions, TestApp, eventually, json_with_status, spawn_app_with};
+use crate::helpers::{
+    AppOptions, TestApp, create_owner, eventually, json_with_status, spawn_app_with,
+};
 
 const LOGIN: &str = "/auth/api/v1/auth/login";
 const REFRESH: &str = "/auth/api/v1/auth/refresh";
@@ -31,18 +33,7 @@ async fn host_with_ada(backend: crate::helpers::Backend) -> TestApp {
     .await;
     app.admin(&["create-tenant", "--slug", "acme", "--name", "Acme"])
         .json();
-    app.admin(&[
-        "create-user",
-        "--tenant",
-        "acme",
-        "--email",
-        "ada@example.com",
-        "--password",
-        PASSWORD,
-        "--role",
-        "owner",
-    ])
-    .json();
+    create_owner(&app.database, "acme", "ada@example.com", PASSWORD);
     app
 }
 
@@ -260,18 +251,7 @@ database_test!(
                 .admin(&["create-tenant", "--slug", slug, "--name", slug])
                 .json();
             let email = format!("owner@{slug}.example.com");
-            app.admin(&[
-                "create-user",
-                "--tenant",
-                slug,
-                "--email",
-                &email,
-                "--password",
-                PASSWORD,
-                "--role",
-                "owner",
-            ])
-            .json();
+            create_owner(&app.database, slug, &email, PASSWORD);
             let token = access(
                 &json_with_status(
                     app.post_json(LOGIN, &json!({ "login": email, "password": PASSWORD }))

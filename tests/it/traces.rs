@@ -17,7 +17,8 @@ use prost::Message as _;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    AppOptions, Backend, ServeProcess, eventually, loopback_listener, on_database, spawn_app_with,
+    AppOptions, Backend, ServeProcess, TestDatabase, create_owner, eventually, loopback_listener,
+    on_database, spawn_app_with,
 };
 
 /// A span as exported: trace id, span id and parent span id (hex), and name.
@@ -87,9 +88,8 @@ async fn receiver() -> (u16, Arc<Received>) {
     (port, received)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_queue_are_one_trace()
-{
+/// A database served with the `fetcher` test component, and an editor's token for it.
+async fn fetcher_database() -> (TestDatabase, String) {
     let app = spawn_app_with(
         Backend::Sqlite,
         AppOptions {
@@ -105,7 +105,26 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
             "editor",
         )
         .await;
-    let database = app.stop_keeping_database().await;
+    (app.stop_keeping_database().await, token)
+}
+
+impl Received {
+    /// The spans of `trace_id` exported so far.
+    fn spans_of(&self, trace_id: &str) -> Vec<ExportedSpan> {
+        self.spans
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|span| span.trace_id == trace_id)
+            .cloned()
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_queue_are_one_trace()
+{
+    let (database, token) = fetcher_database().await;
     let (port, received) = receiver().await;
     let served = ServeProcess::start(|command| {
         command
@@ -136,14 +155,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
 
     // The spans arrive in the batch processor's next export.
     let spans = eventually(20, "the request's spans exported", || async {
-        let spans: Vec<ExportedSpan> = received
-            .spans
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|span| span.trace_id == trace_id)
-            .cloned()
-            .collect();
+        let spans = received.spans_of(trace_id);
         let names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
         (["request", "engine call", "outbound request"]
             .iter()
@@ -185,14 +197,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
         .unwrap();
     assert_eq!(scheduled.status(), 202);
     let spans = eventually(20, "the job's spans exported", || async {
-        let spans: Vec<ExportedSpan> = received
-            .spans
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|span| span.trace_id == later_trace)
-            .cloned()
-            .collect();
+        let spans = received.spans_of(later_trace);
         let calls = spans
             .iter()
             .filter(|span| span.name == "engine call")
@@ -233,22 +238,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_endpoint_nothing_is_exported_and_no_trace_is_passed_on() {
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        AppOptions {
-            plugins: vec!["fetcher"],
-            ..AppOptions::default()
-        },
-    )
-    .await;
-    let token = app
-        .token(
-            &uuid::Uuid::new_v4().to_string(),
-            &uuid::Uuid::new_v4().to_string(),
-            "editor",
-        )
-        .await;
-    let database = app.stop_keeping_database().await;
+    let (database, token) = fetcher_database().await;
     let (port, received) = receiver().await;
     let served = ServeProcess::start(|command| {
         command
@@ -276,4 +266,132 @@ async fn without_an_endpoint_nothing_is_exported_and_no_trace_is_passed_on() {
     // Stopped (so anything buffered would have been flushed): nothing reached the collector.
     assert!(received.spans.lock().unwrap().is_empty());
     assert_eq!(*received.traceparents.lock().unwrap(), [None]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_message_and_its_webhook_delivery_are_one_trace_that_the_receiver_continues() {
+    // An HTTPS webhook receiver that keeps the `traceparent` of each delivery.
+    let delivered: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let seen = delivered.clone();
+    let (webhook_port, certificate) = crate::helpers::serve_https(Router::new().route(
+        "/hook",
+        post(move |headers: HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(
+                    headers
+                        .get("traceparent")
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::to_owned),
+                );
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    ));
+    // A tenant on the chat engine with an owner and a webhook for new messages.
+    let database = TestDatabase::new(Backend::Sqlite).await;
+    crate::components::install_engines(&database.data_dir.join("plugins"), &["chat"]);
+    let ca = certificate.0.clone();
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            database: Some(database),
+            configure: Some(Box::new(move |config| {
+                config.outbound.allow_private_targets = true;
+                config.outbound.extra_ca = Some(ca);
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant = app.create_tenant("acme");
+    let owner = create_owner(&app.database, "acme", "ada@example.com", "Correct1horse");
+    let token = app
+        .token(&tenant, owner["user_id"].as_str().unwrap(), "owner")
+        .await;
+    crate::helpers::json_with_status(
+        app.post_as(
+            "/chat/api/v1/webhooks",
+            &token,
+            &json!({
+                "url": format!("https://127.0.0.1:{webhook_port}/hook"),
+                "events": ["message.created"],
+                "secret": "whsec_0123456789abcdef0123456789abcdef",
+            }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let conversation = crate::chat::general_conversation(&app, &token).await;
+    let database = app.stop_keeping_database().await;
+
+    let (port, received) = receiver().await;
+    let served = ServeProcess::start(|command| {
+        command
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            )
+            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+            .env("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true")
+            .env("TESSERA_OUTBOUND_EXTRA_CA", &certificate.0);
+        on_database(command, &database)
+    });
+    let trace_id = "6bf92f3577b34da6a3ce929d0e0e4738";
+    let posted = reqwest::Client::new()
+        .post(served.url(&format!(
+            "/chat/api/v1/conversations/{conversation}/messages"
+        )))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+        .json(&json!({ "body": "traced" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 201);
+
+    // The delivery reached the receiver within the caller's trace…
+    let delivery_traceparent = eventually(20, "the webhook delivered", || async {
+        delivered.lock().unwrap().first().cloned()
+    })
+    .await
+    .expect("the delivery carries a traceparent");
+    assert!(
+        delivery_traceparent.starts_with(&format!("00-{trace_id}-")),
+        "{delivery_traceparent}"
+    );
+    // …as a child of the delivering outbound request's span, itself under the engine work
+    // the message's call queued.
+    let spans = eventually(20, "the delivery's spans exported", || async {
+        let spans = received.spans_of(trace_id);
+        spans
+            .iter()
+            .any(|span| span.name == "outbound request")
+            .then_some(spans)
+    })
+    .await;
+    let outbound = spans
+        .iter()
+        .find(|span| span.name == "outbound request")
+        .unwrap();
+    assert_eq!(
+        delivery_traceparent,
+        format!("00-{trace_id}-{}-01", outbound.span_id)
+    );
+    let parent_of = |span: &ExportedSpan| {
+        spans
+            .iter()
+            .find(|candidate| candidate.span_id == span.parent_span_id)
+            .unwrap_or_else(|| panic!("the parent of {span:?} is not exported: {spans:?}"))
+            .clone()
+    };
+    let delivering_call = parent_of(outbound);
+    assert_eq!(delivering_call.name, "engine call");
+    let work = parent_of(&delivering_call);
+    assert_eq!(work.name, "engine work");
+    let posting_call = parent_of(&work);
+    assert_eq!(posting_call.name, "engine call");
+    assert_eq!(parent_of(&posting_call).name, "request");
+    assert_eq!(served.terminate().code(), Some(0));
 }
