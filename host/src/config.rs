@@ -242,19 +242,7 @@ impl Config {
                 read_per_minute: env_var("TESSERA_RATE_LIMIT_READ")?.unwrap_or(600),
                 write_per_minute: env_var("TESSERA_RATE_LIMIT_WRITE")?.unwrap_or(120),
             },
-            auth: {
-                let mut auth = AuthConfig::default();
-                if let Some(refresh) =
-                    env_var::<humantime::Duration>("TESSERA_SIGNING_KEYS_REFRESH")?
-                {
-                    auth.signing_keys_refresh = refresh.into();
-                    anyhow::ensure!(
-                        !auth.signing_keys_refresh.is_zero(),
-                        "TESSERA_SIGNING_KEYS_REFRESH must be above zero"
-                    );
-                }
-                auth
-            },
+            auth: auth_config()?,
             runtime: {
                 let mut runtime = RuntimeConfig::with_defaults(
                     args.storage.data_dir.join("cache").join("components"),
@@ -511,6 +499,74 @@ pub fn parse_retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     anyhow::ensure!(!delays.is_empty(), "the retry schedule is empty");
     Ok(delays)
+}
+
+/// A duration setting above zero, `default` when unset.
+fn positive_duration(name: &str, default: Duration) -> anyhow::Result<Duration> {
+    let value = env_var::<humantime::Duration>(name)?.map_or(default, Duration::from);
+    anyhow::ensure!(!value.is_zero(), "{name} must be above zero");
+    Ok(value)
+}
+
+/// A count setting of at least 1, `default` when unset.
+fn positive_count(name: &str, default: u32) -> anyhow::Result<u32> {
+    let value = env_var::<u32>(name)?.unwrap_or(default);
+    anyhow::ensure!(value >= 1, "{name} must be at least 1");
+    Ok(value)
+}
+
+/// The authentication policy (`TESSERA_AUTH_*`, `TESSERA_PASSWORD_*`,
+/// `TESSERA_SIGNING_KEYS_REFRESH`), the spec's sample configuration by default; what
+/// `GET /auth/api/v1/auth/config` reports.
+fn auth_config() -> anyhow::Result<AuthConfig> {
+    let defaults = AuthConfig::default();
+    let token_lifetime = positive_duration("TESSERA_AUTH_TOKEN_LIFETIME", defaults.token_lifetime)?;
+    let refresh_token_lifetime = positive_duration(
+        "TESSERA_AUTH_REFRESH_TOKEN_LIFETIME",
+        defaults.refresh_token_lifetime,
+    )?;
+    anyhow::ensure!(
+        refresh_token_lifetime >= token_lifetime,
+        "TESSERA_AUTH_REFRESH_TOKEN_LIFETIME must be at least TESSERA_AUTH_TOKEN_LIFETIME"
+    );
+    let policy = defaults.password_policy.clone();
+    let password_policy = crate::auth::password::PasswordPolicy {
+        min_length: env_var("TESSERA_PASSWORD_MIN_LENGTH")?.unwrap_or(policy.min_length),
+        require_uppercase: env_var("TESSERA_PASSWORD_REQUIRE_UPPERCASE")?
+            .unwrap_or(policy.require_uppercase),
+        require_lowercase: env_var("TESSERA_PASSWORD_REQUIRE_LOWERCASE")?
+            .unwrap_or(policy.require_lowercase),
+        require_number: env_var("TESSERA_PASSWORD_REQUIRE_NUMBER")?
+            .unwrap_or(policy.require_number),
+        require_special: env_var("TESSERA_PASSWORD_REQUIRE_SPECIAL")?
+            .unwrap_or(policy.require_special),
+    };
+    let longest = crate::auth::password::MAX_PASSWORD_LENGTH;
+    anyhow::ensure!(
+        (1..=longest as u32).contains(&password_policy.min_length),
+        "TESSERA_PASSWORD_MIN_LENGTH must be between 1 and {longest}"
+    );
+    Ok(AuthConfig {
+        password_policy,
+        token_lifetime,
+        refresh_token_lifetime,
+        max_active_sessions: positive_count(
+            "TESSERA_AUTH_MAX_SESSIONS",
+            defaults.max_active_sessions,
+        )?,
+        lockout_max_attempts: positive_count(
+            "TESSERA_AUTH_LOCKOUT_MAX_ATTEMPTS",
+            defaults.lockout_max_attempts,
+        )?,
+        lockout_duration: positive_duration(
+            "TESSERA_AUTH_LOCKOUT_DURATION",
+            defaults.lockout_duration,
+        )?,
+        signing_keys_refresh: positive_duration(
+            "TESSERA_SIGNING_KEYS_REFRESH",
+            defaults.signing_keys_refresh,
+        )?,
+    })
 }
 
 #[cfg(test)]

@@ -366,3 +366,132 @@ database_test!(
         app.stop().await;
     }
 );
+
+/// The operator's authentication policy, as `TESSERA_AUTH_*` and `TESSERA_PASSWORD_*` give it.
+const POLICY: &[(&str, &str)] = &[
+    ("TESSERA_AUTH_TOKEN_LIFETIME", "15m"),
+    ("TESSERA_AUTH_REFRESH_TOKEN_LIFETIME", "1day"),
+    ("TESSERA_AUTH_MAX_SESSIONS", "3"),
+    ("TESSERA_AUTH_LOCKOUT_MAX_ATTEMPTS", "2"),
+    ("TESSERA_AUTH_LOCKOUT_DURATION", "10m"),
+    ("TESSERA_PASSWORD_MIN_LENGTH", "12"),
+    ("TESSERA_PASSWORD_REQUIRE_SPECIAL", "true"),
+];
+
+#[tokio::test]
+async fn the_auth_policy_is_the_operators_and_the_config_endpoint_reports_it() {
+    let database = crate::helpers::TestDatabase::new(crate::helpers::Backend::Sqlite).await;
+    let admin = |arguments: &[&str]| {
+        let mut command = std::process::Command::new(crate::helpers::tessera_binary());
+        command
+            .arg("admin")
+            .args(arguments)
+            .envs(POLICY.iter().copied());
+        crate::helpers::on_database(&mut command, &database)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        admin(&["create-tenant", "--slug", "acme", "--name", "Acme"])
+            .status
+            .success()
+    );
+    // The CLI applies the same password policy: 12 characters and a special one.
+    let create = |password: &str| {
+        admin(&[
+            "create-user",
+            "--tenant",
+            "acme",
+            "--email",
+            "ada@example.com",
+            "--password",
+            password,
+            "--role",
+            "owner",
+        ])
+    };
+    let refused = create("Short1horse");
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("min:12") && message.contains("special"),
+        "{message}"
+    );
+    let password = "Correct1horse!battery";
+    assert!(create(password).status.success());
+
+    let served = crate::helpers::ServeProcess::start(|command| {
+        command.envs(POLICY.iter().copied());
+        crate::helpers::on_database(command, &database)
+    });
+    let client = reqwest::Client::new();
+    let config: Value = client
+        .get(served.url("/auth/api/v1/auth/config"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        config["data"],
+        json!({
+            "mfa_methods": ["totp"],
+            "password_policy": {
+                "min_length": 12, "require_uppercase": true, "require_lowercase": true,
+                "require_number": true, "require_special": true,
+            },
+            "session": { "token_lifetime": 900, "refresh_token_lifetime": 86400, "max_active_sessions": 3 },
+            "lockout": { "max_attempts": 2, "lockout_duration": 600 },
+        })
+    );
+    let login = |password: &'static str| {
+        let client = client.clone();
+        let url = served.url(LOGIN);
+        async move {
+            client
+                .post(url)
+                .json(&json!({ "login": "ada@example.com", "password": password }))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let signed_in: Value = login("Correct1horse!battery").await.json().await.unwrap();
+    assert_eq!(signed_in["data"]["expires_in"], 900, "{signed_in}");
+    // Two wrong guesses lock the login, for 10 minutes.
+    for _ in 0..2 {
+        assert_eq!(login("wrong").await.status(), 401);
+    }
+    let locked = login("Correct1horse!battery").await;
+    assert_eq!(locked.status(), 429);
+    let retry_after: u64 = locked.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (590..=600).contains(&retry_after),
+        "Retry-After {retry_after}"
+    );
+    assert_eq!(served.terminate().code(), Some(0));
+
+    // A bad value stops the start with a message naming the setting.
+    for (name, value) in [
+        ("TESSERA_AUTH_MAX_SESSIONS", "0"),
+        ("TESSERA_AUTH_TOKEN_LIFETIME", "soon"),
+        ("TESSERA_PASSWORD_MIN_LENGTH", "0"),
+        ("TESSERA_AUTH_REFRESH_TOKEN_LIFETIME", "1m"),
+    ] {
+        let mut command = std::process::Command::new(crate::helpers::tessera_binary());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env(name, value);
+        let output = crate::helpers::on_database(&mut command, &database)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{name}={value} started");
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(message.contains(name), "{name}={value}: {message}");
+    }
+}
