@@ -5,7 +5,8 @@
 //! recording call and span is a no-op), then with metrics on (`TESSERA_METRICS_TOKEN` set,
 //! scraped once a second as Prometheus would), then with traces on as well (the binary's
 //! subscriber with `OTEL_EXPORTER_OTLP_ENDPOINT` set, every span exported in batches over
-//! OTLP/HTTP to a collector stand-in on loopback that reads and drops them; log lines off).
+//! OTLP/HTTP to a collector stand-in on loopback that reads and drops them; log lines off;
+//! the SDK's sampler from `OTEL_TRACES_SAMPLER` as in production, every trace when unset).
 //! The recorder and the subscriber are process-wide and cannot be removed once installed, so
 //! the hosts run in that order, each after a warm-up round; the medians of its rounds are
 //! compared.
@@ -179,8 +180,18 @@ async fn main() -> anyhow::Result<()> {
         exported.load(Ordering::Relaxed) > 0,
         "the collector received no spans"
     );
+    // The sampler is the SDK's, from the environment as in production (`OTEL_TRACES_SAMPLER`,
+    // `OTEL_TRACES_SAMPLER_ARG`; every trace when unset).
+    let sampler = match (
+        std::env::var("OTEL_TRACES_SAMPLER"),
+        std::env::var("OTEL_TRACES_SAMPLER_ARG"),
+    ) {
+        (Ok(sampler), Ok(argument)) => format!("{sampler} {argument}"),
+        (Ok(sampler), Err(_)) => sampler,
+        _ => "every trace sampled".to_owned(),
+    };
     println!(
-        "\n| workload ({CLIENTS} clients, median of {ROUNDS} × {ROUND:?}) | off (req/s) | metrics on (req/s) | cost | metrics and traces on (req/s) | cost |"
+        "\n| workload ({CLIENTS} clients, median of {ROUNDS} × {ROUND:?}) | off (req/s) | metrics on (req/s) | cost | metrics and traces on ({sampler}) (req/s) | cost |"
     );
     println!("|---|---|---|---|---|---|");
     for (slot, workload) in [Workload::EngineRoute, Workload::CoreWrite]
