@@ -79,8 +79,16 @@ fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
     // info-level spans (requests, engine calls, outbound requests, engine work) whatever it is.
     let traces = traces.map(|provider| {
         let tracer = provider.tracer("tessera");
+        // What a span costs is paid on every poll of an instrumented future: no busy/idle
+        // timing, no OpenTelemetry context activation on entry (the crates read a span's
+        // context from the span itself), and no source location, thread or target attributes.
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
             .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
     });
     // A second init (tests) keeps the first subscriber.
