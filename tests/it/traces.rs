@@ -108,6 +108,15 @@ async fn fetcher_database() -> (TestDatabase, String) {
     (app.stop_keeping_database().await, token)
 }
 
+/// The first span of `spans` called `name`.
+fn span_named(spans: &[ExportedSpan], name: &str) -> ExportedSpan {
+    spans
+        .iter()
+        .find(|span| span.name == name)
+        .unwrap_or_else(|| panic!("no {name} span in {spans:?}"))
+        .clone()
+}
+
 impl Received {
     /// The spans of `trace_id` exported so far.
     fn spans_of(&self, trace_id: &str) -> Vec<ExportedSpan> {
@@ -163,13 +172,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
         .then_some(spans)
     })
     .await;
-    let named = |name: &str| {
-        spans
-            .iter()
-            .find(|span| span.name == name)
-            .unwrap_or_else(|| panic!("no {name} span in {spans:?}"))
-            .clone()
-    };
+    let named = |name: &str| span_named(&spans, name);
     let request = named("request");
     let engine_call = named("engine call");
     let outbound = named("outbound request");
@@ -208,13 +211,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
         done.then_some(spans)
     })
     .await;
-    let named = |name: &str| {
-        spans
-            .iter()
-            .find(|span| span.name == name)
-            .unwrap_or_else(|| panic!("no {name} span in {spans:?}"))
-            .clone()
-    };
+    let named = |name: &str| span_named(&spans, name);
     let request = named("request");
     let work = named("engine work");
     let scheduling_call = spans
