@@ -32,7 +32,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve /auth, /core and every engine on one listener.
     Serve(ServeArgs),
-    /// Administer tenants, users and workspaces (works while a server runs).
+    /// Administer tenants, users, engines, signing keys and backups (works while a server
+    /// runs).
     Admin(AdminArgs),
 }
 
@@ -133,6 +134,17 @@ pub enum TenancyCommand {
     },
     /// List every tenant with its member count.
     ListTenants,
+    /// Show a tenant: its counts and its provisioning on each engine.
+    ShowTenant {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Show a user: tenants and roles, disabled or not, second factor, open sessions.
+    ShowUser {
+        #[arg(long)]
+        email: String,
+    },
     /// List a tenant's members with their roles.
     ListUsers {
         /// The tenant's slug.
@@ -361,6 +373,8 @@ async fn run_admin_command(
             json(tenancy.create_workspace(&tenant, &name).await?)
         }
         TenancyCommand::ListTenants => json(tenancy.list_tenants().await?),
+        TenancyCommand::ShowTenant { tenant } => json(tenancy.show_tenant(&tenant).await?),
+        TenancyCommand::ShowUser { email } => json(tenancy.show_user(&email).await?),
         TenancyCommand::ListUsers { tenant } => json(tenancy.list_members(&tenant).await?),
         TenancyCommand::SetRole {
             tenant,

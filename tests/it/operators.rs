@@ -495,3 +495,53 @@ async fn the_auth_policy_is_the_operators_and_the_config_endpoint_reports_it() {
         assert!(message.contains(name), "{name}={value}: {message}");
     }
 }
+
+database_test!(
+    operators_see_a_tenant_and_a_user_in_full_without_secrets,
+    |backend| async move {
+        let app = host_with_ada(backend).await;
+        let token = access(&signed_in(&app).await);
+        app.create_entity(&token, "contact", json!({ "name": "Grace" }))
+            .await;
+
+        let tenant = app.admin(&["show-tenant", "--tenant", "acme"]).json();
+        assert_eq!(tenant["slug"], "acme");
+        assert_eq!(tenant["members"], 1, "{tenant}");
+        assert_eq!(tenant["workspaces"], 1, "{tenant}");
+        assert_eq!(tenant["entities"], 1, "{tenant}");
+        assert_eq!(tenant["provisioning"]["status"], "completed", "{tenant}");
+
+        let user = app
+            .admin(&["show-user", "--email", "Ada@Example.com"])
+            .json();
+        assert_eq!(user["email"], "ada@example.com");
+        assert_eq!(user["type"], "user");
+        assert_eq!(user["active_sessions"], 1, "{user}");
+        assert!(
+            user["disabled_at"].is_null() && user["mfa_enabled_at"].is_null(),
+            "{user}"
+        );
+        assert_eq!(user["memberships"][0]["slug"], "acme", "{user}");
+        assert_eq!(user["memberships"][0]["role"], "owner", "{user}");
+        let text = user.to_string();
+        assert!(
+            !text.contains("argon2") && !text.contains("password"),
+            "{text}"
+        );
+
+        // Disabled users show it; unknown ones are an error.
+        app.admin(&["disable-user", "--email", "ada@example.com"])
+            .json();
+        let user = app
+            .admin(&["show-user", "--email", "ada@example.com"])
+            .json();
+        assert!(user["disabled_at"].is_string(), "{user}");
+        assert_eq!(user["active_sessions"], 0, "{user}");
+        assert!(
+            !app.admin(&["show-user", "--email", "nobody@example.com"])
+                .success
+        );
+        assert!(!app.admin(&["show-tenant", "--tenant", "nope"]).success);
+        app.stop().await;
+    }
+);

@@ -18,7 +18,9 @@ use tessera_orchestrator::{
 use tessera_runtime::lifecycle::{TenantProfile, UserProfile};
 use tessera_storage::{Database, time};
 
-pub use store::{MemberSummary, Tenant, TenantSummary, User};
+pub use store::{
+    MemberSummary, Tenant, TenantDetails, TenantSummary, User, UserDetails, UserMembership,
+};
 
 /// A member's role in a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -172,6 +174,14 @@ pub struct RetriedProvisioning {
     pub slug: String,
     pub status: ProvisioningStatus,
     pub retried: BTreeMap<String, EngineProvisioning>,
+}
+
+/// `show_tenant`'s answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownTenant {
+    #[serde(flatten)]
+    pub tenant: TenantDetails,
+    pub provisioning: Option<ProvisioningReport>,
 }
 
 /// What `delete_tenant` removed.
@@ -556,6 +566,40 @@ impl TenancyService {
             changed: was_disabled,
             sessions_revoked: 0,
         })
+    }
+
+    /// A tenant with its counts of members, workspaces and entities, and its provisioning on
+    /// each engine (`None` when never provisioned).
+    pub async fn show_tenant(&self, tenant_slug: &str) -> Result<ShownTenant, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let details = store::tenant_details(&self.database, &tenant.id)
+            .await?
+            .ok_or_else(|| TenancyError::TenantNotFound(tenant.slug.clone()))?;
+        let provisioning = self
+            .orchestrator
+            .tenant_status(&tenant.id)
+            .await?
+            .map(|provisioning| ProvisioningReport {
+                status: provisioning.status,
+                engines: provisioning
+                    .engines
+                    .iter()
+                    .map(|(code, outcome)| (code.clone(), EngineProvisioning::from(outcome)))
+                    .collect(),
+            });
+        Ok(ShownTenant {
+            tenant: details,
+            provisioning,
+        })
+    }
+
+    /// A user with the tenants they belong to, whether disabled, whether a second factor is
+    /// on and how many sessions are open; never a secret.
+    pub async fn show_user(&self, email: &str) -> Result<UserDetails, TenancyError> {
+        let (email, user) = self.user_by_email(email).await?;
+        store::user_details(&self.database, &user.id, &time::now())
+            .await?
+            .ok_or(TenancyError::UserNotFound(email))
     }
 
     /// Deletes a tenant and everything it holds, irreversibly: first every loaded engine's

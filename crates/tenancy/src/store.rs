@@ -343,3 +343,94 @@ pub async fn delete_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A tenant in full (`admin show-tenant`).
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct TenantDetails {
+    pub tenant_id: String,
+    pub slug: String,
+    pub name: String,
+    pub created_at: String,
+    pub members: i64,
+    pub workspaces: i64,
+    pub entities: i64,
+}
+
+pub async fn tenant_details(
+    database: &Database,
+    tenant_id: &str,
+) -> anyhow::Result<Option<TenantDetails>> {
+    on_pool!(database, pool => sqlx::query_as::<_, TenantDetails>(
+        "SELECT t.id AS tenant_id, t.slug, t.name, t.created_at,
+                (SELECT COUNT(*) FROM memberships AS m WHERE m.tenant_id = t.id) AS members,
+                (SELECT COUNT(*) FROM workspaces AS w WHERE w.tenant_id = t.id) AS workspaces,
+                (SELECT COUNT(*) FROM entities AS e WHERE e.tenant_id = t.id) AS entities
+         FROM tenants AS t WHERE t.id = $1",
+    )
+    .bind(tenant_id)
+    .fetch_optional(pool)
+    .await)
+    .context("reading a tenant")
+}
+
+/// A user in full (`admin show-user`), without any secret.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct UserDetails {
+    pub user_id: String,
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    #[serde(rename = "type")]
+    pub user_type: String,
+    pub created_at: String,
+    pub disabled_at: Option<String>,
+    /// When the user's second factor (TOTP) was confirmed; `None` without one.
+    pub mfa_enabled_at: Option<String>,
+    /// Sessions neither revoked nor expired.
+    pub active_sessions: i64,
+    #[sqlx(skip)]
+    pub memberships: Vec<UserMembership>,
+}
+
+/// One tenant a user belongs to.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct UserMembership {
+    pub tenant_id: String,
+    pub slug: String,
+    pub role: String,
+    pub member_since: String,
+}
+
+pub async fn user_details(
+    database: &Database,
+    user_id: &str,
+    now: &str,
+) -> anyhow::Result<Option<UserDetails>> {
+    let details: Option<UserDetails> = on_pool!(database, pool => sqlx::query_as::<_, UserDetails>(
+        "SELECT u.id AS user_id, u.email, u.first_name, u.last_name, u.user_type, u.created_at,
+                u.disabled_at,
+                (SELECT f.enabled_at FROM user_mfa AS f WHERE f.user_id = u.id) AS mfa_enabled_at,
+                (SELECT COUNT(*) FROM sessions AS s
+                 WHERE s.user_id = u.id AND s.revoked_at IS NULL AND s.expires_at > $2)
+                    AS active_sessions
+         FROM users AS u WHERE u.id = $1",
+    )
+    .bind(user_id)
+    .bind(now)
+    .fetch_optional(pool)
+    .await)
+    .context("reading a user")?;
+    let Some(mut details) = details else {
+        return Ok(None);
+    };
+    details.memberships = on_pool!(database, pool => sqlx::query_as::<_, UserMembership>(
+        "SELECT t.id AS tenant_id, t.slug, m.role, m.created_at AS member_since
+         FROM memberships AS m JOIN tenants AS t ON t.id = m.tenant_id
+         WHERE m.user_id = $1 ORDER BY t.slug",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await)
+    .context("reading a user's memberships")?;
+    Ok(Some(details))
+}
