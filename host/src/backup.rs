@@ -68,22 +68,12 @@ pub struct RestoreReport {
 
 /// The SQLite file of `config`'s database; an error naming `pg_dump` for PostgreSQL.
 fn sqlite_file(config: &Config, command: &str) -> anyhow::Result<PathBuf> {
-    let url = config.database.url.as_str();
-    let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    else {
-        anyhow::bail!(
+    sqlite_backup::database_file(&config.database.url)?.with_context(|| {
+        format!(
             "`tessera admin {command}` handles the embedded SQLite database; this one is PostgreSQL: \
              back it up with pg_dump and keep the service secret with it (README, \"Backup and restore\")"
-        );
-    };
-    let path = path.split('?').next().unwrap_or(path);
-    anyhow::ensure!(
-        !path.is_empty() && path != ":memory:",
-        "the database {url} is not a file"
-    );
-    Ok(PathBuf::from(path))
+        )
+    })
 }
 
 /// The service secret the servers use, read, never generated: `TESSERA_SERVICE_SECRET`, else
@@ -146,16 +136,7 @@ fn place_without_overwriting(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 fn private_new_file(path: &Path) -> anyhow::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    options
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))
+    crate::secrets::create_new_private(path).with_context(|| format!("creating {}", path.display()))
 }
 
 fn sha256_of(path: &Path) -> anyhow::Result<(u64, String)> {

@@ -330,7 +330,7 @@ async fn rotate_keys(
         0
     };
     Ok(serde_json::json!({
-        "kid": keys.signing_kid().context("no signing key after the rotation")?,
+        "kid": keys.signer()?.0,
         "revoked_keys": revoked_keys,
         "servers_sign_with_it_within_seconds": config.auth.signing_keys_refresh.as_secs(),
     }))

@@ -11,7 +11,7 @@ use rand::RngCore as _;
 
 use crate::config::Secret;
 pub use crate::storage::files::{
-    create_private_dir, create_private_file, make_private, prepare_data_dir,
+    create_new_private, create_private_dir, create_private_file, make_private, prepare_data_dir,
 };
 
 /// The host's service secret: `TESSERA_SERVICE_SECRET`, else the one generated in the data dir.
@@ -30,19 +30,11 @@ pub fn load_or_generate(data_dir: &Path, name: &str) -> anyhow::Result<Secret> {
     rand::rng().fill_bytes(&mut bytes);
     let fresh = hex::encode(bytes);
 
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
     // Write to a temporary name first and link it into place: a reader never sees a
     // half-written file, and exactly one of several racing processes wins.
     let temporary = data_dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4()));
     {
-        let mut file = options
-            .open(&temporary)
+        let mut file = create_new_private(&temporary)
             .with_context(|| format!("creating {}", temporary.display()))?;
         file.write_all(fresh.as_bytes())
             .context("writing a generated secret")?;

@@ -266,11 +266,6 @@ impl SigningKeys {
         Ok(revoked)
     }
 
-    /// The `kid` of the key that signs new tokens.
-    pub fn signing_kid(&self) -> Option<String> {
-        self.signing_key().map(|key| key.kid.clone())
-    }
-
     /// Reads every key still useful: the signing key and retired keys whose tokens may not have
     /// expired yet (a server that has not reread the keys since a rotation still signs with the
     /// retired key for up to `refresh_interval`, so that long is added).

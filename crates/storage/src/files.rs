@@ -88,9 +88,8 @@ fn make_private_within(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates `path` empty with mode 0600 if it does not exist (another process may create it at
-/// the same moment: that is fine), else makes it private ([`make_private`]).
-pub fn create_private_file(path: &Path) -> anyhow::Result<()> {
+/// Opens a new file at `path` for writing, with mode 0600; an error if `path` exists.
+pub fn create_new_private(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -98,7 +97,13 @@ pub fn create_private_file(path: &Path) -> anyhow::Result<()> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    match options.open(path) {
+    options.open(path)
+}
+
+/// Creates `path` empty with mode 0600 if it does not exist (another process may create it at
+/// the same moment: that is fine), else makes it private ([`make_private`]).
+pub fn create_private_file(path: &Path) -> anyhow::Result<()> {
+    match create_new_private(path) {
         Ok(_) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => make_private(path),
         Err(error) => Err(error).with_context(|| format!("creating {}", path.display())),

@@ -3,7 +3,7 @@
 //! transaction, so servers go on writing while it runs and the copy holds exactly the commits
 //! before it began), and the checks a copy must pass before a host may open it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 
 use anyhow::Context as _;
@@ -27,6 +27,21 @@ pub fn latest_known_migration() -> i64 {
         .map(|migration| migration.version)
         .max()
         .unwrap_or(0)
+}
+
+/// The file of a `sqlite:` database URL, as [`crate::Database::connect`] reads it; `None` for
+/// any other database.
+pub fn database_file(url: &str) -> anyhow::Result<Option<PathBuf>> {
+    if !url.starts_with("sqlite:") {
+        return Ok(None);
+    }
+    let options = SqliteConnectOptions::from_str(url).context("parsing the SQLite database URL")?;
+    let file = options.get_filename();
+    anyhow::ensure!(
+        !file.as_os_str().is_empty() && file != Path::new(":memory:"),
+        "the database {url} is not a file"
+    );
+    Ok(Some(file.to_path_buf()))
 }
 
 /// Opens `database_file` (which must exist) on a connection of its own.

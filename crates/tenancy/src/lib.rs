@@ -112,6 +112,26 @@ pub struct EngineProvisioning {
     pub error: Option<String>,
 }
 
+impl ProvisioningReport {
+    /// The report of a provisioning with `status` and these engines' outcomes.
+    fn of(status: ProvisioningStatus, outcomes: &BTreeMap<String, EngineOutcome>) -> Self {
+        Self {
+            status,
+            engines: engine_outcomes(outcomes),
+        }
+    }
+}
+
+/// Engines' outcomes as the reports show them.
+fn engine_outcomes(
+    outcomes: &BTreeMap<String, EngineOutcome>,
+) -> BTreeMap<String, EngineProvisioning> {
+    outcomes
+        .iter()
+        .map(|(code, outcome)| (code.clone(), outcome.into()))
+        .collect()
+}
+
 impl From<&EngineOutcome> for EngineProvisioning {
     fn from(outcome: &EngineOutcome) -> Self {
         match outcome {
@@ -306,14 +326,7 @@ impl TenancyService {
             slug,
             name,
             workspace_id,
-            provisioning: ProvisioningReport {
-                status: provisioning.status,
-                engines: provisioning
-                    .engines
-                    .iter()
-                    .map(|(code, outcome)| (code.clone(), outcome.into()))
-                    .collect(),
-            },
+            provisioning: ProvisioningReport::of(provisioning.status, &provisioning.engines),
         })
     }
 
@@ -579,14 +592,7 @@ impl TenancyService {
             .orchestrator
             .tenant_status(&tenant.id)
             .await?
-            .map(|provisioning| ProvisioningReport {
-                status: provisioning.status,
-                engines: provisioning
-                    .engines
-                    .iter()
-                    .map(|(code, outcome)| (code.clone(), EngineProvisioning::from(outcome)))
-                    .collect(),
-            });
+            .map(|provisioning| ProvisioningReport::of(provisioning.status, &provisioning.engines));
         Ok(ShownTenant {
             tenant: details,
             provisioning,
@@ -684,11 +690,7 @@ impl TenancyService {
             tenant_id: tenant.id,
             slug: tenant.slug,
             status: report.status,
-            retried: report
-                .retried
-                .iter()
-                .map(|(code, outcome)| (code.clone(), EngineProvisioning::from(outcome)))
-                .collect(),
+            retried: engine_outcomes(&report.retried),
         })
     }
 

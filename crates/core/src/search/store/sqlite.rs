@@ -179,12 +179,18 @@ pub(crate) async fn remove(
     }
     delete.push(") RETURNING id");
     let ids: Vec<i64> = delete.build_query_scalar().fetch_all(&mut *conn).await?;
-    // One rowid at a time: the lookup FTS5 plans for `rowid = ?`.
+    unindex(conn, &ids).await
+}
+
+/// Deletes the index entries (tokens) of the documents `ids`, one rowid at a time: the lookup
+/// FTS5 plans for `rowid = ?`.
+async fn unindex(conn: &mut SqliteConnection, ids: &[i64]) -> anyhow::Result<()> {
     for id in ids {
         sqlx::query("DELETE FROM search_index WHERE rowid = $1")
             .bind(id)
             .execute(&mut *conn)
-            .await?;
+            .await
+            .context("deleting a document's search index entries")?;
     }
     Ok(())
 }
@@ -200,14 +206,7 @@ pub(crate) async fn erase_documents(
             .fetch_all(&mut *conn)
             .await
             .context("erasing the tenant's search documents")?;
-    // One rowid at a time: the lookup FTS5 plans for `rowid = ?`.
-    for id in &ids {
-        sqlx::query("DELETE FROM search_index WHERE rowid = $1")
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .context("erasing the tenant's search index entries")?;
-    }
+    unindex(conn, &ids).await?;
     Ok(ids.len() as u64)
 }
 
