@@ -9,7 +9,8 @@
 //!
 //! `cargo bench -p tessera-host --bench throughput` (about a minute per database, twice: the 16
 //! clients in one tenant, then each in its own; then a few minutes per database for the search
-//! part). `TESSERA_BENCH_SEARCH_ONLY=1` runs the search part alone.
+//! part). `TESSERA_BENCH_SEARCH_ONLY=1` runs the search part alone,
+//! `TESSERA_BENCH_THROUGHPUT_ONLY=1` the first part alone.
 
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
@@ -309,6 +310,9 @@ async fn main() -> anyhow::Result<()> {
         for (table, bytes) in run.tables.iter().take(12) {
             println!("| {table} | {bytes} | {:.0} |", per_entity(*bytes));
         }
+    }
+    if std::env::var("TESSERA_BENCH_THROUGHPUT_ONLY").is_ok_and(|value| value == "1") {
+        return Ok(());
     }
     let mut searches = vec![search_scale::run(Backend::Sqlite, None).await?];
     if let Some(url) = &admin_url {

@@ -132,7 +132,7 @@ impl EventSink for EngineBus {
                 .into_iter()
                 .map(bus_event)
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            self.0.publish_all_in(tx, &events, None).await?;
+            self.0.publish_packed_in(tx, &events).await?;
             Ok(())
         })
     }

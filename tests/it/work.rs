@@ -395,6 +395,93 @@ database_test!(
 );
 
 database_test!(
+    a_pack_of_deliveries_that_fails_is_split_and_each_event_counts_alone,
+    |backend| async move {
+        let app = spawn_app_with(
+            backend,
+            AppOptions {
+                plugins: vec!["listener"],
+                configure: Some(Box::new(|config| {
+                    config.runtime.warm_instances.capacity = 0
+                })),
+                ..AppOptions::default()
+            },
+        )
+        .await;
+        let tenant = uuid();
+        let token = app.token(&tenant, &uuid(), "editor").await;
+        let services = app.state().engines.runtime().services();
+        let event = |name: &str, payload: Value| BusEvent {
+            id: format!("{name}-{}", uuid()),
+            event_type: "ping.packed".into(),
+            tenant_id: tenant.clone(),
+            occurred_at: "2026-11-27T04:00:00.000000Z".into(),
+            actor_id: None,
+            correlation_id: uuid(),
+            payload,
+        };
+        let events = [
+            event("first", json!({ "name": "first" })),
+            event("failing", json!({ "name": "failing", "fail": true })),
+            event("third", json!({ "name": "third" })),
+        ];
+        // Published as the bus relay publishes the core's events: one pack of three.
+        let database = &app.state().database;
+        let mut tx = database.begin().await.unwrap();
+        let delivered = services
+            .bus
+            .publish_packed_in(&mut tx, &events)
+            .await
+            .unwrap();
+        let rows: i64 = tessera_host::on_tx!(&mut tx, conn => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM engine_work WHERE engine_code = 'listener'",
+        )
+        .fetch_one(&mut **conn)
+        .await)
+        .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!((delivered, rows), (3, 1), "one row for the three events");
+        services.bus.wake();
+
+        // The pack failed at its second event: nothing of it was kept, and its events were
+        // delivered one by one; the failing one fails on its own account, as if never packed.
+        let failing_work = services.bus.deliveries(&events[1], None).unwrap()[0]
+            .id
+            .clone();
+        eventually(30, "the failing delivery counted alone", || async {
+            let attempt: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+                "SELECT attempt FROM engine_work WHERE id = $1 AND last_error IS NOT NULL",
+            )
+            .bind(&failing_work)
+            .fetch_optional(pool)
+            .await)
+            .unwrap()
+            .unwrap_or(0);
+            (attempt >= 1).then_some(())
+        })
+        .await;
+        let delivered = wait_for(&app, "/listener/api/v1/events", &token, |events| {
+            events.len() >= 2
+        })
+        .await;
+        let names: Vec<&Value> = delivered
+            .iter()
+            .map(|event| &event["payload"]["name"])
+            .collect();
+        assert_eq!(names, [&json!("first"), &json!("third")], "{delivered:?}");
+        // What the pack's run wrote was rolled back: each kept record is of a first attempt.
+        assert_eq!(delivered[0]["attempt"], 1, "{delivered:?}");
+        assert_eq!(delivered[1]["attempt"], 1, "{delivered:?}");
+        assert_eq!(
+            work_rows(&app, "listener").await,
+            1,
+            "only the failing event waits"
+        );
+        app.stop().await;
+    }
+);
+
+database_test!(
     claims_take_the_oldest_due_items_and_completions_only_their_own_attempt,
     |backend| async move {
         let (_test_database, database, queue) = migrated_queue(backend).await;

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use chrono::Utc;
 
 use super::bindings::v0_2::tessera::engine::types as wit;
-use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
+use super::work::{MAX_DELIVERY_BATCH, MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 
 /// An event as the bus stores and delivers it: `tessera-wire`'s, the type engines receive.
 pub type BusEvent = tessera_wire::engine::Event;
@@ -121,21 +121,24 @@ impl EventBus {
         Ok(deliveries.len())
     }
 
-    /// [`publish`](Self::publish) of many events inside `tx` (their deliveries inserted
-    /// together, a hundred rows a statement); returns how many. Call [`wake`](Self::wake) once
-    /// it committed.
-    pub async fn publish_all_in(
+    /// Stores the deliveries of `events` (in log order, the core's log relayed by the bus
+    /// relay) inside `tx`, packed: the events due to one engine in one tenant, consecutive in
+    /// `events`, make one delivery of up to [`MAX_DELIVERY_BATCH`] events and
+    /// [`MAX_PAYLOAD_BYTES`] (a five-field entity's six events are one row of the queue, not
+    /// six). Returns how many events were delivered to how many engines. Call
+    /// [`wake`](Self::wake) once it committed.
+    ///
+    /// A pack runs as one delivery of its events in order; one that fails, or whose run could
+    /// not commit, is split into one delivery per event ([`WorkQueue::split`]), which then
+    /// fail and retry on their own, as if never packed.
+    pub async fn publish_packed_in(
         &self,
         tx: &mut tessera_storage::Tx,
         events: &[BusEvent],
-        publisher: Option<&str>,
     ) -> anyhow::Result<usize> {
-        let mut deliveries = Vec::new();
-        for event in events {
-            deliveries.extend(self.deliveries(event, publisher)?);
-        }
+        let (deliveries, delivered) = packed_deliveries(&self.subscriptions, events)?;
         WorkQueue::insert_in(tx, &deliveries).await?;
-        Ok(deliveries.len())
+        Ok(delivered)
     }
 
     /// Tells the work worker that deliveries were committed.
@@ -182,9 +185,119 @@ impl EventBus {
     }
 }
 
+/// The packed deliveries of `events` ([`EventBus::publish_packed_in`]), and how many events
+/// they deliver in all.
+fn packed_deliveries(
+    subscriptions: &Subscriptions,
+    events: &[BusEvent],
+) -> anyhow::Result<(Vec<NewWork>, usize)> {
+    let mut packs: Vec<Pack> = Vec::new();
+    // The open pack of each (engine, tenant): an index into `packs`.
+    let mut open: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
+    let mut delivered = 0;
+    for event in events {
+        let encoded = serde_json::to_vec(event)?;
+        anyhow::ensure!(
+            encoded.len() <= MAX_PAYLOAD_BYTES,
+            "events are at most {MAX_PAYLOAD_BYTES} bytes"
+        );
+        for engine_code in subscriptions.subscribers(&event.event_type) {
+            delivered += 1;
+            let key = (engine_code, event.tenant_id.clone());
+            match open.get(&key) {
+                Some(&index) if packs[index].fits(&encoded) => {
+                    packs[index].push(&event.id, &encoded);
+                }
+                _ => {
+                    open.insert(key.clone(), packs.len());
+                    let mut pack = Pack::new(key.0, key.1);
+                    pack.push(&event.id, &encoded);
+                    packs.push(pack);
+                }
+            }
+        }
+    }
+    let now = Utc::now();
+    let deliveries = packs.into_iter().map(|pack| pack.into_work(now)).collect();
+    Ok((deliveries, delivered))
+}
+
+/// A delivery of several events to one engine in one tenant: its payload is the JSON array
+/// of the events, in order.
+struct Pack {
+    engine_code: String,
+    tenant_id: String,
+    first_event_id: String,
+    events: usize,
+    payload: Vec<u8>,
+}
+
+impl Pack {
+    fn new(engine_code: String, tenant_id: String) -> Self {
+        Self {
+            engine_code,
+            tenant_id,
+            first_event_id: String::new(),
+            events: 0,
+            payload: vec![b'['],
+        }
+    }
+
+    fn fits(&self, encoded: &[u8]) -> bool {
+        self.events < MAX_DELIVERY_BATCH
+            && self.payload.len() + encoded.len() + 1 < MAX_PAYLOAD_BYTES
+    }
+
+    fn push(&mut self, event_id: &str, encoded: &[u8]) {
+        if self.events == 0 {
+            self.first_event_id = event_id.to_owned();
+        } else {
+            self.payload.push(b',');
+        }
+        self.payload.extend_from_slice(encoded);
+        self.events += 1;
+    }
+
+    /// One event alone is stored as a delivery of its own, as [`EventBus::deliveries`] makes.
+    fn into_work(mut self, due_at: chrono::DateTime<Utc>) -> NewWork {
+        let payload = if self.events == 1 {
+            self.payload.split_off(1)
+        } else {
+            self.payload.push(b']');
+            self.payload
+        };
+        NewWork {
+            // A pack's id is not its first event's (engine codes hold no `#`), which that event
+            // takes once the pack is split.
+            id: if self.events == 1 {
+                delivery_id(&self.tenant_id, &self.engine_code, &self.first_event_id)
+            } else {
+                let pack = format!("{}#pack", self.engine_code);
+                delivery_id(&self.tenant_id, &pack, &self.first_event_id)
+            },
+            engine_code: self.engine_code,
+            tenant_id: self.tenant_id,
+            kind: WorkKind::Event,
+            payload,
+            due_at,
+            traceparent: None,
+        }
+    }
+}
+
+/// The events of an event delivery's payload: one event, or a pack's JSON array of them.
+pub fn delivered_events(payload: &[u8]) -> serde_json::Result<Vec<BusEvent>> {
+    if payload.trim_ascii_start().starts_with(b"[") {
+        serde_json::from_slice(payload)
+    } else {
+        Ok(vec![serde_json::from_slice(payload)?])
+    }
+}
+
 /// The id of the delivery of the event `event_id` to `engine_code` in `tenant_id`: a UUID v5
 /// of the three (lengths first, so no two triples run together).
-fn delivery_id(tenant_id: &str, engine_code: &str, event_id: &str) -> String {
+pub(crate) fn delivery_id(tenant_id: &str, engine_code: &str, event_id: &str) -> String {
     let name = format!(
         "{}:{}:{}:{tenant_id}{engine_code}{event_id}",
         tenant_id.len(),
@@ -209,6 +322,67 @@ mod tests {
         assert_ne!(id, delivery_id("t1", "chat", "e1"));
         assert_ne!(id, delivery_id("t1", "activity", "e2"));
         assert_ne!(delivery_id("t1a", "b", "c"), delivery_id("t1", "ab", "c"));
+    }
+
+    fn event(id: &str, tenant_id: &str, event_type: &str) -> BusEvent {
+        BusEvent {
+            id: id.to_owned(),
+            event_type: event_type.to_owned(),
+            tenant_id: tenant_id.to_owned(),
+            occurred_at: "2026-11-27T00:00:00Z".to_owned(),
+            actor_id: None,
+            correlation_id: id.to_owned(),
+            payload: serde_json::json!({"n": id}),
+        }
+    }
+
+    #[test]
+    fn relayed_events_are_packed_per_engine_and_tenant_in_order() {
+        let subscriptions = Subscriptions::default();
+        subscriptions.set("activity", vec!["entity.*".into()]);
+        subscriptions.set("notes", vec!["entity.deleted".into()]);
+        let mut events = vec![
+            event("a1", "t1", "entity.created"),
+            event("b1", "t2", "entity.created"),
+            event("a2", "t1", "entity.deleted"),
+            event("x", "t1", "message.created"),
+        ];
+        events.extend(
+            (0..MAX_DELIVERY_BATCH).map(|n| event(&format!("c{n}"), "t3", "entity.field_set")),
+        );
+        let (deliveries, delivered) = packed_deliveries(&subscriptions, &events).unwrap();
+        assert_eq!(delivered, 4 + MAX_DELIVERY_BATCH);
+        let packed: Vec<(&str, &str, Vec<String>)> = deliveries
+            .iter()
+            .map(|work| {
+                let ids = delivered_events(&work.payload)
+                    .unwrap()
+                    .into_iter()
+                    .map(|event| event.id)
+                    .collect();
+                (work.engine_code.as_str(), work.tenant_id.as_str(), ids)
+            })
+            .collect();
+        let c = |range: std::ops::Range<usize>| range.map(|n| format!("c{n}")).collect::<Vec<_>>();
+        assert_eq!(
+            packed,
+            [
+                ("activity", "t1", vec!["a1".to_owned(), "a2".to_owned()]),
+                ("activity", "t2", vec!["b1".to_owned()]),
+                ("notes", "t1", vec!["a2".to_owned()]),
+                ("activity", "t3", c(0..MAX_DELIVERY_BATCH)),
+            ]
+        );
+        // One event alone is stored as the delivery `deliveries` makes of it; a pack has an id
+        // of its own, not its first event's.
+        assert_eq!(deliveries[1].id, delivery_id("t2", "activity", "b1"));
+        assert_eq!(
+            serde_json::from_slice::<BusEvent>(&deliveries[1].payload).unwrap(),
+            events[1]
+        );
+        assert_ne!(deliveries[0].id, delivery_id("t1", "activity", "a1"));
+        assert_eq!(delivered_events(b"  [ ]").unwrap(), Vec::<BusEvent>::new());
+        assert!(delivered_events(b"{}").is_err());
     }
 
     #[test]

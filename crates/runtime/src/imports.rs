@@ -165,6 +165,9 @@ pub struct StoreState {
     scanned: u64,
     /// What the call wrote, published and scheduled so far, and the conditions it compared.
     pub(super) unit: UnitOfWork,
+    /// Synchronisation points this store committed, ever (`work.rs` tells by it which
+    /// deliveries of a run had their effects committed).
+    commit_points: u64,
 }
 
 impl StoreState {
@@ -179,6 +182,7 @@ impl StoreState {
             services,
             scanned: 0,
             unit: UnitOfWork::default(),
+            commit_points: 0,
         }
     }
 
@@ -197,6 +201,11 @@ impl StoreState {
     pub(super) fn begin_delivery(&mut self, correlation_id: String) {
         self.scope.correlation_id = Some(correlation_id);
         self.scanned = 0;
+    }
+
+    /// How many synchronisation points this store committed so far.
+    pub(super) fn commit_points(&self) -> u64 {
+        self.commit_points
     }
 
     /// The call's unit of work, leaving an empty one.
@@ -315,6 +324,7 @@ impl StoreState {
         match writer.commit_unit(batch).await {
             Ok(true) => {
                 self.unit = UnitOfWork::default();
+                self.commit_points += 1;
                 Ok(true)
             }
             Ok(false) => Ok(false),

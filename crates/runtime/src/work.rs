@@ -18,7 +18,7 @@ use tracing::Instrument as _;
 
 use super::admission::{CallKind, Permit};
 use super::bindings::v0_2::tessera::engine::types as wit;
-use super::bus::{BusEvent, event_to_wit};
+use super::bus::{delivered_events, event_to_wit};
 use super::engine::CallError;
 use super::registry::EngineRegistry;
 use super::store::work as store;
@@ -90,6 +90,24 @@ pub struct ClaimedWork {
     pub attempt: u32,
     /// The trace it was queued in, if any ([`NewWork::traceparent`]).
     pub traceparent: Option<String>,
+}
+
+impl ClaimedWork {
+    /// How many calls it makes: the events of a delivery (a pack holds several,
+    /// `bus.rs`), or 1.
+    fn calls(&self) -> usize {
+        if self.kind == WorkKind::Event && self.payload.trim_ascii_start().starts_with(b"[") {
+            serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(&self.payload)
+                .map_or(1, |events| events.len().max(1))
+        } else {
+            1
+        }
+    }
+
+    /// A delivery of several events, which a failure splits ([`WorkQueue::split`]).
+    fn is_pack(&self) -> bool {
+        self.calls() > 1
+    }
 }
 
 /// A unit of work's completion found some of its items no longer held by the attempts it ran
@@ -318,6 +336,42 @@ impl WorkQueue {
         Ok(())
     }
 
+    /// Replaces the pack `work` (a delivery of several events, claimed by this run) by one
+    /// delivery per event, due now and not yet run: a pack that failed or could not commit is
+    /// retried event by event, each failing and retrying on its own (its attempt not counted,
+    /// as for the other items of a failed batch). Its first `kept` events are left out: a
+    /// synchronisation point committed their effects. Nothing happens when the pack is no
+    /// longer held by this run.
+    pub async fn split(&self, work: &ClaimedWork, kept: usize) -> anyhow::Result<()> {
+        let events = super::bus::delivered_events(&work.payload)
+            .context("reading the events of a pack of deliveries")?;
+        let singles = events
+            .iter()
+            .skip(kept)
+            .map(|event| {
+                Ok(NewWork {
+                    id: super::bus::delivery_id(&work.tenant_id, &work.engine_code, &event.id),
+                    engine_code: work.engine_code.clone(),
+                    tenant_id: work.tenant_id.clone(),
+                    kind: WorkKind::Event,
+                    payload: serde_json::to_vec(event)?,
+                    due_at: Utc::now(),
+                    traceparent: work.traceparent.clone(),
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut tx = self.database.begin().await?;
+        let held = store::delete_completed(&mut tx, &[(work.id.clone(), work.attempt)]).await?;
+        if held == 1 {
+            Self::insert_in(&mut tx, &singles).await?;
+        }
+        tx.commit()
+            .await
+            .context("committing the split of a pack of deliveries")?;
+        self.wake();
+        Ok(())
+    }
+
     /// The run failed: retried after [`backoff`], or kept as `failed` after [`MAX_ATTEMPTS`].
     pub async fn fail(&self, work: &ClaimedWork, error: &str) -> anyhow::Result<()> {
         let (status, due_at) = if work.attempt >= MAX_ATTEMPTS {
@@ -408,14 +462,15 @@ impl Alone {
     }
 }
 
-/// Groups `claimed` items (in due order) into runs: the events of one engine and tenant in
-/// batches of at most [`MAX_DELIVERY_BATCH`] events and [`MAX_DELIVERY_BATCH_BYTES`] of
-/// payloads, each in due order; jobs and events to deliver alone one per run. Runs are
-/// ordered by their first item.
+/// Groups `claimed` items (in due order) into runs: the deliveries of one engine and tenant in
+/// batches of at most [`MAX_DELIVERY_BATCH`] events (a pack counts its events) and
+/// [`MAX_DELIVERY_BATCH_BYTES`] of payloads, each in due order; jobs and events to deliver
+/// alone one per run. Runs are ordered by their first item.
 fn into_runs(claimed: Vec<ClaimedWork>, alone: &Alone) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
-    // The open batch of each (engine, tenant): an index into `runs`.
-    let mut open: std::collections::HashMap<(String, String), usize> =
+    // The open batch of each (engine, tenant): an index into `runs`, and the calls and payload
+    // bytes it holds.
+    let mut open: std::collections::HashMap<(String, String), (usize, usize, usize)> =
         std::collections::HashMap::new();
     for work in claimed {
         if work.kind == WorkKind::Job || alone.take(&work.id) {
@@ -423,14 +478,18 @@ fn into_runs(claimed: Vec<ClaimedWork>, alone: &Alone) -> Vec<Run> {
             continue;
         }
         let key = (work.engine_code.clone(), work.tenant_id.clone());
-        let fits = |run: &Run| {
-            let bytes: usize = run.iter().map(|work| work.payload.len()).sum();
-            run.len() < MAX_DELIVERY_BATCH && bytes + work.payload.len() <= MAX_DELIVERY_BATCH_BYTES
-        };
-        match open.get(&key) {
-            Some(&index) if fits(&runs[index]) => runs[index].push(work),
+        let (calls, bytes) = (work.calls(), work.payload.len());
+        match open.get_mut(&key) {
+            Some((index, open_calls, open_bytes))
+                if *open_calls + calls <= MAX_DELIVERY_BATCH
+                    && *open_bytes + bytes <= MAX_DELIVERY_BATCH_BYTES =>
+            {
+                *open_calls += calls;
+                *open_bytes += bytes;
+                runs[*index].push(work);
+            }
             _ => {
-                open.insert(key, runs.len());
+                open.insert(key, (runs.len(), calls, bytes));
                 runs.push(vec![work]);
             }
         }
@@ -671,10 +730,21 @@ enum RunOutcome {
     /// The item at `index` failed with `reason`: nothing the run buffered since its last
     /// commit is kept (the items a synchronisation point committed with their completions
     /// are done).
-    Failed { index: usize, reason: String },
+    Failed {
+        index: usize,
+        reason: String,
+        kept: Kept,
+    },
     /// Every item ran but their unit could not be committed.
-    NotCommitted(String),
+    NotCommitted { reason: String, kept: Kept },
 }
+
+/// Per item of a run, how many of its first calls had their effects committed by a
+/// synchronisation point (of a later call of the same item) without the item completing: a
+/// pack split after a failure delivers its events from there on ([`WorkQueue::split`]), so an
+/// event whose call ended before such a commit is not delivered again. (A run cut off by its
+/// deadline records nothing for the call it was in.)
+type Kept = Vec<usize>;
 
 /// Runs one claimed run in the worker's slot `permit` holds, once admitted within its
 /// tenant's share of the engine runtime, and records its outcome. A run not admitted within
@@ -735,10 +805,24 @@ async fn run_one(
     drop(permit);
     let recorded = match outcome {
         RunOutcome::Done => Ok(()),
-        RunOutcome::Failed { index, reason } => {
+        RunOutcome::Failed {
+            index,
+            reason,
+            kept,
+        } => {
             let work = &run[index];
             tracing::warn!(engine = %work.engine_code, work_id = %work.id, kind = work.kind.as_str(), attempt = work.attempt, batch = run.len(), error = %reason, "engine work failed");
-            if index == 0 {
+            if work.is_pack() {
+                // Its events run one by one next; the other items go back uncounted.
+                let others: Vec<ClaimedWork> = run
+                    .iter()
+                    .enumerate()
+                    .filter(|(other, _)| *other != index)
+                    .map(|(_, work)| work.clone())
+                    .collect();
+                let rest = queue.release(&others).await;
+                queue.split(work, kept[index]).await.and(rest)
+            } else if index == 0 {
                 let rest = queue.release(&run[1..]).await;
                 queue.fail(work, &reason).await.and(rest)
             } else {
@@ -746,16 +830,23 @@ async fn run_one(
                 queue.release(&run).await
             }
         }
-        RunOutcome::NotCommitted(reason) if run.len() == 1 => {
+        RunOutcome::NotCommitted { reason, .. } if run.len() == 1 && !first.is_pack() => {
             tracing::warn!(engine = %first.engine_code, work_id = %first.id, kind = first.kind.as_str(), attempt = first.attempt, error = %reason, "engine work failed");
             queue.fail(first, &reason).await
         }
-        RunOutcome::NotCommitted(reason) => {
+        RunOutcome::NotCommitted { reason, kept } => {
             tracing::warn!(engine = %first.engine_code, items = run.len(), error = %reason, "a batch of engine work could not be committed; each item runs alone next");
-            for work in &run {
-                alone.insert(&work.id);
+            let mut singles = Vec::new();
+            let mut recorded = Ok(());
+            for (work, kept) in run.iter().zip(kept) {
+                if work.is_pack() {
+                    recorded = queue.split(work, kept).await.and(recorded);
+                } else {
+                    alone.insert(&work.id);
+                    singles.push(work.clone());
+                }
             }
-            queue.release(&run).await
+            queue.release(&singles).await.and(recorded)
         }
     };
     if let Err(error) = recorded {
@@ -778,24 +869,41 @@ async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit
         return RunOutcome::Failed {
             index: 0,
             reason: format!("the engine {} is not loaded", first.engine_code),
+            kept: vec![0; run.len()],
         };
     };
+    // Each call, with the index in `run` of its item, which completes after its last call.
     let mut deliveries = Vec::with_capacity(run.len());
     for (index, work) in run.iter().enumerate() {
-        let delivery = match work.kind {
-            WorkKind::Event => match serde_json::from_slice::<BusEvent>(&work.payload) {
-                Ok(event) => (
-                    event.correlation_id.clone(),
-                    Delivery::Event(event_to_wit(&event)),
-                ),
+        match work.kind {
+            WorkKind::Event => match delivered_events(&work.payload) {
+                Ok(events) if !events.is_empty() => {
+                    let last = events.len() - 1;
+                    deliveries.extend(events.iter().enumerate().map(|(position, event)| {
+                        let completes = position == last;
+                        (
+                            event.correlation_id.clone(),
+                            Delivery::Event(event_to_wit(event)),
+                            (index, position, completes),
+                        )
+                    }));
+                }
+                Ok(_) => {
+                    return RunOutcome::Failed {
+                        index,
+                        reason: "an undeliverable event: an empty pack".to_owned(),
+                        kept: vec![0; run.len()],
+                    };
+                }
                 Err(error) => {
                     return RunOutcome::Failed {
                         index,
                         reason: format!("an undeliverable event: {error}"),
+                        kept: vec![0; run.len()],
                     };
                 }
             },
-            WorkKind::Job => (
+            WorkKind::Job => deliveries.push((
                 work.id.clone(),
                 Delivery::Job(wit::Job {
                     id: work.id.clone(),
@@ -803,14 +911,15 @@ async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit
                     payload: work.payload.clone(),
                     attempt: work.attempt,
                 }),
-            ),
-        };
-        deliveries.push(delivery);
+                (index, 0, true),
+            )),
+        }
     }
     let scope = engine.scope(&first.tenant_id, Some(deliveries[0].0.clone()));
     let runtime = engines.runtime();
-    // The item running, for a trap or the deadline.
+    // The item running (its index in `run`), for a trap or the deadline.
     let current = std::sync::atomic::AtomicUsize::new(0);
+    let kept = std::sync::Mutex::new(vec![0; run.len()]);
     let outcome = runtime
         .call_admitted(
             admitted,
@@ -822,20 +931,27 @@ async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit
                 .lifecycle_timeout,
             Result::is_ok,
             async |guest, store| {
-                for (index, ((correlation_id, delivery), work)) in
-                    deliveries.into_iter().zip(run).enumerate()
-                {
+                for (correlation_id, delivery, (index, position, completes)) in deliveries {
                     current.store(index, std::sync::atomic::Ordering::Relaxed);
                     store.data_mut().begin_delivery(correlation_id);
+                    let commit_points = store.data().commit_points();
                     let result = match &delivery {
-                        Delivery::Event(event) => guest.call_on_event(&mut *store, event).await?,
-                        Delivery::Job(job) => guest.call_run_job(&mut *store, job).await?,
+                        Delivery::Event(event) => guest.call_on_event(&mut *store, event).await,
+                        Delivery::Job(job) => guest.call_run_job(&mut *store, job).await,
                     };
-                    match result {
-                        Ok(()) => store
-                            .data_mut()
-                            .unit
-                            .complete((work.id.clone(), work.attempt)),
+                    if store.data().commit_points() != commit_points {
+                        // The calls of this item before this one are committed.
+                        kept.lock().expect("kept calls lock")[index] = position;
+                    }
+                    match result? {
+                        Ok(()) if completes => {
+                            let work = &run[index];
+                            store
+                                .data_mut()
+                                .unit
+                                .complete((work.id.clone(), work.attempt));
+                        }
+                        Ok(()) => {}
                         Err(reason) => return Ok(Err((index, reason))),
                     }
                 }
@@ -844,13 +960,19 @@ async fn deliver(engines: &EngineRegistry, run: &[ClaimedWork], admitted: Permit
         )
         .await;
     let failed_at = || current.load(std::sync::atomic::Ordering::Relaxed);
+    let kept = kept.into_inner().expect("kept calls lock");
     match outcome {
         Ok(Ok(())) => RunOutcome::Done,
-        Ok(Err((index, reason))) => RunOutcome::Failed { index, reason },
-        Err(CallError::Commit(reason)) => RunOutcome::NotCommitted(reason),
+        Ok(Err((index, reason))) => RunOutcome::Failed {
+            index,
+            reason,
+            kept,
+        },
+        Err(CallError::Commit(reason)) => RunOutcome::NotCommitted { reason, kept },
         Err(error) => RunOutcome::Failed {
             index: failed_at(),
             reason: error.into_reason(&engine.descriptor.code),
+            kept,
         },
     }
 }
@@ -944,6 +1066,24 @@ mod tests {
         assert_eq!(
             ids(&into_runs(large, &alone)),
             [vec!["l1", "l2", "l3"], vec!["l4"], vec!["huge"], vec!["l5"]]
+        );
+
+        // A pack counts its events toward the batch.
+        let pack = |id: &str, events: usize| ClaimedWork {
+            payload: serde_json::to_vec(&vec![serde_json::json!({}); events]).unwrap(),
+            ..work(id, "activity", "t1", WorkKind::Event)
+        };
+        let packs = vec![
+            pack("p1", 6),
+            pack("p2", 6),
+            pack("p3", MAX_DELIVERY_BATCH - 12),
+            pack("p4", 1),
+            work("e8", "activity", "t1", WorkKind::Event),
+        ];
+        assert!(pack("p1", 6).is_pack() && !pack("p4", 1).is_pack());
+        assert_eq!(
+            ids(&into_runs(packs, &alone)),
+            [vec!["p1", "p2", "p3"], vec!["p4", "e8"]]
         );
     }
 }
