@@ -576,6 +576,7 @@ fn event_context(tenant: &BenchTenant) -> EventContext {
         correlation_id: Some(uuid::Uuid::new_v4().to_string()),
         intention_id: Some(uuid::Uuid::new_v4().to_string()),
         depth: 0,
+        traceparent: None,
     }
 }
 

@@ -21,7 +21,7 @@ use crate::core::projections::bus_relay::EventSink;
 use crate::http::{
     backpressure, client_address, connections, conventions, rate_limit, request_metrics,
 };
-use crate::runtime::bus::BusEvent;
+use crate::runtime::bus::{BusEvent, Relayed};
 use crate::state::AppState;
 use crate::storage::Tx;
 
@@ -130,7 +130,12 @@ impl EventSink for EngineBus {
         Box::pin(async move {
             let events = events
                 .into_iter()
-                .map(bus_event)
+                .map(|event| {
+                    Ok(Relayed {
+                        event: bus_event(event)?,
+                        traceparent: event.traceparent.clone(),
+                    })
+                })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             self.0.publish_packed_in(tx, &events).await?;
             Ok(())

@@ -14,6 +14,7 @@ use crate::config::{Config, ServeArgs, StorageArgs};
 use crate::orchestrator::Orchestrator;
 use crate::runtime::RegistryRole;
 use crate::server::{Application, shutdown_signal};
+use crate::settings::SettingFlags;
 use crate::storage::Database;
 use crate::tenancy::{NewUser, Role, TenancyService, UserType};
 
@@ -30,17 +31,73 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve /auth, /core and every engine on one listener.
-    Serve(ServeArgs),
+    /// Serve /auth, /core and every engine on one listener. Every setting is a flag, an
+    /// environment variable and a key of the --config file (flag, else environment, else file,
+    /// else default; README: Configuration).
+    Serve(ServeCommand),
     /// Administer tenants, users, engines, signing keys and backups (works while a server
     /// runs).
     Admin(AdminArgs),
 }
 
+/// `tessera serve`'s command line.
+#[derive(Debug, Args)]
+pub struct ServeCommand {
+    /// A TOML file of settings (keys: the variables' names without `TESSERA_`, lower-case, or
+    /// in tables: `[rate_limit]` `auth = 60`); below flags and the environment.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: SettingFlags,
+}
+
+/// Where the admin commands find the data, as `serve` does.
+#[derive(Debug, Clone, Args)]
+pub struct AdminStorageFlags {
+    /// A TOML file of settings, as `serve --config` reads (for the data dir, database, plugins,
+    /// service secret and password policy).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Folder for the SQLite file, blobs and generated keys [env: TESSERA_DATA_DIR]
+    /// [default: ./data].
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// `sqlite://…` (default `sqlite://<data-dir>/tessera.db`) or `postgres://…`
+    /// [env: TESSERA_DATABASE_URL].
+    #[arg(long, global = true)]
+    pub database_url: Option<String>,
+    /// Folder of engine components (`*.wasm`) [env: TESSERA_PLUGINS_DIR] [default: ./plugins].
+    #[arg(long, global = true)]
+    pub plugins_dir: Option<PathBuf>,
+}
+
+impl AdminStorageFlags {
+    /// The flags given, by variable name.
+    fn given(&self) -> std::collections::BTreeMap<String, String> {
+        let mut given = std::collections::BTreeMap::new();
+        if let Some(data_dir) = &self.data_dir {
+            given.insert(
+                "TESSERA_DATA_DIR".to_owned(),
+                data_dir.display().to_string(),
+            );
+        }
+        if let Some(url) = &self.database_url {
+            given.insert("TESSERA_DATABASE_URL".to_owned(), url.clone());
+        }
+        if let Some(plugins_dir) = &self.plugins_dir {
+            given.insert(
+                "TESSERA_PLUGINS_DIR".to_owned(),
+                plugins_dir.display().to_string(),
+            );
+        }
+        given
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct AdminArgs {
     #[command(flatten)]
-    pub storage: StorageArgs,
+    pub storage: AdminStorageFlags,
     /// `json`: one JSON object or array on one line (for scripts); `table`: aligned columns
     /// for people.
     #[arg(long, value_enum, default_value = "json", global = true)]
@@ -178,6 +235,25 @@ pub enum TenancyCommand {
         #[arg(long)]
         email: String,
     },
+    /// Delete a user: their data on the engines that provision users, then the account with
+    /// its memberships, sessions and second factors. What they created stays with the tenants.
+    DeleteUser {
+        #[arg(long)]
+        email: String,
+    },
+    /// Stop a tenant's members using it: no token for it, the ones issued refused within
+    /// seconds. Its data stays.
+    DisableTenant {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Let a disabled tenant's members in again.
+    EnableTenant {
+        /// The tenant's slug.
+        #[arg(long)]
+        tenant: String,
+    },
     /// Delete a tenant and everything it holds, on every engine too. Irreversible: take a
     /// backup first. Members' accounts stay.
     DeleteTenant {
@@ -211,9 +287,15 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => {
+        Command::Serve(command) => {
+            // The settings' sources first: the log filter is one of them.
+            let args = crate::settings::install(command.settings.given, command.config.as_deref())
+                .and_then(|()| ServeArgs::from_settings());
             let telemetry = crate::telemetry::init_serving("info", runtime.handle().clone());
-            let served = runtime.block_on(serve(args));
+            let served = match args {
+                Ok(args) => runtime.block_on(serve(args)),
+                Err(error) => Err(error),
+            };
             // The last spans go out while the runtime still runs their requests.
             telemetry.shutdown();
             // Past the shutdown deadline, tasks still running are dropped, not waited for.
@@ -231,6 +313,12 @@ pub fn main() -> ExitCode {
             }
         }
         Command::Admin(args) => {
+            if let Err(error) =
+                crate::settings::install(args.storage.given(), args.storage.config.as_deref())
+            {
+                eprintln!("error: {error:#}");
+                return ExitCode::FAILURE;
+            }
             crate::telemetry::init("warn");
             let format = args.format;
             match runtime.block_on(admin(args)) {
@@ -259,7 +347,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// Runs one admin command; returns what to print.
 pub async fn admin(args: AdminArgs) -> anyhow::Result<Value> {
     let config = Config::from_serve_args(ServeArgs {
-        storage: args.storage.clone(),
+        storage: StorageArgs::from_settings()?,
         listen: ([127, 0, 0, 1], 8080).into(),
         public_url: None,
         max_body_bytes: 1024 * 1024,
@@ -389,6 +477,9 @@ async fn run_admin_command(
         }
         TenancyCommand::DisableUser { email } => json(tenancy.disable_user(&email).await?),
         TenancyCommand::EnableUser { email } => json(tenancy.enable_user(&email).await?),
+        TenancyCommand::DeleteUser { email } => json(tenancy.delete_user(&email).await?),
+        TenancyCommand::DisableTenant { tenant } => json(tenancy.disable_tenant(&tenant).await?),
+        TenancyCommand::EnableTenant { tenant } => json(tenancy.enable_tenant(&tenant).await?),
         TenancyCommand::DeleteTenant { tenant } => json(tenancy.delete_tenant(&tenant).await?),
         TenancyCommand::ListEngines => json(tenancy.list_engines().await?),
         TenancyCommand::RetryProvisioning { tenant } => {

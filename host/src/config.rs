@@ -1,5 +1,6 @@
-//! Configuration: every flag and variable of CONTRACT §2 (flag, else environment variable,
-//! else default), parsed once at start into a [`Config`] that the rest of the host reads.
+//! Configuration: every setting of CONTRACT §2 and §8 (flag, else environment variable, else
+//! config file, else default; the registry is `settings.rs`), parsed once at start into a
+//! [`Config`] that the rest of the host reads.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,7 +9,6 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Args;
 
 use crate::core::projections::worker::ProjectionConfig;
 use crate::runtime::RuntimeConfig;
@@ -19,30 +19,28 @@ pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env
 pub use tessera_runtime::config::{EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig};
 
 /// Where the host keeps its data: shared by `serve` and every `admin` command.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
 pub struct StorageArgs {
-    /// Folder for the SQLite file, blobs and generated keys.
-    #[arg(
-        long,
-        env = "TESSERA_DATA_DIR",
-        default_value = "./data",
-        global = true
-    )]
+    /// Folder for the SQLite file, blobs and generated keys (`TESSERA_DATA_DIR`).
     pub data_dir: PathBuf,
-    /// `sqlite://…` (default `sqlite://<data-dir>/tessera.db`) or `postgres://…`.
-    #[arg(long, env = "TESSERA_DATABASE_URL", global = true)]
+    /// `sqlite://…` (default `sqlite://<data-dir>/tessera.db`) or `postgres://…`
+    /// (`TESSERA_DATABASE_URL`).
     pub database_url: Option<String>,
-    /// Folder of engine components (`*.wasm`).
-    #[arg(
-        long,
-        env = "TESSERA_PLUGINS_DIR",
-        default_value = "./plugins",
-        global = true
-    )]
+    /// Folder of engine components, `*.wasm` (`TESSERA_PLUGINS_DIR`).
     pub plugins_dir: PathBuf,
 }
 
 impl StorageArgs {
+    /// From the settings: flag, else environment, else config file, else default.
+    pub fn from_settings() -> anyhow::Result<Self> {
+        Ok(Self {
+            data_dir: env_var("TESSERA_DATA_DIR")?.unwrap_or_else(|| PathBuf::from("./data")),
+            database_url: env_var("TESSERA_DATABASE_URL")?,
+            plugins_dir: env_var("TESSERA_PLUGINS_DIR")?
+                .unwrap_or_else(|| PathBuf::from("./plugins")),
+        })
+    }
+
     pub fn database_config(&self) -> DatabaseConfig {
         DatabaseConfig {
             url: self
@@ -56,20 +54,30 @@ impl StorageArgs {
     }
 }
 
-/// `tessera serve`.
-#[derive(Debug, Clone, Args)]
+/// What `tessera serve` is told besides the settings every part reads for itself.
+#[derive(Debug, Clone)]
 pub struct ServeArgs {
-    #[command(flatten)]
     pub storage: StorageArgs,
-    /// Address to listen on.
-    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:8080")]
+    /// Address to listen on (`TESSERA_LISTEN`).
     pub listen: SocketAddr,
-    /// Public base URL (default `http://<listen>`): base of `meta.services` and engine URLs.
-    #[arg(long, env = "TESSERA_PUBLIC_URL")]
+    /// Public base URL, default `http://<listen>` (`TESSERA_PUBLIC_URL`).
     pub public_url: Option<String>,
-    /// Largest request body accepted, in bytes (413 beyond).
-    #[arg(long, env = "TESSERA_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    /// Largest request body accepted, in bytes, 413 beyond (`TESSERA_MAX_BODY_BYTES`).
     pub max_body_bytes: usize,
+}
+
+impl ServeArgs {
+    /// From the settings: flag, else environment, else config file, else default.
+    pub fn from_settings() -> anyhow::Result<Self> {
+        Ok(Self {
+            storage: StorageArgs::from_settings()?,
+            listen: env_var("TESSERA_LISTEN")?
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            public_url: env_var::<String>("TESSERA_PUBLIC_URL")?
+                .filter(|url| !url.trim().is_empty()),
+            max_body_bytes: env_var("TESSERA_MAX_BODY_BYTES")?.unwrap_or(1024 * 1024),
+        })
+    }
 }
 
 /// The whole configuration of a running host.
@@ -298,9 +306,7 @@ impl Config {
                     runtime.max_instances = instances;
                 }
                 runtime.engine_limits = crate::runtime::component_limits::engine_limits(
-                    std::env::vars_os().filter_map(|(name, value)| {
-                        Some((name.into_string().ok()?, value.into_string().ok()?))
-                    }),
+                    crate::settings::family_variables(),
                     runtime.max_instances,
                 )
                 .map_err(anyhow::Error::msg)?;
@@ -358,9 +364,7 @@ impl Config {
                 .map(|hosts| hosts.0)
                 .unwrap_or_default(),
             engine_settings: crate::runtime::engine_settings::operator_settings(
-                std::env::vars_os().filter_map(|(name, value)| {
-                    Some((name.into_string().ok()?, value.into_string().ok()?))
-                }),
+                crate::settings::family_variables(),
             ),
             backlog: {
                 let mut backlog = crate::http::backpressure::BacklogBound::default();

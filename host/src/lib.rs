@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod probes;
 pub mod secrets;
 pub mod server;
+pub mod settings;
 pub mod state;
 pub mod table;
 pub mod telemetry;

@@ -63,10 +63,17 @@ pub fn init_serving(default_filter: &str, runtime: tokio::runtime::Handle) -> Te
 }
 
 fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
-    let filter =
-        EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let json =
-        std::env::var("TESSERA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
+    // Read as every setting is (flag, environment, config file); a malformed value falls back
+    // to the default, since nothing can log the error yet.
+    let filter = crate::config::env_var::<String>("TESSERA_LOG")
+        .ok()
+        .flatten()
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_filter));
+    let json = crate::config::env_var::<String>("TESSERA_LOG_FORMAT")
+        .ok()
+        .flatten()
+        .is_some_and(|format| format.eq_ignore_ascii_case("json"));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());

@@ -15,6 +15,7 @@ mod backup;
 mod chat;
 mod chat_webhook_chunks;
 mod cli;
+mod configuration;
 mod conventions;
 mod data_dir;
 mod dev_loop;

@@ -62,6 +62,102 @@ fn kid(token: &str) -> String {
 }
 
 database_test!(
+    a_disabled_tenant_issues_no_token_and_refuses_those_issued_until_enabled,
+    |backend| async move {
+        let app = host_with_ada(backend).await;
+        let before = signed_in(&app).await;
+        json_with_status(app.get_as(ME, &access(&before)).await, 200).await;
+
+        let disabled = app.admin(&["disable-tenant", "--tenant", "acme"]).json();
+        assert_eq!(disabled["slug"], "acme");
+        assert_eq!(disabled["disabled"], true);
+        assert_eq!(disabled["changed"], true);
+        assert_eq!(
+            app.admin(&["disable-tenant", "--tenant", "acme"]).json()["changed"],
+            false
+        );
+        // No new token for it, no refresh, and the token issued before is refused within the
+        // membership cache's few seconds.
+        json_with_status(login(&app).await, 401).await;
+        json_with_status(
+            app.post_json(
+                REFRESH,
+                &json!({ "refresh_token": before["data"]["refresh_token"] }),
+            )
+            .await,
+            401,
+        )
+        .await;
+        eventually(10, "the earlier token refused", || async {
+            (app.get_as(ME, &access(&before)).await.status() == 401).then_some(())
+        })
+        .await;
+        assert!(
+            !app.admin(&["disable-tenant", "--tenant", "nowhere"])
+                .success
+        );
+
+        let enabled = app.admin(&["enable-tenant", "--tenant", "acme"]).json();
+        assert_eq!(
+            (&enabled["disabled"], &enabled["changed"]),
+            (&json!(false), &json!(true))
+        );
+        let after = signed_in(&app).await;
+        eventually(10, "the new token served", || async {
+            (app.get_as(ME, &access(&after)).await.status() == 200).then_some(())
+        })
+        .await;
+        app.stop().await;
+    }
+);
+
+database_test!(
+    a_deleted_user_is_gone_with_their_sessions_while_what_they_made_stays,
+    |backend| async move {
+        let app = host_with_ada(backend).await;
+        let signed = signed_in(&app).await;
+        let token = access(&signed);
+        let created = app
+            .create_entity(&token, "contact", json!({ "name": "Grace" }))
+            .await;
+
+        let deleted = app
+            .admin(&["delete-user", "--email", "ada@example.com"])
+            .json();
+        assert_eq!(deleted["email"], "ada@example.com");
+        let tenants = deleted["tenants"].as_object().unwrap();
+        assert_eq!(tenants.len(), 1, "{deleted}");
+        assert!(
+            !app.admin(&["show-user", "--email", "ada@example.com"])
+                .success
+        );
+        assert_eq!(
+            app.scalar("SELECT COUNT(*) FROM sessions").await,
+            0,
+            "the sessions went with the account"
+        );
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM refresh_tokens").await, 0);
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM memberships").await, 0);
+        json_with_status(login(&app).await, 401).await;
+        eventually(10, "the earlier token refused", || async {
+            (app.get_as(ME, &token).await.status() == 401).then_some(())
+        })
+        .await;
+        // The tenant keeps what Ada made, and the e-mail address can be used again.
+        let tenant = app.admin(&["show-tenant", "--tenant", "acme"]).json();
+        assert_eq!(tenant["entities"], 1, "{tenant} {created}");
+        assert_eq!(tenant["members"], 0, "{tenant}");
+        create_owner(&app.database, "acme", "ada@example.com", PASSWORD);
+        signed_in(&app).await;
+        assert!(
+            !app.admin(&["delete-user", "--email", "nobody@example.com"])
+                .success
+        );
+        app.stop().await;
+    }
+);
+
+database_test!(
     a_disabled_user_cannot_sign_in_and_loses_every_token_until_enabled,
     |backend| async move {
         let app = host_with_ada(backend).await;

@@ -520,6 +520,7 @@ impl Log {
             data: data.to_string(),
             occurred_at: "2026-11-21T10:00:00.000000Z".to_owned(),
             entity_state: None,
+            traceparent: None,
         });
         self
     }

@@ -618,6 +618,7 @@ database_test!(
             correlation_id: Some("c-2".into()),
             intention_id: Some("in-2".into()),
             depth: 1,
+            traceparent: None,
         };
         let new_event = |event_type: &str, field: &str| NewEvent {
             event_type: event_type.into(),

@@ -392,3 +392,63 @@ async fn a_chat_message_and_its_webhook_delivery_are_one_trace_that_the_receiver
     assert_eq!(parent_of(&posting_call).name, "request");
     assert_eq!(served.terminate().code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_intention_and_the_engine_deliveries_of_its_events_are_one_trace() {
+    // A tenant on the activity engine, which subscribes to the core's `entity.*` events.
+    let database = TestDatabase::new(Backend::Sqlite).await;
+    crate::components::install_engines(&database.data_dir.join("plugins"), &["activity"]);
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            database: Some(database),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant = app.create_tenant("acme");
+    let owner = create_owner(&app.database, "acme", "ada@example.com", "Correct1horse");
+    let token = app
+        .token(&tenant, owner["user_id"].as_str().unwrap(), "owner")
+        .await;
+    let database = app.stop_keeping_database().await;
+
+    let (port, received) = receiver().await;
+    let served = ServeProcess::start(|command| {
+        command
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            )
+            .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+        on_database(command, &database)
+    });
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let created = reqwest::Client::new()
+        .post(served.url("/core/api/v1/intentions"))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{trace_id}-b7ad6b7169203331-01"))
+        .json(&json!({
+            "type": "entity.create",
+            "payload": { "family": "contact", "fields": { "name": "Grace" } },
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200, "{:?}", created.text().await);
+
+    // Activity's delivery of the contact's events ran in the request's trace, as its child.
+    let spans = eventually(20, "the delivery's span exported", || async {
+        let spans = received.spans_of(trace_id);
+        spans
+            .iter()
+            .any(|span| span.name == "engine work")
+            .then_some(spans)
+    })
+    .await;
+    let work = span_named(&spans, "engine work");
+    let request = span_named(&spans, "request");
+    assert_eq!(work.parent_span_id, request.span_id, "{spans:?}");
+    assert_eq!(request.parent_span_id, "b7ad6b7169203331");
+    assert_eq!(served.terminate().code(), Some(0));
+}

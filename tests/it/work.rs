@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::database_test;
 use crate::helpers::{AppOptions, TestApp, eventually, json_with_status, spawn_app_with};
-use tessera_host::runtime::bus::BusEvent;
+use tessera_host::runtime::bus::{BusEvent, Relayed};
 use tessera_host::runtime::work::{ClaimedWork, NewWork, WorkKind, WorkQueue};
 
 /// Generous: the worker polls every 500 ms and retries after 1 s.
@@ -428,9 +428,16 @@ database_test!(
         // Published as the bus relay publishes the core's events: one pack of three.
         let database = &app.state().database;
         let mut tx = database.begin().await.unwrap();
+        let relayed: Vec<Relayed> = events
+            .iter()
+            .map(|event| Relayed {
+                event: event.clone(),
+                traceparent: None,
+            })
+            .collect();
         let delivered = services
             .bus
-            .publish_packed_in(&mut tx, &events)
+            .publish_packed_in(&mut tx, &relayed)
             .await
             .unwrap();
         let rows: i64 = tessera_host::on_tx!(&mut tx, conn => sqlx::query_scalar(

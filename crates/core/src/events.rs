@@ -102,6 +102,9 @@ pub struct EventContext {
     pub intention_id: Option<String>,
     /// Workflow hops that led here; 0 for a person's intention.
     pub depth: i64,
+    /// The W3C `traceparent` of the span the events were submitted in (tracing on), which the
+    /// engines' deliveries of them continue.
+    pub traceparent: Option<String>,
 }
 
 /// What an append assigned to an event.
@@ -111,7 +114,7 @@ pub struct AppendedEvent {
     pub sequence: i64,
 }
 
-/// Rows per multi-row `INSERT` (at most 8 parameters each, far below both databases' limits).
+/// Rows per multi-row `INSERT` (at most 9 parameters each, far below both databases' limits).
 const INSERT_CHUNK: usize = 200;
 
 /// Events to append with one context and time, e.g. those of one intention.
@@ -206,6 +209,7 @@ pub async fn append_groups(
                 depth: context.depth,
                 occurred_at: group.occurred_at,
                 entity_state: group.entity_state,
+                traceparent: context.traceparent.as_deref(),
             });
         }
         for (group_offset, event) in (0_i64..).zip(group.events) {
@@ -260,6 +264,10 @@ pub struct StoredEvent {
     pub occurred_at: String,
     /// [`EntityState`] JSON on the first event of an intention.
     pub entity_state: Option<String>,
+    /// The trace its intention was submitted in ([`EventContext::traceparent`]); read as
+    /// `None` where a query leaves it out (logs from before migration 21).
+    #[sqlx(default)]
+    pub traceparent: Option<String>,
 }
 
 impl StoredEvent {
@@ -329,6 +337,7 @@ mod tests {
             data: Value::Object(entry.data).to_string(),
             occurred_at: "2026-11-21T10:00:00.000000Z".into(),
             entity_state: None,
+            traceparent: None,
         };
         assert_eq!(stored.domain_event().unwrap(), Some(event));
     }

@@ -268,6 +268,9 @@ pub struct Submitter {
     pub correlation_id: Option<String>,
     /// Workflow hops that led to this intention; 0 for a person.
     pub depth: i64,
+    /// The W3C `traceparent` of the request (or of the event a workflow runs for), which the
+    /// engines' deliveries of its events continue (tracing on).
+    pub traceparent: Option<String>,
 }
 
 /// An intention checked against everything that does not change under it (the family of a
@@ -628,6 +631,7 @@ async fn decide(
             correlation_id: submitter.correlation_id.clone(),
             intention_id: Some(intention_id.clone()),
             depth: submitter.depth,
+            traceparent: submitter.traceparent.clone(),
         },
         intention_id,
         kind: prepared.kind(),

@@ -1,10 +1,44 @@
 //! The configuration pieces of the HTTP kit: the listener's limits ([`HttpConfig`]), the rate
-//! limits ([`RateLimitConfig`]), secrets that never print ([`Secret`]) and the environment
-//! variable reader every config section uses ([`env_var`]). The binary assembles them into its
-//! one `Config`.
+//! limits ([`RateLimitConfig`]), secrets that never print ([`Secret`]) and the reader of
+//! settings every config section uses ([`env_var`]: the flag, else the environment variable,
+//! else the config file, once the binary [`install_sources`]). The binary assembles them into
+//! its one `Config`.
 
+use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// What the command line and the config file say, by variable name, below and above the
+/// environment ([`install_sources`]).
+#[derive(Debug, Default)]
+struct Sources {
+    flags: BTreeMap<String, String>,
+    file: BTreeMap<String, String>,
+}
+
+static SOURCES: OnceLock<Sources> = OnceLock::new();
+
+/// Makes `flags` (above the environment) and the config file's `file` values (below it) the
+/// other sources of [`env_var`], by variable name, for the rest of the process; once, at start
+/// (later calls change nothing). Without it only the environment is read.
+pub fn install_sources(flags: BTreeMap<String, String>, file: BTreeMap<String, String>) {
+    let _ = SOURCES.set(Sources { flags, file });
+}
+
+/// `environment` (variable, value) merged with the installed file's values beneath it and the
+/// flags' above it, by variable name.
+pub fn all_values(environment: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let mut values: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(sources) = SOURCES.get() {
+        values.extend(sources.file.clone());
+    }
+    values.extend(environment);
+    if let Some(sources) = SOURCES.get() {
+        values.extend(sources.flags.clone());
+    }
+    values.into_iter().collect()
+}
 
 /// A secret value: never printed, never logged.
 #[derive(Clone, PartialEq, Eq)]
@@ -83,7 +117,8 @@ pub struct RateLimitConfig {
     pub write_per_minute: u32,
 }
 
-/// An environment variable parsed as `T`; `None` when unset, a clear error when malformed.
+/// A setting parsed as `T` (its flag, else its environment variable `name`, else its key in the
+/// config file); `None` when unset, a clear error naming `name` when malformed.
 pub fn env_var<T>(name: &str) -> anyhow::Result<Option<T>>
 where
     T: FromStr,
@@ -123,11 +158,18 @@ where
     }
 }
 
-/// The raw value of the environment variable `name`, `None` when unset.
+/// The raw value of the setting `name`: its flag, else the environment variable, else the
+/// config file; `None` when none sets it.
 fn read_env(name: &str) -> anyhow::Result<Option<String>> {
+    let sources = SOURCES.get();
+    if let Some(value) = sources.and_then(|sources| sources.flags.get(name)) {
+        return Ok(Some(value.clone()));
+    }
     match std::env::var(name) {
         Ok(text) => Ok(Some(text)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotPresent) => {
+            Ok(sources.and_then(|sources| sources.file.get(name).cloned()))
+        }
         Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not valid UTF-8"),
     }
 }

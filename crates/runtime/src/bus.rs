@@ -130,11 +130,12 @@ impl EventBus {
     ///
     /// A pack runs as one delivery of its events in order; one that fails, or whose run could
     /// not commit, is split into one delivery per event ([`WorkQueue::split`]), which then
-    /// fail and retry on their own, as if never packed.
+    /// fail and retry on their own, as if never packed. A pack holds the events of one trace
+    /// only (their [`Relayed::traceparent`]), whose run continues it.
     pub async fn publish_packed_in(
         &self,
         tx: &mut tessera_storage::Tx,
-        events: &[BusEvent],
+        events: &[Relayed],
     ) -> anyhow::Result<usize> {
         let (deliveries, delivered) = packed_deliveries(&self.subscriptions, events)?;
         WorkQueue::insert_in(tx, &deliveries).await?;
@@ -189,14 +190,14 @@ impl EventBus {
 /// they deliver in all.
 fn packed_deliveries(
     subscriptions: &Subscriptions,
-    events: &[BusEvent],
+    events: &[Relayed],
 ) -> anyhow::Result<(Vec<NewWork>, usize)> {
     let mut packs: Vec<Pack> = Vec::new();
     // The open pack of each (engine, tenant): an index into `packs`.
     let mut open: std::collections::HashMap<(String, String), usize> =
         std::collections::HashMap::new();
     let mut delivered = 0;
-    for event in events {
+    for Relayed { event, traceparent } in events {
         let encoded = serde_json::to_vec(event)?;
         anyhow::ensure!(
             encoded.len() <= MAX_PAYLOAD_BYTES,
@@ -206,12 +207,14 @@ fn packed_deliveries(
             delivered += 1;
             let key = (engine_code, event.tenant_id.clone());
             match open.get(&key) {
-                Some(&index) if packs[index].fits(&encoded) => {
+                Some(&index)
+                    if packs[index].fits(&encoded) && packs[index].traceparent == *traceparent =>
+                {
                     packs[index].push(&event.id, &encoded);
                 }
                 _ => {
                     open.insert(key.clone(), packs.len());
-                    let mut pack = Pack::new(key.0, key.1);
+                    let mut pack = Pack::new(key.0, key.1, traceparent.clone());
                     pack.push(&event.id, &encoded);
                     packs.push(pack);
                 }
@@ -223,21 +226,31 @@ fn packed_deliveries(
     Ok((deliveries, delivered))
 }
 
+/// An event of the core's log on its way to the engines, with the trace its intention was
+/// submitted in (W3C `traceparent`, when traced), which its deliveries continue.
+#[derive(Debug, Clone)]
+pub struct Relayed {
+    pub event: BusEvent,
+    pub traceparent: Option<String>,
+}
+
 /// A delivery of several events to one engine in one tenant: its payload is the JSON array
 /// of the events, in order.
 struct Pack {
     engine_code: String,
     tenant_id: String,
+    traceparent: Option<String>,
     first_event_id: String,
     events: usize,
     payload: Vec<u8>,
 }
 
 impl Pack {
-    fn new(engine_code: String, tenant_id: String) -> Self {
+    fn new(engine_code: String, tenant_id: String, traceparent: Option<String>) -> Self {
         Self {
             engine_code,
             tenant_id,
+            traceparent,
             first_event_id: String::new(),
             events: 0,
             payload: vec![b'['],
@@ -281,7 +294,7 @@ impl Pack {
             kind: WorkKind::Event,
             payload,
             due_at,
-            traceparent: None,
+            traceparent: self.traceparent,
         }
     }
 }
@@ -324,15 +337,18 @@ mod tests {
         assert_ne!(delivery_id("t1a", "b", "c"), delivery_id("t1", "ab", "c"));
     }
 
-    fn event(id: &str, tenant_id: &str, event_type: &str) -> BusEvent {
-        BusEvent {
-            id: id.to_owned(),
-            event_type: event_type.to_owned(),
-            tenant_id: tenant_id.to_owned(),
-            occurred_at: "2026-11-27T00:00:00Z".to_owned(),
-            actor_id: None,
-            correlation_id: id.to_owned(),
-            payload: serde_json::json!({"n": id}),
+    fn event(id: &str, tenant_id: &str, event_type: &str) -> Relayed {
+        Relayed {
+            event: BusEvent {
+                id: id.to_owned(),
+                event_type: event_type.to_owned(),
+                tenant_id: tenant_id.to_owned(),
+                occurred_at: "2026-11-27T00:00:00Z".to_owned(),
+                actor_id: None,
+                correlation_id: id.to_owned(),
+                payload: serde_json::json!({"n": id}),
+            },
+            traceparent: None,
         }
     }
 
@@ -350,8 +366,18 @@ mod tests {
         events.extend(
             (0..MAX_DELIVERY_BATCH).map(|n| event(&format!("c{n}"), "t3", "entity.field_set")),
         );
+        // Two traces in one tenant: a pack each, carrying it.
+        let traced = |id: &str, trace: &str| Relayed {
+            traceparent: Some(trace.to_owned()),
+            ..event(id, "t4", "entity.created")
+        };
+        events.extend([
+            traced("d1", "trace-1"),
+            traced("d2", "trace-1"),
+            traced("d3", "trace-2"),
+        ]);
         let (deliveries, delivered) = packed_deliveries(&subscriptions, &events).unwrap();
-        assert_eq!(delivered, 4 + MAX_DELIVERY_BATCH);
+        assert_eq!(delivered, 7 + MAX_DELIVERY_BATCH);
         let packed: Vec<(&str, &str, Vec<String>)> = deliveries
             .iter()
             .map(|work| {
@@ -371,14 +397,24 @@ mod tests {
                 ("activity", "t2", vec!["b1".to_owned()]),
                 ("notes", "t1", vec!["a2".to_owned()]),
                 ("activity", "t3", c(0..MAX_DELIVERY_BATCH)),
+                ("activity", "t4", vec!["d1".to_owned(), "d2".to_owned()]),
+                ("activity", "t4", vec!["d3".to_owned()]),
             ]
+        );
+        let traces: Vec<Option<&str>> = deliveries
+            .iter()
+            .map(|work| work.traceparent.as_deref())
+            .collect();
+        assert_eq!(
+            traces,
+            [None, None, None, None, Some("trace-1"), Some("trace-2")]
         );
         // One event alone is stored as the delivery `deliveries` makes of it; a pack has an id
         // of its own, not its first event's.
         assert_eq!(deliveries[1].id, delivery_id("t2", "activity", "b1"));
         assert_eq!(
             serde_json::from_slice::<BusEvent>(&deliveries[1].payload).unwrap(),
-            events[1]
+            events[1].event
         );
         assert_ne!(deliveries[0].id, delivery_id("t1", "activity", "a1"));
         assert_eq!(delivered_events(b"  [ ]").unwrap(), Vec::<BusEvent>::new());

@@ -231,6 +231,27 @@ pub struct UserAccess {
     pub sessions_revoked: u64,
 }
 
+/// What `disable_tenant` / `enable_tenant` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantAccess {
+    pub tenant_id: String,
+    pub slug: String,
+    /// Whether the tenant is disabled now.
+    pub disabled: bool,
+    /// Whether this call changed it (false: it already was).
+    pub changed: bool,
+}
+
+/// What `delete_user` removed.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeletedUser {
+    pub user_id: String,
+    pub email: String,
+    /// The tenants the user was a member of (by id), each with the outcome of removing the
+    /// user's data from the engines that provision users.
+    pub tenants: BTreeMap<String, ProvisioningStatus>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CreatedWorkspace {
     pub workspace_id: String,
@@ -578,6 +599,63 @@ impl TenancyService {
             disabled: false,
             changed: was_disabled,
             sessions_revoked: 0,
+        })
+    }
+
+    /// Disables a tenant: its members get no token for it (signing in lands in another of
+    /// their tenants, or fails as for no membership) and the tokens issued for it are refused
+    /// (within the bearer check's membership cache, seconds). Its data and engines stay as
+    /// they are. Disabling a disabled tenant changes nothing.
+    pub async fn disable_tenant(&self, tenant_slug: &str) -> Result<TenantAccess, TenancyError> {
+        self.set_tenant_disabled(tenant_slug, Some(&time::now()))
+            .await
+    }
+
+    /// Lets a disabled tenant's members in again.
+    pub async fn enable_tenant(&self, tenant_slug: &str) -> Result<TenantAccess, TenancyError> {
+        self.set_tenant_disabled(tenant_slug, None).await
+    }
+
+    async fn set_tenant_disabled(
+        &self,
+        tenant_slug: &str,
+        disabled_at: Option<&str>,
+    ) -> Result<TenantAccess, TenancyError> {
+        let tenant = self.tenant_by_slug(tenant_slug).await?;
+        let mut tx = self.database.begin().await?;
+        let was_disabled = store::set_tenant_disabled(&mut tx, &tenant.id, disabled_at).await?;
+        tx.commit().await?;
+        let disabled = disabled_at.is_some();
+        Ok(TenantAccess {
+            tenant_id: tenant.id,
+            slug: tenant.slug,
+            disabled,
+            changed: was_disabled != disabled,
+        })
+    }
+
+    /// Deletes a user: first their data on the engines that provision users, in each of their
+    /// tenants (as the orchestrator's deprovisioning does), then the account with its
+    /// memberships, sessions and second factors, in one transaction. What the user created in
+    /// the tenants (entities, messages, files) stays, as the tenants' data. If the second step
+    /// fails, running it again finishes the deletion.
+    pub async fn delete_user(&self, email: &str) -> Result<DeletedUser, TenancyError> {
+        let (email, user) = self.user_by_email(email).await?;
+        let mut tenants = BTreeMap::new();
+        for tenant_id in store::member_tenant_ids(&self.database, &user.id).await? {
+            let status = self
+                .orchestrator
+                .deprovision_user(&tenant_id, &user.id)
+                .await?;
+            tenants.insert(tenant_id, status);
+        }
+        let mut tx = self.database.begin().await?;
+        store::delete_user(&mut tx, &user.id).await?;
+        tx.commit().await?;
+        Ok(DeletedUser {
+            user_id: user.id,
+            email,
+            tenants,
         })
     }
 

@@ -282,6 +282,70 @@ pub async fn revoke_sessions(
     .context("revoking the user's sessions")
 }
 
+/// Marks the tenant disabled since `disabled_at`, or enabled (`None`); returns whether it was
+/// disabled before.
+pub async fn set_tenant_disabled(
+    tx: &mut Tx,
+    tenant_id: &str,
+    disabled_at: Option<&str>,
+) -> anyhow::Result<bool> {
+    let was_disabled = on_tx!(tx, conn => sqlx::query_scalar::<_, Option<String>>(
+        "SELECT disabled_at FROM tenants WHERE id = $1",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("reading whether a tenant is disabled")?
+    .is_some();
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE tenants SET disabled_at = CASE WHEN $2 IS NULL THEN NULL
+                                               ELSE COALESCE(disabled_at, $2) END
+         WHERE id = $1",
+    )
+    .bind(tenant_id)
+    .bind(disabled_at)
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .context("disabling or enabling a tenant")?;
+    Ok(was_disabled)
+}
+
+/// The tenants `user_id` is a member of, by id.
+pub async fn member_tenant_ids(database: &Database, user_id: &str) -> anyhow::Result<Vec<String>> {
+    on_pool!(database, pool => sqlx::query_scalar(
+        "SELECT tenant_id FROM memberships WHERE user_id = $1 ORDER BY tenant_id",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await)
+    .context("listing a user's tenants")
+}
+
+/// Deletes the user and everything kept for signing them in (sessions with their refresh
+/// tokens, second factors, recovery codes, challenges, memberships); the sign-in audit trail
+/// stays (it records what happened, under the user's id).
+pub async fn delete_user(tx: &mut Tx, user_id: &str) -> anyhow::Result<()> {
+    for statement in [
+        "DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = $1)",
+        "DELETE FROM sessions WHERE user_id = $1",
+        "DELETE FROM mfa_challenges WHERE user_id = $1",
+        "DELETE FROM mfa_recovery_codes WHERE user_id = $1",
+        "DELETE FROM user_mfa WHERE user_id = $1",
+        "DELETE FROM user_provisioning_engines WHERE user_id = $1",
+        "DELETE FROM memberships WHERE user_id = $1",
+        "DELETE FROM users WHERE id = $1",
+    ] {
+        on_tx!(tx, conn => sqlx::query(statement)
+            .bind(user_id)
+            .execute(&mut **conn)
+            .await
+            .map(drop))
+        .with_context(|| format!("deleting a user: {statement}"))?;
+    }
+    Ok(())
+}
+
 /// Marks the user disabled since `disabled_at`, or enabled (`None`); returns whether the user
 /// was disabled before.
 pub async fn set_disabled(

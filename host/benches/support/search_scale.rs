@@ -128,6 +128,7 @@ fn contact_events(tenant_id: &str, n: u64, position: &mut i64, events: &mut Vec<
             data: data.to_string(),
             occurred_at: "2026-11-26T10:00:00.000000Z".to_owned(),
             entity_state: None,
+            traceparent: None,
         });
     };
     push("entity.created", json!({"family": "contact"}));

@@ -68,8 +68,9 @@ pub async fn update_password_hash(
     .context("storing a re-hashed password")
 }
 
-/// The membership a login lands in: `tenant_id` when given, else the user's first one; none
-/// for a disabled user (so no token is issued to one, whichever way they signed in).
+/// The membership a login lands in: `tenant_id` when given, else the user's first one of a
+/// tenant not disabled; none for a disabled user (so no token is issued to one, whichever way
+/// they signed in).
 pub async fn membership(
     database: &Database,
     user_id: &str,
@@ -77,7 +78,9 @@ pub async fn membership(
 ) -> anyhow::Result<Option<Membership>> {
     let row: Option<(String, String, String)> = on_pool!(database, pool => sqlx::query_as(
         "SELECT m.tenant_id, m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
+         JOIN tenants t ON t.id = m.tenant_id
          WHERE m.user_id = $1 AND ($2 IS NULL OR m.tenant_id = $2) AND u.disabled_at IS NULL
+           AND t.disabled_at IS NULL
          ORDER BY m.created_at, m.tenant_id LIMIT 1",
     )
     .bind(user_id)

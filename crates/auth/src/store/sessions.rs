@@ -148,10 +148,12 @@ pub async fn spend_refresh_token(tx: &mut Tx, token_hash: &str, now: &str) -> an
 
 const MEMBER_ROLE: &str =
     "SELECT m.role, u.user_type FROM memberships m JOIN users u ON u.id = m.user_id
-     WHERE m.user_id = $1 AND m.tenant_id = $2 AND u.disabled_at IS NULL";
+     JOIN tenants t ON t.id = m.tenant_id
+     WHERE m.user_id = $1 AND m.tenant_id = $2 AND u.disabled_at IS NULL
+       AND t.disabled_at IS NULL";
 
 /// The user's role in a tenant and the user's type, `(role, user_type)`; `None` when not a
-/// member, or when the user is disabled. For the bearer extractor.
+/// member, or when the user or the tenant is disabled. For the bearer extractor.
 pub async fn member_role(
     database: &Database,
     user_id: &str,

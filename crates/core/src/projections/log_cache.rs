@@ -153,6 +153,7 @@ mod tests {
             data: "{}".into(),
             occurred_at: "2026-11-23T00:00:00.000000Z".into(),
             entity_state: None,
+            traceparent: None,
         }
     }
 

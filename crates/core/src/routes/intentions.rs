@@ -160,6 +160,7 @@ async fn submit_intention(
         user_id: caller.user_id,
         correlation_id: Some(correlation_id.0),
         depth: 0,
+        traceparent: tessera_http::trace_context::current_traceparent(),
     };
     // A refused intention is answered as its `ApiError` (`From<IntentionError>`).
     let processed = intentions::process(

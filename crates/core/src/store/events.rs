@@ -21,6 +21,8 @@ pub(crate) struct GroupInsert<'a> {
     pub occurred_at: &'a str,
     /// [`crate::events::EntityState`] JSON.
     pub entity_state: Option<&'a str>,
+    /// The W3C `traceparent` of the request that submitted the events.
+    pub traceparent: Option<&'a str>,
 }
 
 /// A row of the log to insert; `data` is JSON object text. Its group starts at
@@ -67,12 +69,12 @@ pub(crate) async fn reserve_sequences(
     })
 }
 
-/// Inserts `groups` in one multi-row statement (8 parameters a row).
+/// Inserts `groups` in one multi-row statement (9 parameters a row).
 pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> anyhow::Result<()> {
     on_tx!(tx, conn => {
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT INTO event_groups (tenant_number, first_sequence, intention_id, actor_id,
-             correlation_id, depth, occurred_at, entity_state) ",
+             correlation_id, depth, occurred_at, entity_state, traceparent) ",
         );
         insert.push_values(groups, |mut row, group| {
             row.push_bind(group.tenant_number)
@@ -82,7 +84,8 @@ pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> an
                 .push_bind(group.correlation_id)
                 .push_bind(group.depth)
                 .push_bind(group.occurred_at)
-                .push_bind(group.entity_state);
+                .push_bind(group.entity_state)
+                .push_bind(group.traceparent);
         });
         insert.build().execute(&mut **conn).await.map(drop)
     })

@@ -318,6 +318,7 @@ async fn plan(
         may_modify_others: true,
         correlation_id: triggered.event.correlation_id.clone(),
         depth: triggered.event.depth + 1,
+        traceparent: triggered.event.traceparent.clone(),
     };
     let mut actions = Vec::with_capacity(workflow.definition.actions.len());
     let mut planning_failure = None;
@@ -508,6 +509,7 @@ async fn execute(tx: &mut Tx, planned: Vec<PlannedRun>) -> anyhow::Result<()> {
                         correlation_id: run.submitter.correlation_id.clone(),
                         intention_id: None,
                         depth: run.submitter.depth,
+                        traceparent: run.submitter.traceparent.clone(),
                     });
                     notifications.push(event);
                     actions_executed += 1;
