@@ -313,83 +313,99 @@ database_test!(
     }
 );
 
+/// A host serving the `listener` test engine with every call on a fresh instance (so the
+/// listener's count of what its instance received tells one batch from several calls), a
+/// tenant and an editor's token in it.
+async fn cold_listener(backend: crate::helpers::Backend) -> (TestApp, String, String) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions {
+            plugins: vec!["listener"],
+            configure: Some(Box::new(|config| {
+                config.runtime.warm_instances.capacity = 0
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let tenant = uuid();
+    let token = app.token(&tenant, &uuid(), "editor").await;
+    (app, tenant, token)
+}
+
+/// Three events of `tenant` for the listener: the second fails every delivery.
+fn first_failing_third(tenant: &str, event_type: &str) -> [BusEvent; 3] {
+    let event = |name: &str, payload: Value| BusEvent {
+        id: format!("{name}-{}", uuid()),
+        event_type: event_type.into(),
+        tenant_id: tenant.to_owned(),
+        occurred_at: "2026-11-26T04:00:00.000000Z".into(),
+        actor_id: None,
+        correlation_id: uuid(),
+        payload,
+    };
+    [
+        event("first", json!({ "name": "first" })),
+        event("failing", json!({ "name": "failing", "fail": true })),
+        event("third", json!({ "name": "third" })),
+    ]
+}
+
+/// The failing event of [`first_failing_third`] was delivered alone and failed on its own
+/// account (its delivery `failing_work` counted and kept); the other two were delivered once
+/// each, with nothing kept of any earlier run, as one batch in order.
+async fn only_the_failing_event_fails(app: &TestApp, token: &str, failing_work: &str) {
+    let database = &app.state().database;
+    eventually(30, "the failing delivery counted alone", || async {
+        let attempt: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+            "SELECT attempt FROM engine_work WHERE id = $1 AND last_error IS NOT NULL",
+        )
+        .bind(failing_work)
+        .fetch_optional(pool)
+        .await)
+        .unwrap()
+        .unwrap_or(0);
+        (attempt >= 1).then_some(())
+    })
+    .await;
+    let delivered = wait_for(app, "/listener/api/v1/events", token, |events| {
+        events.len() >= 2
+    })
+    .await;
+    let names: Vec<&Value> = delivered
+        .iter()
+        .map(|event| &event["payload"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("first"), &json!("third")], "{delivered:?}");
+    // The first event ran in the failed run too, but nothing it wrote there stayed: its
+    // committed record is that of its second run, which found no earlier attempt.
+    assert_eq!(delivered[0]["attempt"], 1, "{delivered:?}");
+    assert_eq!(delivered[1]["attempt"], 1, "{delivered:?}");
+    // Delivered again as one batch without the failing event: one instance, in order.
+    assert_eq!(delivered[0]["position"], 0, "{delivered:?}");
+    assert_eq!(delivered[1]["position"], 1, "{delivered:?}");
+    assert_eq!(
+        work_rows(app, "listener").await,
+        1,
+        "only the failing event waits"
+    );
+}
+
 database_test!(
     a_batch_of_deliveries_commits_all_or_nothing,
     |backend| async move {
-        // Every call on a fresh instance, so the listener's count of what its instance received
-        // tells one batch from several calls.
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                plugins: vec!["listener"],
-                configure: Some(Box::new(|config| {
-                    config.runtime.warm_instances.capacity = 0
-                })),
-                ..AppOptions::default()
-            },
-        )
-        .await;
-        let tenant = uuid();
-        let token = app.token(&tenant, &uuid(), "editor").await;
+        let (app, tenant, token) = cold_listener(backend).await;
         let services = app.state().engines.runtime().services();
         // Three events of one tenant enqueued at once, so one claim takes them as one batch:
         // the first is delivered, the second fails, the third is never reached.
-        let event = |name: &str, payload: Value| BusEvent {
-            id: format!("{name}-{}", uuid()),
-            event_type: "ping.batch".into(),
-            tenant_id: tenant.clone(),
-            occurred_at: "2026-11-26T04:00:00.000000Z".into(),
-            actor_id: None,
-            correlation_id: uuid(),
-            payload,
-        };
-        let events = [
-            event("first", json!({ "name": "first" })),
-            event("failing", json!({ "name": "failing", "fail": true })),
-            event("third", json!({ "name": "third" })),
-        ];
+        let events = first_failing_third(&tenant, "ping.batch");
         let mut deliveries = Vec::new();
         for event in &events {
             deliveries.extend(services.bus.deliveries(event, None).unwrap());
         }
         let failing_work = deliveries[1].id.clone();
         services.queue.enqueue(&deliveries).await.unwrap();
-
-        // The failing event, delivered alone after the batch, fails on its own account.
-        let database = &app.state().database;
-        eventually(30, "the failing delivery counted alone", || async {
-            let attempt: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-                "SELECT attempt FROM engine_work WHERE id = $1 AND last_error IS NOT NULL",
-            )
-            .bind(&failing_work)
-            .fetch_optional(pool)
-            .await)
-            .unwrap()
-            .unwrap_or(0);
-            (attempt >= 1).then_some(())
-        })
-        .await;
-        let delivered = wait_for(&app, "/listener/api/v1/events", &token, |events| {
-            events.len() >= 2
-        })
-        .await;
-        let names: Vec<&Value> = delivered
-            .iter()
-            .map(|event| &event["payload"]["name"])
-            .collect();
-        assert_eq!(names, [&json!("first"), &json!("third")], "{delivered:?}");
-        // The first event ran in the failed batch too, but nothing it wrote there stayed: its
-        // committed record is that of its second run, which found no earlier attempt.
-        assert_eq!(delivered[0]["attempt"], 1, "{delivered:?}");
-        assert_eq!(delivered[1]["attempt"], 1, "{delivered:?}");
-        // Delivered again as one batch without the failing event: one instance, in order.
-        assert_eq!(delivered[0]["position"], 0, "{delivered:?}");
-        assert_eq!(delivered[1]["position"], 1, "{delivered:?}");
-        assert_eq!(
-            work_rows(&app, "listener").await,
-            1,
-            "only the failing event waits"
-        );
+        only_the_failing_event_fails(&app, &token, &failing_work).await;
         app.stop().await;
     }
 );
@@ -397,37 +413,12 @@ database_test!(
 database_test!(
     a_pack_of_deliveries_that_fails_is_split_and_each_event_counts_alone,
     |backend| async move {
-        let app = spawn_app_with(
-            backend,
-            AppOptions {
-                plugins: vec!["listener"],
-                configure: Some(Box::new(|config| {
-                    config.runtime.warm_instances.capacity = 0
-                })),
-                ..AppOptions::default()
-            },
-        )
-        .await;
-        let tenant = uuid();
-        let token = app.token(&tenant, &uuid(), "editor").await;
+        let (app, tenant, token) = cold_listener(backend).await;
         let services = app.state().engines.runtime().services();
-        let event = |name: &str, payload: Value| BusEvent {
-            id: format!("{name}-{}", uuid()),
-            event_type: "ping.packed".into(),
-            tenant_id: tenant.clone(),
-            occurred_at: "2026-11-27T04:00:00.000000Z".into(),
-            actor_id: None,
-            correlation_id: uuid(),
-            payload,
-        };
-        let events = [
-            event("first", json!({ "name": "first" })),
-            event("failing", json!({ "name": "failing", "fail": true })),
-            event("third", json!({ "name": "third" })),
-        ];
-        // Published as the bus relay publishes the core's events: one pack of three.
-        let database = &app.state().database;
-        let mut tx = database.begin().await.unwrap();
+        // Published as the bus relay publishes the core's events: one pack of three, which
+        // fails at its second event, is split, and its events run one by one as if never
+        // packed.
+        let events = first_failing_third(&tenant, "ping.packed");
         let relayed: Vec<Relayed> = events
             .iter()
             .map(|event| Relayed {
@@ -435,6 +426,8 @@ database_test!(
                 traceparent: None,
             })
             .collect();
+        let database = &app.state().database;
+        let mut tx = database.begin().await.unwrap();
         let delivered = services
             .bus
             .publish_packed_in(&mut tx, &relayed)
@@ -449,41 +442,10 @@ database_test!(
         tx.commit().await.unwrap();
         assert_eq!((delivered, rows), (3, 1), "one row for the three events");
         services.bus.wake();
-
-        // The pack failed at its second event: nothing of it was kept, and its events were
-        // delivered one by one; the failing one fails on its own account, as if never packed.
         let failing_work = services.bus.deliveries(&events[1], None).unwrap()[0]
             .id
             .clone();
-        eventually(30, "the failing delivery counted alone", || async {
-            let attempt: i64 = tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-                "SELECT attempt FROM engine_work WHERE id = $1 AND last_error IS NOT NULL",
-            )
-            .bind(&failing_work)
-            .fetch_optional(pool)
-            .await)
-            .unwrap()
-            .unwrap_or(0);
-            (attempt >= 1).then_some(())
-        })
-        .await;
-        let delivered = wait_for(&app, "/listener/api/v1/events", &token, |events| {
-            events.len() >= 2
-        })
-        .await;
-        let names: Vec<&Value> = delivered
-            .iter()
-            .map(|event| &event["payload"]["name"])
-            .collect();
-        assert_eq!(names, [&json!("first"), &json!("third")], "{delivered:?}");
-        // What the pack's run wrote was rolled back: each kept record is of a first attempt.
-        assert_eq!(delivered[0]["attempt"], 1, "{delivered:?}");
-        assert_eq!(delivered[1]["attempt"], 1, "{delivered:?}");
-        assert_eq!(
-            work_rows(&app, "listener").await,
-            1,
-            "only the failing event waits"
-        );
+        only_the_failing_event_fails(&app, &token, &failing_work).await;
         app.stop().await;
     }
 );
