@@ -326,7 +326,7 @@ pub async fn member_tenant_ids(database: &Database, user_id: &str) -> anyhow::Re
 /// tokens, second factors, recovery codes, challenges, memberships); the sign-in audit trail
 /// stays (it records what happened, under the user's id).
 pub async fn delete_user(tx: &mut Tx, user_id: &str) -> anyhow::Result<()> {
-    for statement in [
+    let statements = [
         "DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = $1)",
         "DELETE FROM sessions WHERE user_id = $1",
         "DELETE FROM mfa_challenges WHERE user_id = $1",
@@ -335,13 +335,19 @@ pub async fn delete_user(tx: &mut Tx, user_id: &str) -> anyhow::Result<()> {
         "DELETE FROM user_provisioning_engines WHERE user_id = $1",
         "DELETE FROM memberships WHERE user_id = $1",
         "DELETE FROM users WHERE id = $1",
-    ] {
-        on_tx!(tx, conn => sqlx::query(statement)
-            .bind(user_id)
+    ];
+    run_each(tx, &statements, user_id, "deleting a user").await
+}
+
+/// Runs each of `statements`, in order, with `id` as their one parameter.
+async fn run_each(tx: &mut Tx, statements: &[&str], id: &str, what: &str) -> anyhow::Result<()> {
+    for statement in statements {
+        on_tx!(tx, conn => sqlx::query(sqlx::AssertSqlSafe(*statement))
+            .bind(id)
             .execute(&mut **conn)
             .await
             .map(drop))
-        .with_context(|| format!("deleting a user: {statement}"))?;
+        .with_context(|| format!("{what}: {statement}"))?;
     }
     Ok(())
 }
@@ -393,19 +399,12 @@ pub async fn tenant_contents(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<(i6
 /// Deletes the tenant's row, and with it (`ON DELETE CASCADE`) its workspaces, memberships,
 /// families, entities and workflows; and its refresh tokens and sign-in audit trail.
 pub async fn delete_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
-    for statement in [
+    let statements = [
         "DELETE FROM refresh_tokens WHERE tenant_id = $1",
         "DELETE FROM auth_audit WHERE tenant_id = $1",
         "DELETE FROM tenants WHERE id = $1",
-    ] {
-        on_tx!(tx, conn => sqlx::query(statement)
-            .bind(tenant_id)
-            .execute(&mut **conn)
-            .await
-            .map(drop))
-        .with_context(|| format!("deleting a tenant: {statement}"))?;
-    }
-    Ok(())
+    ];
+    run_each(tx, &statements, tenant_id, "deleting a tenant").await
 }
 
 /// A tenant in full (`admin show-tenant`).
