@@ -1,35 +1,47 @@
-//! What metrics and traces cost (issue 28): requests per second through an engine route
-//! (`echo`'s `GET /api/v1/noop`) and core writes (`POST /core/api/v1/intentions`, a five-field
-//! contact), 16 clients over real HTTP on loopback (SQLite, the seven engines and `echo`
-//! loaded), first on a host with metrics and traces off (no recorder, no subscriber: every
-//! recording call and span is a no-op), then with metrics on (`TESSERA_METRICS_TOKEN` set,
-//! scraped once a second as Prometheus would), then with traces on as well (the binary's
-//! subscriber with `OTEL_EXPORTER_OTLP_ENDPOINT` set, every span exported in batches over
-//! OTLP/HTTP to a collector stand-in on loopback that reads and drops them; log lines off;
-//! the SDK's sampler from `OTEL_TRACES_SAMPLER` as in production, every trace when unset).
-//! The recorder and the subscriber are process-wide and cannot be removed once installed, so
-//! the hosts run in that order, each after a warm-up round; the medians of its rounds are
-//! compared.
+//! What metrics and traces cost (issue 28), measured as deployed: `tessera serve` (this
+//! package's release binary) as child processes, each on its own SQLite data dir with the seven
+//! engines and `echo` loaded, logging JSON lines at info to a pipe the benchmark drains (as
+//! journald or a container runtime would). The hosts differ only in their environment:
 //!
-//! `cargo bench -p tessera-host --bench metrics_overhead` (about a minute).
+//! - logs only: the default, no metrics recorder, no OpenTelemetry;
+//! - logs and metrics: `TESSERA_METRICS_TOKEN` set, `/metrics` scraped once a second;
+//! - logs, metrics and traces: `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a collector stand-in on
+//!   loopback that reads and drops each batch, every trace sampled (the SDK's default);
+//! - the same with one trace in ten (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
+//!   `OTEL_TRACES_SAMPLER_ARG=0.1`), and with one in a hundred (`0.01`).
+//!
+//! All run at once and are measured in turn, round by round (one round of each host, then the
+//! next), so a machine that slows down slows every host alike: requests per second from 16
+//! clients over real HTTP through an engine route (`echo`'s `GET /api/v1/noop`) and core writes
+//! (`POST /core/api/v1/intentions`, a five-field contact), the median of the rounds compared with
+//! the logs-only host's.
+//!
+//! `cargo bench -p tessera-host --bench metrics_overhead` (about four minutes).
+//! `TESSERA_BENCH_CALLGRIND=1` counts instructions per request instead (valgrind's callgrind,
+//! about five minutes): the figure this machine's noise does not move.
+//! `TESSERA_BENCH_BINARY=path` serves with another `tessera` binary (an earlier build, to
+//! compare two in one sitting).
 
 #[path = "../../tests/it/components.rs"]
 mod components;
 #[path = "support/mod.rs"]
 mod support;
 
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tessera_host::config::Secret;
+use anyhow::Context as _;
 use tessera_host::tenancy::Role;
 
 use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
 
 const CLIENTS: usize = 16;
 const ROUND: Duration = Duration::from_secs(2);
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 const METRICS_TOKEN: &str = "benchmark-metrics-token-0123456789";
 
 #[derive(Clone, Copy)]
@@ -39,6 +51,8 @@ enum Workload {
 }
 
 impl Workload {
+    const ALL: [Self; 2] = [Self::EngineRoute, Self::CoreWrite];
+
     fn name(self) -> &'static str {
         match self {
             Self::EngineRoute => "engine route (`GET /echo/api/v1/noop`)",
@@ -47,19 +61,227 @@ impl Workload {
     }
 }
 
-/// Requests answered 2xx per second by [`CLIENTS`] clients over one round.
-async fn round(server: &Server, token: &str, workload: Workload) -> anyhow::Result<f64> {
+/// What a host has on beside its logs.
+#[derive(Clone, Copy, PartialEq)]
+enum Telemetry {
+    LogsOnly,
+    Metrics,
+    TracesEvery,
+    TracesOneInTen,
+    TracesOneInAHundred,
+}
+
+impl Telemetry {
+    const ALL: [Self; 5] = [
+        Self::LogsOnly,
+        Self::Metrics,
+        Self::TracesEvery,
+        Self::TracesOneInTen,
+        Self::TracesOneInAHundred,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::LogsOnly => "logs only",
+            Self::Metrics => "logs and metrics",
+            Self::TracesEvery => "logs, metrics and traces (every trace)",
+            Self::TracesOneInTen => "logs, metrics and traces (one in ten)",
+            Self::TracesOneInAHundred => "logs, metrics and traces (one in a hundred)",
+        }
+    }
+
+    fn metrics(self) -> bool {
+        self != Self::LogsOnly
+    }
+
+    fn traces(self) -> bool {
+        matches!(
+            self,
+            Self::TracesEvery | Self::TracesOneInTen | Self::TracesOneInAHundred
+        )
+    }
+}
+
+/// A `tessera serve` child process, killed when dropped.
+struct Host {
+    telemetry: Telemetry,
+    child: Child,
+    address: String,
+    token: String,
+    /// Bytes of OTLP requests its collector received.
+    exported: Arc<AtomicU64>,
+    database: Option<BenchDatabase>,
+}
+
+impl Host {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(database) = self.database.take() {
+            let _ = std::fs::remove_dir_all(&database.data_dir);
+        }
+    }
+}
+
+/// A stand-in for an OpenTelemetry collector: `POST /v1/traces` read whole and dropped; the
+/// bytes it was sent are counted.
+async fn collector() -> anyhow::Result<(String, Arc<AtomicU64>)> {
+    let received = Arc::new(AtomicU64::new(0));
+    let counted = received.clone();
+    let routes = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            counted.fetch_add(body.len() as u64, Ordering::Relaxed);
+            async { "" }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, routes).await });
+    Ok((format!("http://{address}"), received))
+}
+
+/// A data dir with the engines, a tenant and an editor's token (made by an in-process host that
+/// then stops), and `tessera serve` started on it with `telemetry`'s environment.
+async fn start_host(telemetry: Telemetry, callgrind: Option<&Path>) -> anyhow::Result<Host> {
+    let database = BenchDatabase::create(Backend::Sqlite, None, "metrics-overhead").await?;
+    components::install(&database.plugins_dir(), &["echo"]);
+    components::install_engines(&database.plugins_dir(), &components::ENGINES);
+    let setup = Server::start(&database, |_| {}).await?;
+    let (_, users) = provisioned_tenant(&setup.state, "bench-metrics", &[Role::Editor]).await?;
+    setup.shutdown().await?;
+    let (endpoint, exported) = collector().await?;
+
+    let binary = std::env::var_os("TESSERA_BENCH_BINARY")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into());
+    let mut command = match callgrind {
+        // Instructions are counted only between `callgrind_control -i on` and the dump.
+        Some(directory) => {
+            let mut command = Command::new("valgrind");
+            command
+                .arg("--tool=callgrind")
+                .arg("--instr-atstart=no")
+                .arg(format!(
+                    "--callgrind-out-file={}/callgrind.%p",
+                    directory.display()
+                ))
+                .arg(binary);
+            command
+        }
+        None => Command::new(binary),
+    };
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(&database.data_dir)
+        .arg("--plugins-dir")
+        .arg(database.plugins_dir())
+        .env("TESSERA_LOG", "info")
+        .env("TESSERA_LOG_FORMAT", "json")
+        .env("TESSERA_RATE_LIMIT_READ", "0")
+        .env("TESSERA_RATE_LIMIT_WRITE", "0")
+        .env_remove("TESSERA_DATABASE_URL")
+        .env_remove("TESSERA_METRICS_TOKEN")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_TRACES_SAMPLER")
+        .env_remove("OTEL_TRACES_SAMPLER_ARG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if telemetry.metrics() {
+        command.env("TESSERA_METRICS_TOKEN", METRICS_TOKEN);
+    }
+    if telemetry.traces() {
+        command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    }
+    let ratio = match telemetry {
+        Telemetry::TracesOneInTen => Some("0.1"),
+        Telemetry::TracesOneInAHundred => Some("0.01"),
+        _ => None,
+    };
+    if let Some(ratio) = ratio {
+        command
+            .env("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+            .env("OTEL_TRACES_SAMPLER_ARG", ratio);
+    }
+    let mut child = command.spawn().context("starting tessera serve")?;
+    let mut lines = BufReader::new(child.stderr.take().context("its stderr")?).lines();
+    let address = loop {
+        let line = lines
+            .next()
+            .context("tessera serve exited before serving")??;
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if entry["fields"]["message"] == "tessera is serving" {
+            break entry["fields"]["address"]
+                .as_str()
+                .context("the address it serves on")?
+                .to_owned();
+        }
+    };
+    // The log lines keep coming; read them as a log collector would.
+    std::thread::spawn(move || for _ in lines {});
+    Ok(Host {
+        telemetry,
+        child,
+        address,
+        token: users[0].token.clone(),
+        exported,
+        database: Some(database),
+    })
+}
+
+/// CPU time the process `pid` has used (user and system), in clock ticks.
+fn process_ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("a /proc stat line")?
+        .1
+        .split_whitespace()
+        .collect();
+    let field = |index: usize| -> anyhow::Result<u64> {
+        Ok(fields.get(index).context("a /proc stat field")?.parse()?)
+    };
+    Ok(field(11)? + field(12)?)
+}
+
+/// The clock ticks of `/proc` per second.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// One round of a host: requests answered 2xx per second, and the host process's CPU time per
+/// request (µs): less disturbed than throughput by whatever else the machine runs.
+struct Measured {
+    rate: f64,
+    cpu_per_request: f64,
+}
+
+/// One round of [`CLIENTS`] clients.
+async fn round(
+    host: &Host,
+    workload: Workload,
+    counter: &Arc<AtomicU64>,
+) -> anyhow::Result<Measured> {
+    let ticks_before = process_ticks(host.child.id())?;
     let answered = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
-    let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let deadline = started + ROUND;
     let clients: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let (answered, failed, counter) = (answered.clone(), failed.clone(), counter.clone());
-            let token = token.to_owned();
-            let noop = server.url("/echo/api/v1/noop");
-            let intentions = server.url("/core/api/v1/intentions");
+            let token = host.token.clone();
+            let noop = host.url("/echo/api/v1/noop");
+            let intentions = host.url("/core/api/v1/intentions");
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 while Instant::now() < deadline {
@@ -88,9 +310,14 @@ async fn round(server: &Server, token: &str, workload: Workload) -> anyhow::Resu
     for client in clients {
         client.await?;
     }
+    let ticks = process_ticks(host.child.id())? - ticks_before;
     let failed = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failed == 0, "{failed} requests failed");
-    Ok(answered.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+    let answered = answered.load(Ordering::Relaxed) as f64;
+    Ok(Measured {
+        rate: answered / started.elapsed().as_secs_f64(),
+        cpu_per_request: ticks as f64 / TICKS_PER_SECOND * 1e6 / answered.max(1.0),
+    })
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -98,115 +325,248 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// Medians of [`ROUNDS`] rounds of each workload on a host with metrics `on` or off.
-async fn measure(on: bool) -> anyhow::Result<[f64; 2]> {
-    let database = BenchDatabase::create(Backend::Sqlite, None, "metrics-overhead").await?;
-    components::install(&database.plugins_dir(), &["echo"]);
-    components::install_engines(&database.plugins_dir(), &components::ENGINES);
-    let server = Server::start(&database, |config| {
-        if on {
-            config.metrics.token = Some(Secret::new(METRICS_TOKEN.into()));
-        }
-    })
-    .await?;
-    let (_, users) = provisioned_tenant(&server.state, "bench-metrics", &[Role::Editor]).await?;
-    let token = users[0].token.clone();
-    // A scraper, as Prometheus would be, once a second while the host is measured.
-    let scraper = on.then(|| {
-        let url = server.url("/metrics");
-        tokio::spawn(async move {
-            let client = reqwest::Client::new();
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let scrape = client.get(&url).bearer_auth(METRICS_TOKEN).send().await;
-                assert!(scrape.is_ok_and(|answer| answer.status() == 200));
-            }
+/// Sends `total` requests of `workload` from [`CLIENTS`] clients.
+async fn fixed_requests(
+    host: &Host,
+    workload: Workload,
+    total: u64,
+    counter: &Arc<AtomicU64>,
+) -> anyhow::Result<()> {
+    let sent = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (sent, counter) = (sent.clone(), counter.clone());
+            let token = host.token.clone();
+            let noop = host.url("/echo/api/v1/noop");
+            let intentions = host.url("/core/api/v1/intentions");
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                while sent.fetch_add(1, Ordering::Relaxed) < total {
+                    let request = match workload {
+                        Workload::EngineRoute => client.get(&noop),
+                        Workload::CoreWrite => {
+                            client
+                                .post(&intentions)
+                                .json(&engine_probes::contact_intention(
+                                    counter.fetch_add(1, Ordering::Relaxed),
+                                ))
+                        }
+                    };
+                    let answer = request.bearer_auth(&token).send().await?;
+                    anyhow::ensure!(answer.status().is_success(), "answered {}", answer.status());
+                }
+                Ok(())
+            })
         })
-    });
-    let mut medians = [0.0; 2];
-    for (slot, workload) in [Workload::EngineRoute, Workload::CoreWrite]
-        .into_iter()
-        .enumerate()
-    {
-        round(&server, &token, workload).await?;
-        let mut rates = Vec::with_capacity(ROUNDS);
-        for _ in 0..ROUNDS {
-            rates.push(round(&server, &token, workload).await?);
-        }
-        medians[slot] = median(rates);
+        .collect();
+    for client in clients {
+        client.await??;
     }
-    if let Some(scraper) = scraper {
-        scraper.abort();
-    }
-    server.shutdown().await?;
-    database.destroy().await;
-    Ok(medians)
+    Ok(())
 }
 
-/// A stand-in for an OpenTelemetry collector: `POST /v1/traces` read whole and dropped; the
-/// spans it was sent, counted from the request bodies' sizes (bytes).
-async fn collector() -> anyhow::Result<(String, Arc<AtomicU64>)> {
-    let received = Arc::new(AtomicU64::new(0));
-    let counted = received.clone();
-    let routes = axum::Router::new().route(
-        "/v1/traces",
-        axum::routing::post(move |body: axum::body::Bytes| {
-            counted.fetch_add(body.len() as u64, Ordering::Relaxed);
-            async { "" }
-        }),
+/// `callgrind_control <arguments> <pid>`.
+fn callgrind_control(arguments: &[&str], pid: u32) -> anyhow::Result<()> {
+    let status = Command::new("callgrind_control")
+        .args(arguments)
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .status()
+        .context("running callgrind_control")?;
+    anyhow::ensure!(status.success(), "callgrind_control {arguments:?} failed");
+    Ok(())
+}
+
+/// The instructions (`totals:`) of the callgrind dumps of `pid` in `directory`, summed (the
+/// dumps are kept for `callgrind_annotate`).
+fn dumped_instructions(directory: &Path, pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(directory)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
+        if !name.starts_with(&format!("callgrind.{pid}.")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        let totals = text
+            .lines()
+            .find_map(|line| line.strip_prefix("totals:"))
+            .with_context(|| format!("no totals in {}", path.display()))?;
+        total += totals
+            .split_whitespace()
+            .next()
+            .context("an instruction count")?
+            .parse::<u64>()?;
+    }
+    Ok(total)
+}
+
+/// How long a host under callgrind is left to finish the work requests caused.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Requests per workload in the instruction count: the engine route, then core writes.
+const COUNTED_REQUESTS: [u64; 2] = [2_000, 300];
+
+/// `TESSERA_BENCH_CALLGRIND=1`: each host in turn under `valgrind --tool=callgrind`, the
+/// instructions it executes for a fixed number of requests of each workload (after as many
+/// to warm up), background work included: a count that does not depend on what else the
+/// machine runs. The dumps stay in a temp dir the run names.
+async fn count_instructions() -> anyhow::Result<()> {
+    let directory =
+        std::env::temp_dir().join(format!("tessera-callgrind-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&directory)?;
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut per_request = Vec::new();
+    for telemetry in Telemetry::ALL {
+        let host = start_host(telemetry, Some(&directory)).await?;
+        let pid = host.child.id();
+        let mut counts = [0.0; 2];
+        for (slot, workload) in Workload::ALL.into_iter().enumerate() {
+            let total = COUNTED_REQUESTS[slot];
+            // The work the warm-up left (the core's projections and deliveries) is done before
+            // counting starts, and the counted requests' own before it ends.
+            fixed_requests(&host, workload, total, &counter).await?;
+            tokio::time::sleep(SETTLE).await;
+            callgrind_control(&["-i", "on"], pid)?;
+            fixed_requests(&host, workload, total, &counter).await?;
+            tokio::time::sleep(SETTLE).await;
+            callgrind_control(&["-d"], pid)?;
+            callgrind_control(&["-i", "off"], pid)?;
+            counts[slot] = dumped_instructions(&directory, pid)? as f64 / total as f64;
+        }
+        eprintln!("{}: {counts:?} instructions per request", telemetry.name());
+        per_request.push(counts);
+        drop(host);
+    }
+    eprintln!(
+        "the dumps (callgrind_annotate reads them): {}",
+        directory.display()
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, routes).await });
-    Ok((format!("http://{address}"), received))
+    print!("\nInstructions per request (callgrind; the cost against logs only):\n\n| workload |");
+    for telemetry in Telemetry::ALL {
+        print!(" {} |", telemetry.name());
+    }
+    println!();
+    println!("|---|{}", "---|".repeat(Telemetry::ALL.len()));
+    for (slot, workload) in Workload::ALL.into_iter().enumerate() {
+        print!(
+            "| {} ({} requests) |",
+            workload.name(),
+            COUNTED_REQUESTS[slot]
+        );
+        let base = per_request[0][slot];
+        for (index, counts) in per_request.iter().enumerate() {
+            if index == 0 {
+                print!(" {base:.0} |");
+            } else {
+                let cost = (counts[slot] - base) / base * 100.0;
+                print!(" {:.0} (cost {cost:+.1} %) |", counts[slot]);
+            }
+        }
+        println!();
+    }
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let off = measure(false).await?;
-    let metrics = measure(true).await?;
-    let (endpoint, exported) = collector().await?;
-    // SAFETY: set before the subscriber starts, while no other thread reads the environment.
-    unsafe {
-        std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-        std::env::set_var("TESSERA_LOG", "off");
+    if std::env::var("TESSERA_BENCH_CALLGRIND").is_ok_and(|value| value == "1") {
+        return count_instructions().await;
     }
-    let telemetry = tessera_host::telemetry::init_serving("off", tokio::runtime::Handle::current());
-    anyhow::ensure!(telemetry.exports_traces(), "traces are not exported");
-    let traced = measure(true).await?;
-    // The last batch goes out on this runtime: flush from a thread outside it.
-    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
-    anyhow::ensure!(
-        exported.load(Ordering::Relaxed) > 0,
-        "the collector received no spans"
-    );
-    // The sampler is the SDK's, from the environment as in production (`OTEL_TRACES_SAMPLER`,
-    // `OTEL_TRACES_SAMPLER_ARG`; every trace when unset).
-    let sampler = match (
-        std::env::var("OTEL_TRACES_SAMPLER"),
-        std::env::var("OTEL_TRACES_SAMPLER_ARG"),
-    ) {
-        (Ok(sampler), Ok(argument)) => format!("{sampler} {argument}"),
-        (Ok(sampler), Err(_)) => sampler,
-        _ => "every trace sampled".to_owned(),
-    };
-    println!(
-        "\n| workload ({CLIENTS} clients, median of {ROUNDS} × {ROUND:?}) | off (req/s) | metrics on (req/s) | cost | metrics and traces on ({sampler}) (req/s) | cost |"
-    );
-    println!("|---|---|---|---|---|---|");
-    for (slot, workload) in [Workload::EngineRoute, Workload::CoreWrite]
-        .into_iter()
-        .enumerate()
-    {
-        println!(
-            "| {} | {:.0} | {:.0} | {:+.1} % | {:.0} | {:+.1} % |",
-            workload.name(),
-            off[slot],
-            metrics[slot],
-            (off[slot] - metrics[slot]) / off[slot] * 100.0,
-            traced[slot],
-            (off[slot] - traced[slot]) / off[slot] * 100.0
+    let mut hosts = Vec::with_capacity(Telemetry::ALL.len());
+    for telemetry in Telemetry::ALL {
+        hosts.push(start_host(telemetry, None).await?);
+    }
+    // A scraper per metrics host, as Prometheus would be, once a second throughout.
+    let scrapers: Vec<_> = hosts
+        .iter()
+        .filter(|host| host.telemetry.metrics())
+        .map(|host| {
+            let url = host.url("/metrics");
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let scrape = client.get(&url).bearer_auth(METRICS_TOKEN).send().await;
+                    assert!(scrape.is_ok_and(|answer| answer.status() == 200));
+                }
+            })
+        })
+        .collect();
+    let counter = Arc::new(AtomicU64::new(0));
+    // rates[workload][host], cpu[workload][host]: one per round.
+    let mut rates = vec![vec![Vec::with_capacity(ROUNDS); hosts.len()]; Workload::ALL.len()];
+    let mut cpu = rates.clone();
+    for round_number in 0..=ROUNDS {
+        for (slot, workload) in Workload::ALL.into_iter().enumerate() {
+            for (index, host) in hosts.iter().enumerate() {
+                let measured = round(host, workload, &counter).await?;
+                // Round 0 warms every host up.
+                if round_number > 0 {
+                    rates[slot][index].push(measured.rate);
+                    cpu[slot][index].push(measured.cpu_per_request);
+                }
+            }
+        }
+    }
+    for scraper in scrapers {
+        scraper.abort();
+    }
+    // Let the last batches of spans go out.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for host in hosts.iter().filter(|host| host.telemetry.traces()) {
+        anyhow::ensure!(
+            host.exported.load(Ordering::Relaxed) > 0,
+            "the collector of the host with {} received no spans",
+            host.telemetry.name()
         );
+    }
+
+    for (title, unit, values, sign) in [
+        ("Requests per second", "req/s", &rates, 1.0),
+        ("The host's CPU time per request", "µs", &cpu, -1.0),
+    ] {
+        println!(
+            "\n{title} ({CLIENTS} clients, median of {ROUNDS} rounds of {ROUND:?}; the cost against logs only):\n"
+        );
+        print!("| workload |");
+        for host in &hosts {
+            print!(" {} ({unit}) |", host.telemetry.name());
+        }
+        println!();
+        println!("|---|{}", "---|".repeat(hosts.len()));
+        for (slot, workload) in Workload::ALL.into_iter().enumerate() {
+            let medians: Vec<f64> = values[slot].iter().cloned().map(median).collect();
+            print!("| {} |", workload.name());
+            for (index, value) in medians.iter().enumerate() {
+                if index == 0 {
+                    print!(" {value:.1} |");
+                } else {
+                    let cost = sign * (medians[0] - value) / medians[0] * 100.0;
+                    print!(" {value:.1} (cost {cost:+.1} %) |");
+                }
+            }
+            println!();
+        }
+    }
+    println!("\nEvery round (req/s · µs of CPU per request), in the order they ran:");
+    for (slot, workload) in Workload::ALL.into_iter().enumerate() {
+        for (index, host) in hosts.iter().enumerate() {
+            let values: Vec<String> = rates[slot][index]
+                .iter()
+                .zip(&cpu[slot][index])
+                .map(|(rate, cpu)| format!("{rate:.0} · {cpu:.1}"))
+                .collect();
+            println!(
+                "- {}, {}: {}",
+                workload.name(),
+                host.telemetry.name(),
+                values.join(", ")
+            );
+        }
     }
     Ok(())
 }

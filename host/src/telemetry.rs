@@ -12,10 +12,14 @@ use std::io::IsTerminal as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer};
+
+mod sampling;
+
+use sampling::SampledTraces;
 
 /// What must outlive the process's work: the trace exporter, flushed by [`Telemetry::shutdown`].
 #[must_use]
@@ -89,14 +93,14 @@ fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
         // What a span costs is paid on every poll of an instrumented future: no busy/idle
         // timing, no OpenTelemetry context activation on entry (the crates read a span's
         // context from the span itself), and no source location, thread or target attributes.
-        tracing_opentelemetry::layer()
+        let layer = tracing_opentelemetry::layer()
             .with_tracer(tracer)
             .with_tracked_inactivity(false)
             .with_context_activation(false)
             .with_location(false)
             .with_threads(false)
-            .with_target(false)
-            .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+            .with_target(false);
+        SampledTraces::new(layer).with_filter(tracing_subscriber::filter::LevelFilter::INFO)
     });
     // A second init (tests) keeps the first subscriber.
     let _ = tracing_subscriber::registry()
@@ -133,7 +137,10 @@ fn trace_provider(runtime: tokio::runtime::Handle) -> anyhow::Result<Option<SdkT
     if std::env::var("OTEL_SERVICE_NAME").is_err() {
         resource = resource.with_service_name("tessera");
     }
+    // The sampler of `OTEL_TRACES_SAMPLER` decides in `SampledTraces`, before any span of a
+    // trace is built; what reaches the SDK is sampled.
     let provider = SdkTracerProvider::builder()
+        .with_sampler(Sampler::AlwaysOn)
         .with_batch_exporter(exporter)
         .with_resource(resource.build())
         .build();

@@ -452,3 +452,120 @@ async fn an_intention_and_the_engine_deliveries_of_its_events_are_one_trace() {
     assert_eq!(request.parent_span_id, "b7ad6b7169203331");
     assert_eq!(served.terminate().code(), Some(0));
 }
+
+/// Trace id and flags of a `traceparent` (`00-<trace>-<span>-<flags>`).
+fn trace_and_flags(traceparent: &str) -> (String, String) {
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    (parts[1].to_owned(), parts[3].to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_is_decided_where_a_trace_starts_and_what_is_left_out_is_passed_on_unsampled() {
+    let (database, token) = fetcher_database().await;
+    let (port, received) = receiver().await;
+    // Traces starting here are never sampled; a caller's decision is followed.
+    let served = ServeProcess::start(|command| {
+        command
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            )
+            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+            .env("OTEL_TRACES_SAMPLER", "parentbased_always_off")
+            .env("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true");
+        on_database(command, &database)
+    });
+    let client = reqwest::Client::new();
+    let target = json!({ "url": format!("http://127.0.0.1:{port}/target") });
+    let fetch = |path: &str, traceparent: Option<String>| {
+        let mut request = client
+            .post(served.url(path))
+            .bearer_auth(&token)
+            .json(&target);
+        if let Some(traceparent) = traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        request.send()
+    };
+    let last_traceparent = || {
+        received
+            .traceparents
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .flatten()
+            .expect("the target was called with a traceparent")
+    };
+
+    // A caller that samples: exported, and passed on sampled.
+    let sampled = "1bf92f3577b34da6a3ce929d0e0e4731";
+    let answer = fetch(
+        "/fetcher/api/v1/fetch",
+        Some(format!("00-{sampled}-00f067aa0ba902b7-01")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        trace_and_flags(&last_traceparent()),
+        (sampled.to_owned(), "01".to_owned())
+    );
+
+    // A caller that does not: nothing exported, passed on with its trace id, unsampled.
+    let unsampled = "2bf92f3577b34da6a3ce929d0e0e4732";
+    let answer = fetch(
+        "/fetcher/api/v1/fetch",
+        Some(format!("00-{unsampled}-00f067aa0ba902b7-00")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        trace_and_flags(&last_traceparent()),
+        (unsampled.to_owned(), "00".to_owned())
+    );
+
+    // No caller's trace: a new one, left out by this sampler, and passed on unsampled.
+    let answer = fetch("/fetcher/api/v1/fetch", None).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let (started_here, flags) = trace_and_flags(&last_traceparent());
+    assert_eq!(flags, "00");
+    assert_ne!(started_here, "0".repeat(32));
+
+    // Work queued in an unsampled trace runs in it, still unsampled: the job's request carries
+    // the same trace id.
+    let later = "3bf92f3577b34da6a3ce929d0e0e4733";
+    let answer = fetch(
+        "/fetcher/api/v1/fetch-later",
+        Some(format!("00-{later}-00f067aa0ba902b7-00")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 202);
+    let job_traceparent = eventually(20, "the job's request", || async {
+        let traceparents = received.traceparents.lock().unwrap().clone();
+        (traceparents.len() == 4)
+            .then(|| traceparents.last().cloned().flatten())
+            .flatten()
+    })
+    .await;
+    assert_eq!(
+        trace_and_flags(&job_traceparent),
+        (later.to_owned(), "00".to_owned())
+    );
+
+    // Stopped, so every buffered span was flushed: only the sampled caller's trace was
+    // exported, whole.
+    assert_eq!(served.terminate().code(), Some(0));
+    let spans = received.spans.lock().unwrap().clone();
+    let names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
+    assert!(
+        spans.iter().all(|span| span.trace_id == sampled),
+        "{spans:?}"
+    );
+    for name in ["request", "engine call", "outbound request"] {
+        assert!(names.contains(&name), "no {name} span in {spans:?}");
+    }
+}

@@ -61,14 +61,15 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
         .extensions()
         .get::<crate::client_address::ClientAddress>()
         .map(|crate::client_address::ClientAddress(address)| *address);
-    let span = tracing::info_span!(
-        "request",
-        correlation_id = %correlation_id,
-        method = %request.method(),
-        path = %request.uri().path(),
-        client = client.map(tracing::field::display),
-    );
-    crate::trace_context::continue_remote_trace(&span, request.headers());
+    let span = crate::trace_context::span_continuing_remote(request.headers(), || {
+        tracing::info_span!(
+            "request",
+            correlation_id = %correlation_id,
+            method = %request.method(),
+            path = %request.uri().path(),
+            client = client.map(tracing::field::display),
+        )
+    });
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;
     let mut response = ensure_json_error_body(response);

@@ -3,29 +3,101 @@
 //! request's span continues the caller's trace, and an outbound request carries the current
 //! span's. Through the global propagator only: with tracing off (no propagator installed, no
 //! OpenTelemetry layer) both are no-ops that cost a lookup.
+//!
+//! Sampling is decided once per trace, where this process's part of it starts (the host's
+//! sampling layer, `host/src/telemetry.rs`): a span this module starts from a remote or stored
+//! trace hands that trace to the layer through [`take_root_parent`] while it is created. A
+//! trace left out is still passed on, with its id and the "not sampled" flag, so the callers
+//! and work after it agree (see [`UnsampledTrace`]).
+
+use std::cell::RefCell;
 
 use axum::http::HeaderMap;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::Context;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-/// Makes `span` a child of the trace `headers` carry, if they carry a valid one.
-pub fn continue_remote_trace(span: &tracing::Span, headers: &HeaderMap) {
+thread_local! {
+    /// The trace the span being created on this thread continues, set only while
+    /// [`span_continuing`] makes it.
+    static ROOT_PARENT: RefCell<Option<Context>> = const { RefCell::new(None) };
+}
+
+/// The remote or stored trace that the span being created continues, if it is one this module
+/// starts: for the sampling layer, which decides at such spans as at roots. Taken once.
+pub fn take_root_parent() -> Option<Context> {
+    ROOT_PARENT.with(|parent| parent.borrow_mut().take())
+}
+
+/// How the sampling layer answers for spans of a trace it left out: given the subscriber and a
+/// span, the trace's context (its id, a span id, not sampled), found on the span's root.
+/// Reached through `Dispatch::downcast_ref`, as `tracing-opentelemetry`'s own context is.
+pub struct UnsampledTrace(pub fn(&tracing::Dispatch, &tracing::span::Id) -> Option<SpanContext>);
+
+/// The span `make` creates, continuing `parent` when that is a valid trace: the sampling layer
+/// decides for the span as for a root with that parent, and OpenTelemetry makes it a child.
+fn span_continuing(parent: Context, make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if !parent.span().span_context().is_valid() {
+        return make();
+    }
+    ROOT_PARENT.with(|slot| *slot.borrow_mut() = Some(parent.clone()));
+    let span = make();
+    // Not taken when nothing records spans (tracing off, or the span below the filter).
+    take_root_parent();
+    // Fails only when the span is disabled or left out by the sampler.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// The span `make` creates, continuing the trace `headers` carry, if they carry a valid one.
+pub fn span_continuing_remote(
+    headers: &HeaderMap,
+    make: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&HeaderExtractor(headers))
     });
-    if parent.span().span_context().is_valid() {
-        // Fails only when the span is disabled or already started its OpenTelemetry twin.
-        let _ = span.set_parent(parent);
+    span_continuing(parent, make)
+}
+
+/// The span `make` creates, continuing the trace a stored `traceparent` names (see
+/// [`current_traceparent`]).
+pub fn span_continuing_stored(
+    traceparent: Option<&str>,
+    make: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
+    let Some(value) = traceparent.and_then(|value| axum::http::HeaderValue::from_str(value).ok())
+    else {
+        return make();
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert("traceparent", value);
+    span_continuing_remote(&headers, make)
+}
+
+/// The trace context of the current span: its OpenTelemetry span's when it is sampled, else
+/// the context of the trace the sampler left out (not sampled).
+fn current_context() -> Option<Context> {
+    let span = tracing::Span::current();
+    let context = span.context();
+    if context.span().span_context().is_valid() {
+        return Some(context);
     }
+    let mut unsampled = None;
+    span.with_subscriber(|(id, dispatch)| {
+        if let Some(lookup) = dispatch.downcast_ref::<UnsampledTrace>() {
+            unsampled = (lookup.0)(dispatch, id);
+        }
+    });
+    unsampled.map(|span_context| Context::new().with_remote_span_context(span_context))
 }
 
 /// Writes the current span's trace context into `headers` (replacing any sent before).
 pub fn inject_current(headers: &mut HeaderMap) {
-    let context = tracing::Span::current().context();
-    if !context.span().span_context().is_valid() {
+    let Some(context) = current_context() else {
         return;
-    }
+    };
     opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.inject_context(&context, &mut HeaderInjector(headers));
     });
@@ -40,15 +112,4 @@ pub fn current_traceparent() -> Option<String> {
         .get("traceparent")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned)
-}
-
-/// Makes `span` a child of the trace a stored `traceparent` names (see
-/// [`current_traceparent`]).
-pub fn continue_stored_trace(span: &tracing::Span, traceparent: &str) {
-    let Ok(value) = axum::http::HeaderValue::from_str(traceparent) else {
-        return;
-    };
-    let mut headers = HeaderMap::new();
-    headers.insert("traceparent", value);
-    continue_remote_trace(span, &headers);
 }

@@ -792,15 +792,15 @@ async fn run_one(
     };
     // The run continues the trace its first traced item was queued in (a job: the engine call
     // that scheduled it; an engine's event: the call that published it).
-    let span = tracing::info_span!(
-        "engine work",
-        engine = %run[0].engine_code,
-        kind = run[0].kind.as_str(),
-        items = run.len(),
-    );
-    if let Some(traceparent) = run.iter().find_map(|item| item.traceparent.as_deref()) {
-        tessera_http::trace_context::continue_stored_trace(&span, traceparent);
-    }
+    let traceparent = run.iter().find_map(|item| item.traceparent.as_deref());
+    let span = tessera_http::trace_context::span_continuing_stored(traceparent, || {
+        tracing::info_span!(
+            "engine work",
+            engine = %run[0].engine_code,
+            kind = run[0].kind.as_str(),
+            items = run.len(),
+        )
+    });
     let outcome = deliver(engines, &run, admitted).instrument(span).await;
     drop(permit);
     let recorded = match outcome {
