@@ -12,6 +12,10 @@ use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::server::Application;
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const PASSWORD: &str = "Correct1horse";
 const LOGIN_WINDOW: Duration = Duration::from_secs(5);
 const LOGIN_CLIENTS: usize = 8;

@@ -20,6 +20,10 @@ use anyhow::Context as _;
 
 use support::{Backend, BenchDatabase, Server, provisioned_tenant};
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Changes measured.
 const ROUNDS: usize = 7;
 

@@ -26,6 +26,10 @@ use tessera_host::server::Application;
 use tessera_host::state::AppState;
 use tessera_host::tenancy::Role;
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const LATENCY_SAMPLES: usize = 3000;
 const THROUGHPUT_WINDOW: Duration = Duration::from_secs(1);
 const THROUGHPUT_ROUNDS: usize = 5;

@@ -39,6 +39,10 @@ use tessera_host::tenancy::Role;
 
 use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CLIENTS: usize = 16;
 const ROUND: Duration = Duration::from_secs(2);
 const ROUNDS: usize = 7;

@@ -21,6 +21,10 @@ use support::{Backend, BenchDatabase, Server, data_of, provisioned_tenant};
 use tessera_host::tenancy::Role;
 use tokio_util::sync::CancellationToken;
 
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Concurrent slow requests the noisy tenant keeps in flight.
 const FLOODERS: usize = 256;
 /// Notes of the noisy user, all read by each of its lists.

@@ -10,7 +10,8 @@
 //! `cargo bench -p tessera-host --bench throughput` (about a minute per database, twice: the 16
 //! clients in one tenant, then each in its own; then a few minutes per database for the search
 //! part). `TESSERA_BENCH_SEARCH_ONLY=1` runs the search part alone,
-//! `TESSERA_BENCH_THROUGHPUT_ONLY=1` the first part alone.
+//! `TESSERA_BENCH_THROUGHPUT_ONLY=1` the first part alone, `TESSERA_BENCH_TENANTS=1` or `=16`
+//! the first part's runs with that many tenants alone.
 
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
@@ -29,6 +30,10 @@ use tessera_host::state::AppState;
 use tessera_host::tenancy::Role;
 
 use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
+
+/// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Concurrent clients.
 const CLIENTS: usize = 16;
@@ -60,8 +65,23 @@ struct Run {
     tables: Vec<(String, u64)>,
     /// SQLite: the write-ahead log's largest size sampled.
     wal_bytes: u64,
+    /// Bytes this process caused to be written to storage (`/proc/self/io` `write_bytes`) from
+    /// the first request until everything was processed: the database and its log.
+    written_bytes: u64,
     /// Events each projection had still to apply when the clients stopped.
     behind_at_window_end: Vec<(String, i64)>,
+}
+
+/// Bytes this process has caused to be written to storage so far (Linux task I/O accounting).
+fn storage_writes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|line| line.strip_prefix("write_bytes:"))
+                .and_then(|value| value.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Events each projection has still to apply (by log position).
@@ -157,6 +177,7 @@ async fn run_backend(
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
     );
+    let written_before = storage_writes();
     let started = Instant::now();
     let deadline = started + WINDOW;
     let clients: Vec<_> = (0..CLIENTS)
@@ -220,6 +241,7 @@ async fn run_backend(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let processed_after = started.elapsed();
+    let written_bytes = storage_writes().saturating_sub(written_before);
     let accepted = accepted.load(Ordering::Relaxed);
     let tables = table_sizes(&server.state).await?;
     let run = Run {
@@ -235,6 +257,7 @@ async fn run_backend(
         peak_backlog,
         tables,
         wal_bytes,
+        written_bytes,
         behind_at_window_end,
     };
     server.shutdown().await?;
@@ -249,7 +272,15 @@ async fn main() -> anyhow::Result<()> {
         .filter(|url| !url.is_empty());
     let search_only = std::env::var("TESSERA_BENCH_SEARCH_ONLY").is_ok_and(|value| value == "1");
     let mut runs = Vec::new();
-    for tenants in TENANT_COUNTS.iter().copied().filter(|_| !search_only) {
+    // `TESSERA_BENCH_TENANTS=16` runs one of the tenant counts alone (to profile it).
+    let only_tenants: Option<usize> = std::env::var("TESSERA_BENCH_TENANTS")
+        .ok()
+        .and_then(|value| value.parse().ok());
+    for tenants in TENANT_COUNTS
+        .iter()
+        .copied()
+        .filter(|tenants| !search_only && only_tenants.is_none_or(|only| only == *tenants))
+    {
         runs.push(run_backend(Backend::Sqlite, None, tenants).await?);
         match &admin_url {
             Some(url) => runs.push(run_backend(Backend::Postgres, Some(url), tenants).await?),
@@ -297,13 +328,14 @@ async fn main() -> anyhow::Result<()> {
         let total: u64 = run.tables.iter().map(|(_, bytes)| bytes).sum();
         println!();
         println!(
-            "{}, {} tenant(s): {} entities; {:.0} bytes per entity in all tables, {:.0} with the write-ahead log at its largest ({} bytes)",
+            "{}, {} tenant(s): {} entities; {:.0} bytes per entity in all tables, {:.0} with the write-ahead log at its largest ({} bytes); {:.0} bytes written to storage per entity",
             run.backend.name(),
             run.tenants,
             run.accepted,
             per_entity(total),
             per_entity(total + run.wal_bytes),
             run.wal_bytes,
+            per_entity(run.written_bytes),
         );
         println!("| table (with its indexes) | bytes | per entity |");
         println!("|---|---|---|");

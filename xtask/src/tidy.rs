@@ -121,6 +121,37 @@ fn every_rust_file_opens_with_a_doc_line() {
     assert_no_failures("every Rust file opens with a `//!` line", &failures);
 }
 
+/// Rule 1b: every host benchmark runs on the `tessera` binary's allocator (mimalloc), so what
+/// it measures in-process is what the binary runs: glibc's malloc alone cost the throughput
+/// benchmark a seventh of its CPU (BENCHMARKS.md, session 32).
+#[test]
+fn host_benchmarks_use_the_binarys_allocator() {
+    let root = crate::workspace_root();
+    let binary = read(&root, "host/src/main.rs");
+    assert!(
+        binary.contains("static ALLOCATOR: mimalloc::MiMalloc"),
+        "host/src/main.rs no longer declares mimalloc: update this rule"
+    );
+    let mut failures = Vec::new();
+    for path in rust_files(&root) {
+        let Some(name) = path.strip_prefix("host/benches/") else {
+            continue;
+        };
+        if name.contains('/') {
+            continue;
+        }
+        if !read(&root, &path)
+            .contains("static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;")
+        {
+            failures.push(format!(
+                "{path}: declare `#[global_allocator] static ALLOCATOR: mimalloc::MiMalloc = \
+                 mimalloc::MiMalloc;`, the binary's allocator"
+            ));
+        }
+    }
+    assert_no_failures("host benchmarks use the binary's allocator", &failures);
+}
+
 /// Rule 2: a Tessera crate depends only on Tessera crates of a lower layer ([`LAYERS`]), and a
 /// crate built for wasm32 only on crates built for wasm32.
 #[test]
