@@ -244,6 +244,43 @@ async fn start_host(telemetry: Telemetry, callgrind: Option<&Path>) -> anyhow::R
     })
 }
 
+/// What a client sends to one host: its URLs and token.
+struct Target {
+    token: String,
+    noop: String,
+    intentions: String,
+}
+
+impl Target {
+    fn of(host: &Host) -> Self {
+        Self {
+            token: host.token.clone(),
+            noop: host.url("/echo/api/v1/noop"),
+            intentions: host.url("/core/api/v1/intentions"),
+        }
+    }
+
+    /// One request of `workload` (a new contact per write, numbered by `counter`).
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        workload: Workload,
+        counter: &AtomicU64,
+    ) -> reqwest::RequestBuilder {
+        let request = match workload {
+            Workload::EngineRoute => client.get(&self.noop),
+            Workload::CoreWrite => {
+                client
+                    .post(&self.intentions)
+                    .json(&engine_probes::contact_intention(
+                        counter.fetch_add(1, Ordering::Relaxed),
+                    ))
+            }
+        };
+        request.bearer_auth(&self.token)
+    }
+}
+
 /// CPU time the process `pid` has used (user and system), in clock ticks.
 fn process_ticks(pid: u32) -> anyhow::Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
@@ -283,23 +320,11 @@ async fn round(
     let clients: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let (answered, failed, counter) = (answered.clone(), failed.clone(), counter.clone());
-            let token = host.token.clone();
-            let noop = host.url("/echo/api/v1/noop");
-            let intentions = host.url("/core/api/v1/intentions");
+            let target = Target::of(host);
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 while Instant::now() < deadline {
-                    let request = match workload {
-                        Workload::EngineRoute => client.get(&noop),
-                        Workload::CoreWrite => {
-                            client
-                                .post(&intentions)
-                                .json(&engine_probes::contact_intention(
-                                    counter.fetch_add(1, Ordering::Relaxed),
-                                ))
-                        }
-                    };
-                    match request.bearer_auth(&token).send().await {
+                    match target.request(&client, workload, &counter).send().await {
                         Ok(answer) if answer.status().is_success() => {
                             answered.fetch_add(1, Ordering::Relaxed);
                         }
@@ -340,23 +365,11 @@ async fn fixed_requests(
     let clients: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let (sent, counter) = (sent.clone(), counter.clone());
-            let token = host.token.clone();
-            let noop = host.url("/echo/api/v1/noop");
-            let intentions = host.url("/core/api/v1/intentions");
+            let target = Target::of(host);
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 while sent.fetch_add(1, Ordering::Relaxed) < total {
-                    let request = match workload {
-                        Workload::EngineRoute => client.get(&noop),
-                        Workload::CoreWrite => {
-                            client
-                                .post(&intentions)
-                                .json(&engine_probes::contact_intention(
-                                    counter.fetch_add(1, Ordering::Relaxed),
-                                ))
-                        }
-                    };
-                    let answer = request.bearer_auth(&token).send().await?;
+                    let answer = target.request(&client, workload, &counter).send().await?;
                     anyhow::ensure!(answer.status().is_success(), "answered {}", answer.status());
                 }
                 Ok(())

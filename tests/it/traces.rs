@@ -499,33 +499,26 @@ async fn sampling_is_decided_where_a_trace_starts_and_what_is_left_out_is_passed
             .expect("the target was called with a traceparent")
     };
 
+    // A caller's trace with its flags: the fetch answers, and the target got the same trace id
+    // with the same flags.
+    let continued = |trace_id: &'static str, flags: &'static str| {
+        let answer = fetch(
+            "/fetcher/api/v1/fetch",
+            Some(format!("00-{trace_id}-00f067aa0ba902b7-{flags}")),
+        );
+        async move {
+            assert_eq!(answer.await.unwrap().status(), 200);
+            assert_eq!(
+                trace_and_flags(&last_traceparent()),
+                (trace_id.to_owned(), flags.to_owned())
+            );
+        }
+    };
     // A caller that samples: exported, and passed on sampled.
     let sampled = "1bf92f3577b34da6a3ce929d0e0e4731";
-    let answer = fetch(
-        "/fetcher/api/v1/fetch",
-        Some(format!("00-{sampled}-00f067aa0ba902b7-01")),
-    )
-    .await
-    .unwrap();
-    assert_eq!(answer.status(), 200);
-    assert_eq!(
-        trace_and_flags(&last_traceparent()),
-        (sampled.to_owned(), "01".to_owned())
-    );
-
+    continued(sampled, "01").await;
     // A caller that does not: nothing exported, passed on with its trace id, unsampled.
-    let unsampled = "2bf92f3577b34da6a3ce929d0e0e4732";
-    let answer = fetch(
-        "/fetcher/api/v1/fetch",
-        Some(format!("00-{unsampled}-00f067aa0ba902b7-00")),
-    )
-    .await
-    .unwrap();
-    assert_eq!(answer.status(), 200);
-    assert_eq!(
-        trace_and_flags(&last_traceparent()),
-        (unsampled.to_owned(), "00".to_owned())
-    );
+    continued("2bf92f3577b34da6a3ce929d0e0e4732", "00").await;
 
     // No caller's trace: a new one, left out by this sampler, and passed on unsampled.
     let answer = fetch("/fetcher/api/v1/fetch", None).await.unwrap();
