@@ -108,6 +108,26 @@ async fn fetcher_database() -> (TestDatabase, String) {
     (app.stop_keeping_database().await, token)
 }
 
+/// Lets engines' outbound requests reach the test's receiver on loopback.
+const OUTBOUND_TO_LOOPBACK: (&str, &str) = ("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true");
+
+/// `tessera serve` on `database`, exporting its spans to the receiver on `port` (a batch every
+/// 100 ms), with `environment` added.
+fn traced_host(database: &TestDatabase, port: u16, environment: &[(&str, &str)]) -> ServeProcess {
+    ServeProcess::start(|command| {
+        command
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{port}"),
+            )
+            .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+        for (name, value) in environment {
+            command.env(name, value);
+        }
+        on_database(command, database)
+    })
+}
+
 /// The first span of `spans` called `name`.
 fn span_named(spans: &[ExportedSpan], name: &str) -> ExportedSpan {
     spans
@@ -135,16 +155,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
 {
     let (database, token) = fetcher_database().await;
     let (port, received) = receiver().await;
-    let served = ServeProcess::start(|command| {
-        command
-            .env(
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{port}"),
-            )
-            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-            .env("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true");
-        on_database(command, &database)
-    });
+    let served = traced_host(&database, port, &[OUTBOUND_TO_LOOPBACK]);
 
     // The caller's trace: its id and the span the request is a child of.
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -324,17 +335,14 @@ async fn a_chat_message_and_its_webhook_delivery_are_one_trace_that_the_receiver
     let database = app.stop_keeping_database().await;
 
     let (port, received) = receiver().await;
-    let served = ServeProcess::start(|command| {
-        command
-            .env(
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{port}"),
-            )
-            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-            .env("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true")
-            .env("TESSERA_OUTBOUND_EXTRA_CA", &certificate.0);
-        on_database(command, &database)
-    });
+    let served = traced_host(
+        &database,
+        port,
+        &[
+            OUTBOUND_TO_LOOPBACK,
+            ("TESSERA_OUTBOUND_EXTRA_CA", certificate.0.to_str().unwrap()),
+        ],
+    );
     let trace_id = "6bf92f3577b34da6a3ce929d0e0e4738";
     let posted = reqwest::Client::new()
         .post(served.url(&format!(
@@ -414,15 +422,7 @@ async fn an_intention_and_the_engine_deliveries_of_its_events_are_one_trace() {
     let database = app.stop_keeping_database().await;
 
     let (port, received) = receiver().await;
-    let served = ServeProcess::start(|command| {
-        command
-            .env(
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{port}"),
-            )
-            .env("OTEL_BSP_SCHEDULE_DELAY", "100");
-        on_database(command, &database)
-    });
+    let served = traced_host(&database, port, &[]);
     let trace_id = "0af7651916cd43dd8448eb211c80319c";
     let created = reqwest::Client::new()
         .post(served.url("/core/api/v1/intentions"))
@@ -465,17 +465,14 @@ async fn sampling_is_decided_where_a_trace_starts_and_what_is_left_out_is_passed
     let (database, token) = fetcher_database().await;
     let (port, received) = receiver().await;
     // Traces starting here are never sampled; a caller's decision is followed.
-    let served = ServeProcess::start(|command| {
-        command
-            .env(
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{port}"),
-            )
-            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-            .env("OTEL_TRACES_SAMPLER", "parentbased_always_off")
-            .env("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true");
-        on_database(command, &database)
-    });
+    let served = traced_host(
+        &database,
+        port,
+        &[
+            ("OTEL_TRACES_SAMPLER", "parentbased_always_off"),
+            OUTBOUND_TO_LOOPBACK,
+        ],
+    );
     let client = reqwest::Client::new();
     let target = json!({ "url": format!("http://127.0.0.1:{port}/target") });
     let fetch = |path: &str, traceparent: Option<String>| {
