@@ -37,7 +37,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
+use support::{
+    Backend, BenchDatabase, Server, engine_probes, provisioned_tenant, ticks_of_process,
+};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -281,21 +283,6 @@ impl Target {
     }
 }
 
-/// CPU time the process `pid` has used (user and system), in clock ticks.
-fn process_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("a /proc stat line")?
-        .1
-        .split_whitespace()
-        .collect();
-    let field = |index: usize| -> anyhow::Result<u64> {
-        Ok(fields.get(index).context("a /proc stat field")?.parse()?)
-    };
-    Ok(field(11)? + field(12)?)
-}
-
 /// The clock ticks of `/proc` per second.
 const TICKS_PER_SECOND: f64 = 100.0;
 
@@ -312,7 +299,8 @@ async fn round(
     workload: Workload,
     counter: &Arc<AtomicU64>,
 ) -> anyhow::Result<Measured> {
-    let ticks_before = process_ticks(host.child.id())?;
+    let ticks_before =
+        ticks_of_process(&host.child.id().to_string()).context("the host's CPU time")?;
     let answered = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -339,7 +327,8 @@ async fn round(
     for client in clients {
         client.await?;
     }
-    let ticks = process_ticks(host.child.id())? - ticks_before;
+    let ticks = ticks_of_process(&host.child.id().to_string()).context("the host's CPU time")?
+        - ticks_before;
     let failed = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failed == 0, "{failed} requests failed");
     let answered = answered.load(Ordering::Relaxed) as f64;

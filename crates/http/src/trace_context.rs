@@ -5,7 +5,7 @@
 //! OpenTelemetry layer) both are no-ops that cost a lookup.
 //!
 //! Sampling is decided once per trace, where this process's part of it starts (the host's
-//! sampling layer, `host/src/telemetry.rs`): a span this module starts from a remote or stored
+//! sampling layer, `host/src/telemetry/sampling.rs`): a span this module starts from a remote or stored
 //! trace hands that trace to the layer through [`take_root_parent`] while it is created. A
 //! trace left out is still passed on, with its id and the "not sampled" flag, so the callers
 //! and work after it agree (see [`UnsampledTrace`]).

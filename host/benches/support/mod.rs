@@ -265,10 +265,16 @@ pub fn cpu_ticks() -> Ticks {
     let steal = *machine.get(7)?;
     // idle and iowait are not busy; steal is time this machine did not get.
     let busy = total - machine.get(3)? - machine.get(4)? - steal;
-    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
-    let process = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let process = ticks_of_process("self")?;
     Some((busy, total, process, steal))
+}
+
+/// CPU time (user and system, in clock ticks) of the process `/proc/<process>` names: `self`
+/// or a pid.
+pub fn ticks_of_process(process: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 /// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen

@@ -101,13 +101,12 @@ where
     span.is_some_and(|span| span.extensions().get::<Sampled>().is_some())
 }
 
-impl<L> SampledTraces<L> {
-    fn sampled<S>(&self, id: &Id, ctx: &LayerContext<'_, S>) -> bool
-    where
-        S: Subscriber + for<'lookup> LookupSpan<'lookup>,
-    {
-        is_sampled(ctx.span(id).as_ref())
-    }
+/// Whether the span `id` belongs to a sampled trace.
+fn is_sampled_span<S>(id: &Id, ctx: &LayerContext<'_, S>) -> bool
+where
+    S: Subscriber + for<'lookup> LookupSpan<'lookup>,
+{
+    is_sampled(ctx.span(id).as_ref())
 }
 
 impl<S, L> Layer<S> for SampledTraces<L>
@@ -169,13 +168,13 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: LayerContext<'_, S>) {
-        if self.sampled(id, &ctx) {
+        if is_sampled_span(id, &ctx) {
             self.inner.on_record(id, values, ctx);
         }
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: LayerContext<'_, S>) {
-        if self.sampled(id, &ctx) {
+        if is_sampled_span(id, &ctx) {
             self.inner.on_follows_from(id, follows, ctx);
         }
     }
@@ -199,7 +198,7 @@ where
     fn on_exit(&self, _id: &Id, _ctx: LayerContext<'_, S>) {}
 
     fn on_close(&self, id: Id, ctx: LayerContext<'_, S>) {
-        if self.sampled(&id, &ctx) {
+        if is_sampled_span(&id, &ctx) {
             self.inner.on_close(id, ctx);
         }
     }
