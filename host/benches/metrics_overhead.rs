@@ -383,8 +383,9 @@ fn callgrind_control(arguments: &[&str], pid: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The instructions (`totals:`) of the callgrind dumps of `pid` in `directory`, summed (the
-/// dumps are kept for `callgrind_annotate`).
+/// The instructions of the callgrind dumps of `pid` in `directory` so far, summed: each dump's
+/// `summary:` holds what was counted since the one before (its `totals:` runs on from the
+/// first). The dumps are kept for `callgrind_annotate`.
 fn dumped_instructions(directory: &Path, pid: u32) -> anyhow::Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(directory)? {
@@ -397,11 +398,11 @@ fn dumped_instructions(directory: &Path, pid: u32) -> anyhow::Result<u64> {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        let totals = text
+        let summary = text
             .lines()
-            .find_map(|line| line.strip_prefix("totals:"))
-            .with_context(|| format!("no totals in {}", path.display()))?;
-        total += totals
+            .find_map(|line| line.strip_prefix("summary:"))
+            .with_context(|| format!("no summary in {}", path.display()))?;
+        total += summary
             .split_whitespace()
             .next()
             .context("an instruction count")?
@@ -410,15 +411,52 @@ fn dumped_instructions(directory: &Path, pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-/// How long a host under callgrind is left to finish the work requests caused.
-const SETTLE: Duration = Duration::from_secs(5);
+/// The longest a host under callgrind may take to finish the work requests caused.
+const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Requests per workload in the instruction count: the engine route, then core writes.
 const COUNTED_REQUESTS: [u64; 2] = [2_000, 300];
 
+/// Waits until `host` has finished the work its requests caused (the core's projections and
+/// the engines' deliveries: no event behind the slowest projection, no engine work due or
+/// running), read from its database on the side, read-only; then a second more, for what
+/// follows a last commit (wakers, metrics).
+async fn settled(host: &Host) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let database = host.database.as_ref().context("the host's database")?;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(database.data_dir.join("tessera.db"))
+        .read_only(true);
+    let mut connection = sqlx::SqliteConnection::connect_with(&options).await?;
+    let started = Instant::now();
+    loop {
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let unfinished: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM engine_work
+                     WHERE status = 'running' OR (status = 'pending' AND due_at <= $1))
+                  + (SELECT COUNT(*) FROM events
+                     WHERE position > (SELECT MIN(position) FROM projection_checkpoints))",
+        )
+        .bind(now)
+        .fetch_one(&mut connection)
+        .await?;
+        if unfinished == 0 {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < SETTLE_LIMIT,
+            "{unfinished} items still unfinished after {SETTLE_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    connection.close().await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(())
+}
+
 /// `TESSERA_BENCH_CALLGRIND=1`: each host in turn under `valgrind --tool=callgrind`, the
 /// instructions it executes for a fixed number of requests of each workload (after as many
-/// to warm up), background work included: a count that does not depend on what else the
+/// to warm up), the work they cause included: a count that does not depend on what else the
 /// machine runs. The dumps stay in a temp dir the run names.
 async fn count_instructions() -> anyhow::Result<()> {
     let directory =
@@ -435,13 +473,15 @@ async fn count_instructions() -> anyhow::Result<()> {
             // The work the warm-up left (the core's projections and deliveries) is done before
             // counting starts, and the counted requests' own before it ends.
             fixed_requests(&host, workload, total, &counter).await?;
-            tokio::time::sleep(SETTLE).await;
+            settled(&host).await?;
+            let before = dumped_instructions(&directory, pid)?;
             callgrind_control(&["-i", "on"], pid)?;
             fixed_requests(&host, workload, total, &counter).await?;
-            tokio::time::sleep(SETTLE).await;
+            settled(&host).await?;
             callgrind_control(&["-d"], pid)?;
             callgrind_control(&["-i", "off"], pid)?;
-            counts[slot] = dumped_instructions(&directory, pid)? as f64 / total as f64;
+            let counted = dumped_instructions(&directory, pid)? - before;
+            counts[slot] = counted as f64 / total as f64;
         }
         eprintln!("{}: {counts:?} instructions per request", telemetry.name());
         per_request.push(counts);

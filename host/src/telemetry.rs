@@ -69,11 +69,13 @@ pub fn init_serving(default_filter: &str, runtime: tokio::runtime::Handle) -> Te
 fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
     // Read as every setting is (flag, environment, config file); a malformed value falls back
     // to the default, since nothing can log the error yet.
-    let filter = crate::config::env_var::<String>("TESSERA_LOG")
+    let (filter, directives) = crate::config::env_var::<String>("TESSERA_LOG")
         .ok()
         .flatten()
-        .and_then(|directives| EnvFilter::try_new(directives).ok())
-        .unwrap_or_else(|| EnvFilter::new(default_filter));
+        .and_then(|directives| Some((EnvFilter::try_new(&directives).ok()?, directives)))
+        .unwrap_or_else(|| (EnvFilter::new(default_filter), default_filter.to_owned()));
+    // Exactly `info`: every info callsite is enabled and nothing below, as traces want.
+    let logs_exactly_at_info = directives.trim().eq_ignore_ascii_case("info");
     let json = crate::config::env_var::<String>("TESSERA_LOG_FORMAT")
         .ok()
         .flatten()
@@ -100,7 +102,13 @@ fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
             .with_location(false)
             .with_threads(false)
             .with_target(false);
-        SampledTraces::new(layer).with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        if logs_exactly_at_info {
+            SampledTraces::at_info(layer).boxed()
+        } else {
+            SampledTraces::new(layer)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+                .boxed()
+        }
     });
     // A second init (tests) keeps the first subscriber.
     let _ = tracing_subscriber::registry()

@@ -836,11 +836,15 @@ impl ServeProcess {
         use std::process::Stdio;
 
         let mut command = Command::new(tessera_binary());
-        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .env("TESSERA_LOG", "info")
+            .env("TESSERA_LOG_FORMAT", "json");
+        // Its log filter must keep the host's info lines, which say where it serves.
         configure(&mut command);
         let mut child = command
-            .env("TESSERA_LOG", "info")
-            .env("TESSERA_LOG_FORMAT", "json")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -13,6 +13,7 @@ use axum::body::Bytes;
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
 use prost::Message as _;
 use serde_json::{Value, json};
 
@@ -28,6 +29,8 @@ struct ExportedSpan {
     span_id: String,
     parent_span_id: String,
     name: String,
+    /// The `status` attribute, if the span has an integer one (a request's).
+    status: Option<i64>,
 }
 
 /// What the receiver got: exported spans, and the `traceparent` of each request to `/target`.
@@ -35,6 +38,19 @@ struct ExportedSpan {
 struct Received {
     spans: Mutex<Vec<ExportedSpan>>,
     traceparents: Mutex<Vec<Option<String>>>,
+}
+
+/// The integer attribute `key` of an exported span, if it has one.
+fn integer_attribute(attributes: &[KeyValue], key: &str) -> Option<i64> {
+    attributes
+        .iter()
+        .find(|attribute| attribute.key == key)
+        .and_then(
+            |attribute| match attribute.value.as_ref()?.value.as_ref()? {
+                any_value::Value::IntValue(value) => Some(*value),
+                _ => None,
+            },
+        )
 }
 
 /// An OTLP/HTTP collector (`POST /v1/traces`) and an outbound target (`GET /target`) on one
@@ -60,6 +76,7 @@ async fn receiver() -> (u16, Arc<Received>) {
                                     trace_id: hex::encode(&span.trace_id),
                                     span_id: hex::encode(&span.span_id),
                                     parent_span_id: hex::encode(&span.parent_span_id),
+                                    status: integer_attribute(&span.attributes, "status"),
                                     name: span.name,
                                 });
                             }
@@ -150,19 +167,21 @@ impl Received {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_queue_are_one_trace()
-{
-    let (database, token) = fetcher_database().await;
-    let (port, received) = receiver().await;
-    let served = traced_host(&database, port, &[OUTBOUND_TO_LOOPBACK]);
-
-    // The caller's trace: its id and the span the request is a child of.
-    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+/// A fetch through the `fetcher` engine, called with a `traceparent`, is one trace: the
+/// request a child of the caller's span, the engine call of the request, the outbound request
+/// of the engine call, and the target called with the outbound request's span.
+async fn fetch_is_one_trace(
+    served: &ServeProcess,
+    token: &str,
+    port: u16,
+    received: &Received,
+    trace_id: &str,
+) {
     let caller_span = "00f067aa0ba902b7";
+    let before = received.traceparents.lock().unwrap().len();
     let fetched: Value = reqwest::Client::new()
         .post(served.url("/fetcher/api/v1/fetch"))
-        .bearer_auth(&token)
+        .bearer_auth(token)
         .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
         .json(&json!({ "url": format!("http://127.0.0.1:{port}/target") }))
         .send()
@@ -188,15 +207,33 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
     let engine_call = named("engine call");
     let outbound = named("outbound request");
     assert_eq!(request.parent_span_id, caller_span, "{spans:?}");
+    assert_eq!(request.status, Some(200), "the request's status: {spans:?}");
     assert_eq!(engine_call.parent_span_id, request.span_id, "{spans:?}");
     assert_eq!(outbound.parent_span_id, engine_call.span_id, "{spans:?}");
 
     // The target was called as a child of the outbound request's span.
-    let traceparents = received.traceparents.lock().unwrap().clone();
+    let traceparents = received.traceparents.lock().unwrap()[before..].to_vec();
     assert_eq!(
         traceparents,
         [Some(format!("00-{trace_id}-{}-01", outbound.span_id))]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_queue_are_one_trace()
+{
+    let (database, token) = fetcher_database().await;
+    let (port, received) = receiver().await;
+    let served = traced_host(&database, port, &[OUTBOUND_TO_LOOPBACK]);
+    let caller_span = "00f067aa0ba902b7";
+    fetch_is_one_trace(
+        &served,
+        &token,
+        port,
+        &received,
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+    )
+    .await;
 
     // Work queued by a call continues its trace when it runs: a job scheduled by the engine
     // runs later, and the request it sends carries the same trace.
@@ -242,6 +279,27 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
         Some(format!("00-{later_trace}-{}-01", outbound.span_id))
     );
     assert_eq!(served.terminate().code(), Some(0));
+}
+
+/// Traces hold the info-level spans whatever `TESSERA_LOG` keeps: under a stricter filter than
+/// `info` (no request span in the logs; the layer behind its own level filter) and under a
+/// looser one (debug spans between them change no parent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_hold_the_info_spans_whatever_the_logs_keep() {
+    let (database, token) = fetcher_database().await;
+    let (port, received) = receiver().await;
+    for (filter, trace_id) in [
+        ("warn,tessera_host=info", "6bf92f3577b34da6a3ce929d0e0e4738"),
+        ("debug", "7bf92f3577b34da6a3ce929d0e0e4739"),
+    ] {
+        let served = traced_host(
+            &database,
+            port,
+            &[OUTBOUND_TO_LOOPBACK, ("TESSERA_LOG", filter)],
+        );
+        fetch_is_one_trace(&served, &token, port, &received, trace_id).await;
+        assert_eq!(served.terminate().code(), Some(0), "TESSERA_LOG={filter}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

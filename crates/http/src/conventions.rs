@@ -68,6 +68,7 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
             method = %request.method(),
             path = %request.uri().path(),
             client = client.map(tracing::field::display),
+            status = tracing::field::Empty,
         )
     });
     let started = Instant::now();
@@ -78,6 +79,9 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
         HeaderValue::from_str(&correlation_id)
             .expect("a well-formed correlation id is a valid header"),
     );
+    // On the span (what traces keep of a request) and in the completion log line.
+    // As an i64: OpenTelemetry keeps integers of that type as integers, others as text.
+    span.record("status", i64::from(response.status().as_u16()));
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),

@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
@@ -50,11 +50,19 @@ fn span_continuing(parent: Context, make: impl FnOnce() -> tracing::Span) -> tra
     span
 }
 
+/// The W3C header naming the caller's trace; without it there is nothing to continue.
+static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
 /// The span `make` creates, continuing the trace `headers` carry, if they carry a valid one.
 pub fn span_continuing_remote(
     headers: &HeaderMap,
     make: impl FnOnce() -> tracing::Span,
 ) -> tracing::Span {
+    // Most requests carry no trace: a look-up by a prepared name, not the propagator's
+    // parsing of header names.
+    if !headers.contains_key(&TRACEPARENT) {
+        return make();
+    }
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&HeaderExtractor(headers))
     });

@@ -1,6 +1,7 @@
 //! Process-wide settings of the SQLite library, applied once before the first connection
 //! opens: SQLite allocates through mimalloc (the allocator of the rest of the process) and
-//! keeps no memory statistics.
+//! keeps no memory statistics; and every connection plans a statement once, whatever values
+//! are bound to it (the query planner stability guarantee, [`stable_plans`]).
 //!
 //! Why: the bundled SQLite (`libsqlite3-sys`) is built with `SQLITE_ENABLE_MEMORY_MANAGEMENT`,
 //! so its allocation statistics take one process-wide mutex on every `malloc` and `free`, and
@@ -14,7 +15,7 @@
 //! already initialised SQLite, the settings are skipped (with a warning) and SQLite keeps its
 //! defaults: nothing but speed depends on them.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Once;
 
 use libsqlite3_sys as ffi;
@@ -42,7 +43,49 @@ pub fn configure() {
                 "SQLite was initialised before its settings could be applied; using its defaults"
             );
         }
+        // SAFETY: `stable_plans` has the signature SQLite calls auto-extensions with and
+        // lives as long as the process (a plain function). Installing it initialises SQLite,
+        // so it comes after the `sqlite3_config` calls above.
+        let installed = unsafe { ffi::sqlite3_auto_extension(Some(stable_plans)) };
+        if installed != ffi::SQLITE_OK {
+            tracing::warn!(
+                status = installed,
+                "could not install the query planner stability guarantee; statements with \
+                 LIMIT parameters will be prepared again on every run"
+            );
+        }
     });
+}
+
+/// Turns on the query planner stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`) of every
+/// connection opened from now on: a statement keeps the plan it was prepared with whatever
+/// is bound to it.
+///
+/// Why: without it, SQLite reads the bound value of a parameter the planner can use (a
+/// `LIMIT $n`, the right side of a `LIKE`, a value compared with a partial index's
+/// condition) and marks the statement to be prepared again whenever that parameter is bound
+/// anew, and sqlx binds every parameter on every run. So every run of such a statement
+/// (claims, log reads, page listings, most of the host's hot statements end in `LIMIT $n`)
+/// parsed and planned its SQL again: a callgrind profile of `POST /core/api/v1/intentions`
+/// found 291 of those re-preparations per 300 requests, 8.5 % of the instructions
+/// (BENCHMARKS.md, issue 32). The plans Tessera's queries need do not depend on bound
+/// values: its partial indexes compare constants, its `LIKE`s are literals, and it keeps no
+/// `sqlite_stat4` samples.
+unsafe extern "C" fn stable_plans(
+    db: *mut ffi::sqlite3,
+    _error_message: *mut *mut c_char,
+    _api: *const ffi::sqlite3_api_routines,
+) -> c_int {
+    // SAFETY: `db` is the connection SQLite is opening; ENABLE_QPSG takes an `int` (1: on)
+    // and a nullable `int*` for the resulting setting.
+    unsafe {
+        ffi::sqlite3_db_config(
+            db,
+            ffi::SQLITE_DBCONFIG_ENABLE_QPSG,
+            1 as c_int,
+            std::ptr::null_mut::<c_int>(),
+        )
+    }
 }
 
 /// The allocator SQLite is given; it copies the table during `sqlite3_config`.
@@ -125,5 +168,28 @@ mod tests {
             free(grown);
             assert!(allocate(-1).is_null());
         }
+    }
+
+    #[tokio::test]
+    async fn every_connection_keeps_its_plans_whatever_is_bound() {
+        use sqlx::Connection as _;
+        configure();
+        let mut connection = sqlx::SqliteConnection::connect("sqlite::memory:")
+            .await
+            .expect("an in-memory connection opens");
+        let mut handle = connection.lock_handle().await.expect("the handle");
+        let mut setting: c_int = -1;
+        // SAFETY: the connection's own handle, locked; -1 asks for the setting without
+        // changing it, written to `setting`.
+        let status = unsafe {
+            ffi::sqlite3_db_config(
+                handle.as_raw_handle().as_ptr(),
+                ffi::SQLITE_DBCONFIG_ENABLE_QPSG,
+                -1 as c_int,
+                &raw mut setting,
+            )
+        };
+        assert_eq!(status, ffi::SQLITE_OK);
+        assert_eq!(setting, 1, "the query planner stability guarantee is on");
     }
 }

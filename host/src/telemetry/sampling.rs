@@ -11,6 +11,14 @@
 //! - A trace left out keeps a context on its root span (its trace id, a span id, the "not
 //!   sampled" flag), which `tessera_http::trace_context` passes on to outbound requests and
 //!   queued work through [`UnsampledTrace`], so what follows honours the decision.
+//!
+//! Traces hold the info-level spans whatever the logs' filter is. When the logs' filter is
+//! exactly `info` (the default), the layer is a plain layer that keeps that level itself
+//! ([`SampledTraces::at_info`]): no per-layer filter, whose look-up of the span on every entry
+//! and exit of every poll was most of what an unsampled request cost (BENCHMARKS.md, issue
+//! 28). Under any other filter it sits behind a per-layer `LevelFilter::INFO`
+//! ([`SampledTraces::new`]): a plain layer cannot see a span that no per-layer filter enables
+//! (`TESSERA_LOG=warn`), nor ignore debug spans without hiding them from the logs.
 
 use std::any::TypeId;
 
@@ -21,8 +29,10 @@ use opentelemetry::trace::{
 use opentelemetry_sdk::trace::{Config, IdGenerator, SamplingDecision, ShouldSample};
 use tessera_http::trace_context::{UnsampledTrace, take_root_parent};
 use tracing::span::{Attributes, Id, Record};
-use tracing::{Dispatch, Event, Metadata, Subscriber};
+use tracing::subscriber::Interest;
+use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
 use tracing_subscriber::Layer;
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::Context as LayerContext;
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
@@ -40,11 +50,33 @@ pub struct SampledTraces<L> {
     sampler: Box<dyn ShouldSample>,
     ids: Box<dyn IdGenerator>,
     unsampled: UnsampledTrace,
+    levels: Levels,
+}
+
+/// Who keeps the traces to info-level spans and above.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Levels {
+    /// A per-layer filter around the layer.
+    FilteredOutside,
+    /// The layer: callsites below info are never enabled by it. Right only when nothing else
+    /// in the subscriber enables them either, and something enables every info callsite.
+    Itself,
 }
 
 impl<L> SampledTraces<L> {
-    /// `inner` behind the sampler of the OTel environment variables.
+    /// `inner` behind the sampler of the OTel environment variables, for use behind a
+    /// per-layer `LevelFilter::INFO`.
     pub fn new(inner: L) -> Self {
+        Self::with_levels(inner, Levels::FilteredOutside)
+    }
+
+    /// `inner` behind the sampler, as a plain layer that keeps to info-level callsites
+    /// itself: only in a subscriber whose logs' filter is exactly `info`.
+    pub fn at_info(inner: L) -> Self {
+        Self::with_levels(inner, Levels::Itself)
+    }
+
+    fn with_levels(inner: L, levels: Levels) -> Self {
         let Config {
             sampler,
             id_generator,
@@ -55,7 +87,13 @@ impl<L> SampledTraces<L> {
             sampler,
             ids: id_generator,
             unsampled: UnsampledTrace(unsampled_context),
+            levels,
         }
+    }
+
+    /// Whether the level of `metadata` is one this layer leaves out itself.
+    fn below_its_level(&self, metadata: &Metadata<'_>) -> bool {
+        self.levels == Levels::Itself && *metadata.level() > Level::INFO
     }
 
     /// The sampler's decision for a trace starting here, `parent` being the remote or stored
@@ -122,15 +160,22 @@ where
         self.inner.on_layer(subscriber);
     }
 
-    fn register_callsite(
-        &self,
-        metadata: &'static Metadata<'static>,
-    ) -> tracing::subscriber::Interest {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if self.below_its_level(metadata) {
+            return Interest::never();
+        }
         self.inner.register_callsite(metadata)
     }
 
     fn enabled(&self, metadata: &Metadata<'_>, ctx: LayerContext<'_, S>) -> bool {
-        self.inner.enabled(metadata, ctx)
+        !self.below_its_level(metadata) && self.inner.enabled(metadata, ctx)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        match self.levels {
+            Levels::Itself => Some(LevelFilter::INFO),
+            Levels::FilteredOutside => self.inner.max_level_hint(),
+        }
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
@@ -179,7 +224,12 @@ where
         }
     }
 
+    // Traces carry warnings and errors as span events; info events are log lines (what one
+    // says of a span, such as a request's status, is recorded on the span itself).
     fn on_event(&self, event: &Event<'_>, ctx: LayerContext<'_, S>) {
+        if *event.metadata().level() > Level::WARN {
+            return;
+        }
         let sampled = match event.parent() {
             Some(parent) => is_sampled(ctx.span(parent).as_ref()),
             None if event.is_contextual() => is_sampled(ctx.lookup_current().as_ref()),
