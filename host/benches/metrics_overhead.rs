@@ -18,7 +18,10 @@
 //!
 //! `cargo bench -p tessera-host --bench metrics_overhead` (about four minutes).
 //! `TESSERA_BENCH_CALLGRIND=1` counts instructions per request instead (valgrind's callgrind,
-//! about five minutes): the figure this machine's noise does not move.
+//! about ten minutes): the figure this machine's noise moves least. Under valgrind SHA-256 runs
+//! its portable code (no SHA extensions), so the counted base is larger than the native one;
+//! and the work writes cause is batched more on a slower host, so the write row counts speed as
+//! much as work (BENCHMARKS.md, issue 28, session 33).
 //! `TESSERA_BENCH_BINARY=path` serves with another `tessera` binary (an earlier build, to
 //! compare two in one sitting).
 
