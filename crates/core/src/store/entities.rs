@@ -122,20 +122,33 @@ pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Res
     .context("writing entities")
 }
 
+/// The condition naming a tenant's entities, of one family when `family` is given: `$1` the
+/// tenant, `$2` the family. One text per shape, so each is planned on the index it can use (a
+/// condition `$2 IS NULL OR family_code = $2` is planned once for both, on the tenant's
+/// index alone).
+fn of_tenant(family: Option<&str>) -> &'static str {
+    match family {
+        Some(_) => "tenant_id = $1 AND family_code = $2",
+        None => "tenant_id = $1",
+    }
+}
+
 /// How many entities the tenant has (of one family).
 pub(crate) async fn count(
     database: &Database,
     tenant_id: &str,
     family: Option<&str>,
 ) -> anyhow::Result<i64> {
-    on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT COUNT(*) FROM entities
-         WHERE tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR family_code = $2)",
-    )
-    .bind(tenant_id)
-    .bind(family)
-    .fetch_one(pool)
-    .await)
+    let sql = format!("SELECT COUNT(*) FROM entities WHERE {}", of_tenant(family));
+    on_pool!(database, pool => {
+        let query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone())).bind(tenant_id);
+        match family {
+            Some(family) => query.bind(family),
+            None => query,
+        }
+        .fetch_one(pool)
+        .await
+    })
     .context("counting entities")
 }
 
@@ -149,20 +162,31 @@ pub(crate) async fn page(
     page: &OffsetPage,
 ) -> anyhow::Result<Vec<EntityRow>> {
     let order = if descending { "DESC" } else { "ASC" };
-    // The column and direction come from enums, never from the request text.
+    // The column and direction come from enums, never from the request text; the paging
+    // parameters follow the condition's.
+    let (limit, offset) = if family.is_some() {
+        ("$3", "$4")
+    } else {
+        ("$2", "$3")
+    };
     let sql = format!(
-        "SELECT {COLUMNS} FROM entities
-         WHERE tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR family_code = $2)
-         ORDER BY {column} {order}, id {order} LIMIT $3 OFFSET $4",
+        "SELECT {COLUMNS} FROM entities WHERE {condition}
+         ORDER BY {column} {order}, id {order} LIMIT {limit} OFFSET {offset}",
+        condition = of_tenant(family),
         column = sort_column(sort)
     );
-    on_pool!(database, pool => sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
-        .bind(tenant_id)
-        .bind(family)
+    on_pool!(database, pool => {
+        let query =
+            sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone())).bind(tenant_id);
+        match family {
+            Some(family) => query.bind(family),
+            None => query,
+        }
         .bind(page.limit())
         .bind(page.offset())
         .fetch_all(pool)
-        .await)
+        .await
+    })
     .context("listing entities")
 }
 
