@@ -125,6 +125,9 @@ async fn fetcher_database() -> (TestDatabase, String) {
     (app.stop_keeping_database().await, token)
 }
 
+/// The span of the test's caller that its `traceparent` headers name.
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
 /// Lets engines' outbound requests reach the test's receiver on loopback.
 const OUTBOUND_TO_LOOPBACK: (&str, &str) = ("TESSERA_OUTBOUND_ALLOW_PRIVATE_TARGETS", "true");
 
@@ -177,12 +180,11 @@ async fn fetch_is_one_trace(
     received: &Received,
     trace_id: &str,
 ) {
-    let caller_span = "00f067aa0ba902b7";
     let before = received.traceparents.lock().unwrap().len();
     let fetched: Value = reqwest::Client::new()
         .post(served.url("/fetcher/api/v1/fetch"))
         .bearer_auth(token)
-        .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
+        .header("traceparent", format!("00-{trace_id}-{CALLER_SPAN}-01"))
         .json(&json!({ "url": format!("http://127.0.0.1:{port}/target") }))
         .send()
         .await
@@ -206,7 +208,7 @@ async fn fetch_is_one_trace(
     let request = named("request");
     let engine_call = named("engine call");
     let outbound = named("outbound request");
-    assert_eq!(request.parent_span_id, caller_span, "{spans:?}");
+    assert_eq!(request.parent_span_id, CALLER_SPAN, "{spans:?}");
     assert_eq!(request.status, Some(200), "the request's status: {spans:?}");
     assert_eq!(engine_call.parent_span_id, request.span_id, "{spans:?}");
     assert_eq!(outbound.parent_span_id, engine_call.span_id, "{spans:?}");
@@ -225,7 +227,6 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
     let (database, token) = fetcher_database().await;
     let (port, received) = receiver().await;
     let served = traced_host(&database, port, &[OUTBOUND_TO_LOOPBACK]);
-    let caller_span = "00f067aa0ba902b7";
     fetch_is_one_trace(
         &served,
         &token,
@@ -241,7 +242,7 @@ async fn a_request_its_engine_calls_their_outbound_requests_and_the_jobs_they_qu
     let scheduled = reqwest::Client::new()
         .post(served.url("/fetcher/api/v1/fetch-later"))
         .bearer_auth(&token)
-        .header("traceparent", format!("00-{later_trace}-{caller_span}-01"))
+        .header("traceparent", format!("00-{later_trace}-{CALLER_SPAN}-01"))
         .json(&json!({ "url": format!("http://127.0.0.1:{port}/target") }))
         .send()
         .await
@@ -407,7 +408,7 @@ async fn a_chat_message_and_its_webhook_delivery_are_one_trace_that_the_receiver
             "/chat/api/v1/conversations/{conversation}/messages"
         )))
         .bearer_auth(&token)
-        .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+        .header("traceparent", format!("00-{trace_id}-{CALLER_SPAN}-01"))
         .json(&json!({ "body": "traced" }))
         .send()
         .await
@@ -559,7 +560,7 @@ async fn sampling_is_decided_where_a_trace_starts_and_what_is_left_out_is_passed
     let continued = |trace_id: &'static str, flags: &'static str| {
         let answer = fetch(
             "/fetcher/api/v1/fetch",
-            Some(format!("00-{trace_id}-00f067aa0ba902b7-{flags}")),
+            Some(format!("00-{trace_id}-{CALLER_SPAN}-{flags}")),
         );
         async move {
             assert_eq!(answer.await.unwrap().status(), 200);
@@ -587,7 +588,7 @@ async fn sampling_is_decided_where_a_trace_starts_and_what_is_left_out_is_passed
     let later = "3bf92f3577b34da6a3ce929d0e0e4733";
     let answer = fetch(
         "/fetcher/api/v1/fetch-later",
-        Some(format!("00-{later}-00f067aa0ba902b7-00")),
+        Some(format!("00-{later}-{CALLER_SPAN}-00")),
     )
     .await
     .unwrap();
