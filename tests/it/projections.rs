@@ -649,7 +649,7 @@ async fn overlapping_postgres_transactions_never_leave_an_event_unprojected() {
     .await
     .unwrap();
     let held_position: i64 = tessera_host::on_tx!(&mut held, conn => sqlx::query_scalar(
-        "SELECT position FROM events WHERE id = $1",
+        "SELECT position FROM event_log WHERE id = $1",
     )
     .bind(&appended[0].id)
     .fetch_one(&mut **conn)

@@ -521,6 +521,7 @@ impl Log {
             occurred_at: "2026-11-21T10:00:00.000000Z".to_owned(),
             entity_state: None,
             traceparent: None,
+            group_offset: 0,
         });
         self
     }

@@ -717,6 +717,44 @@ database_test!(
                 ),
             ]
         );
+        // The events' ids and entity are their group's: the ids the append returned, one
+        // prefix per group ending in the event's offset, and no copy on the event rows.
+        let read_ids: Vec<&str> = after[3..].iter().map(|event| event.id.as_str()).collect();
+        let assigned_ids: Vec<&str> = assigned
+            .iter()
+            .flatten()
+            .map(|event| event.id.as_str())
+            .collect();
+        assert_eq!(read_ids, assigned_ids);
+        assert_eq!(read_ids[0][..32], read_ids[1][..32]);
+        assert_ne!(read_ids[0][..32], read_ids[2][..32]);
+        assert_eq!(
+            [&read_ids[0][32..], &read_ids[1][32..], &read_ids[2][32..]],
+            ["0000", "0001", "0000"]
+        );
+        assert!(read_ids.iter().all(|id| uuid::Uuid::parse_str(id).is_ok()));
+        let entities: Vec<Option<&str>> = after[3..]
+            .iter()
+            .map(|event| event.entity_id.as_deref())
+            .collect();
+        assert_eq!(entities, [Some("y"); 3]);
+        let group_offsets: Vec<i64> = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT group_offset FROM event_log ORDER BY position",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(group_offsets, [0, 0, 0, 0, 1, 0]);
+        let stored_copies: i64 = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM events WHERE id IS NOT NULL OR entity_id IS NOT NULL",
+        )
+        .fetch_one(pool)
+        .await)
+        .unwrap();
+        assert_eq!(
+            stored_copies, 3,
+            "only the rows from before the upgrade name their own"
+        );
         // Two groups for three events: what they share is stored once.
         let groups: i64 = on_pool!(upgraded, pool => sqlx::query_scalar(
             "SELECT COUNT(*) FROM event_groups",

@@ -424,6 +424,8 @@ database_test!(
             .map(|event| Relayed {
                 event: event.clone(),
                 traceparent: None,
+                // One intention's events.
+                group: 1,
             })
             .collect();
         let database = &app.state().database;

@@ -748,7 +748,7 @@ database_test!(
             let database = &app.state().database;
             let id = trigger_event.as_str().unwrap().to_owned();
             tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-                "SELECT COUNT(*) FROM events WHERE id = $1 AND event_type = 'entity.created'")
+                "SELECT COUNT(*) FROM event_log WHERE id = $1 AND event_type = 'entity.created'")
                 .bind(id)
                 .fetch_one(pool)
                 .await

@@ -114,7 +114,7 @@ pub struct AppendedEvent {
     pub sequence: i64,
 }
 
-/// Rows per multi-row `INSERT` (at most 9 parameters each, far below both databases' limits).
+/// Rows per multi-row `INSERT` (at most 12 parameters each, far below both databases' limits).
 const INSERT_CHUNK: usize = 200;
 
 /// Events to append with one context and time, e.g. those of one intention.
@@ -195,42 +195,49 @@ pub async fn append_groups(
     for group in groups {
         let context = group.context;
         let mut appended = Vec::with_capacity(group.events.len());
-        if let Some((tenant_number, first_sequence)) = next
+        let Some((tenant_number, first_sequence)) = next
             .get(context.tenant_id.as_str())
             .copied()
             .filter(|_| !group.events.is_empty())
-        {
-            group_rows.push(GroupInsert {
-                tenant_number,
-                first_sequence,
-                intention_id: context.intention_id.as_deref(),
-                actor_id: context.actor_id.as_deref(),
-                correlation_id: context.correlation_id.as_deref(),
-                depth: context.depth,
-                occurred_at: group.occurred_at,
-                entity_state: group.entity_state,
-                traceparent: context.traceparent.as_deref(),
-            });
-        }
+        else {
+            assigned.push(Vec::new());
+            continue;
+        };
+        let shape = GroupShape::of(group.events);
+        group_rows.push(GroupInsert {
+            tenant_number,
+            first_sequence,
+            intention_id: context.intention_id.as_deref(),
+            actor_id: context.actor_id.as_deref(),
+            correlation_id: context.correlation_id.as_deref(),
+            depth: context.depth,
+            occurred_at: group.occurred_at,
+            entity_state: group.entity_state,
+            traceparent: context.traceparent.as_deref(),
+            entity_id: shape.entity_id,
+            event_id_prefix: shape.event_id_prefix.clone(),
+            event_count: i64::try_from(group.events.len()).context("too many events")?,
+        });
         for (group_offset, event) in (0_i64..).zip(group.events) {
-            let (tenant_number, sequence) = next
-                .get_mut(context.tenant_id.as_str())
-                .expect("every tenant with events has a reservation");
-            let entry = AppendedEvent {
-                id: uuid::Uuid::now_v7().to_string(),
-                sequence: *sequence,
-            };
-            *sequence += 1;
+            let sequence = first_sequence + group_offset;
+            let (id, stored_id) = shape.event_id(group_offset);
             rows.push(EventInsert {
-                id: entry.id.clone(),
-                tenant_number: *tenant_number,
-                sequence: entry.sequence,
+                id: stored_id,
+                tenant_number,
+                sequence,
                 group_offset,
                 event_type: &event.event_type,
-                entity_id: event.entity_id.as_deref(),
+                entity_id: if shape.entity_id.is_some() {
+                    None
+                } else {
+                    event.entity_id.as_deref()
+                },
                 data: Value::Object(event.data.clone()).to_string(),
             });
-            appended.push(entry);
+            appended.push(AppendedEvent { id, sequence });
+        }
+        if let Some(entry) = next.get_mut(context.tenant_id.as_str()) {
+            entry.1 += i64::try_from(group.events.len()).context("too many events")?;
         }
         assigned.push(appended);
     }
@@ -241,6 +248,49 @@ pub async fn append_groups(
         store::insert(tx, chunk).await?;
     }
     Ok(assigned)
+}
+
+/// What a group's event rows leave to the group (`migrations/*/…_event_ids_from_groups.sql`).
+struct GroupShape<'a> {
+    /// The one entity every event of the group is about; `None` when they name several, or
+    /// any names none: then each event row names its own.
+    entity_id: Option<&'a str>,
+    /// The 32 characters the group's event ids share; an event's id ends with its offset in
+    /// four hex digits.
+    event_id_prefix: String,
+}
+
+impl<'a> GroupShape<'a> {
+    /// Events past this offset store their ids: four hex digits hold the offset below it.
+    const DERIVED_IDS: i64 = 0x1_0000;
+
+    fn of(events: &'a [NewEvent]) -> Self {
+        let first = events.first().and_then(|event| event.entity_id.as_deref());
+        let entity_id = first.filter(|first| {
+            events
+                .iter()
+                .all(|event| event.entity_id.as_deref() == Some(first))
+        });
+        // A UUID v7 whose last 16 bits are the offset: its text's last four characters.
+        let base = uuid::Uuid::now_v7().as_u128() & !0xffff;
+        let mut event_id_prefix = uuid::Uuid::from_u128(base).to_string();
+        event_id_prefix.truncate(32);
+        Self {
+            entity_id,
+            event_id_prefix,
+        }
+    }
+
+    /// The event's id, and what its row stores of it (`None`: derived from the group).
+    fn event_id(&self, group_offset: i64) -> (String, Option<String>) {
+        let id = if group_offset < Self::DERIVED_IDS {
+            format!("{}{group_offset:04x}", self.event_id_prefix)
+        } else {
+            uuid::Uuid::now_v7().to_string()
+        };
+        let stored = (group_offset >= Self::DERIVED_IDS).then(|| id.clone());
+        (id, stored)
+    }
 }
 
 /// An event as stored in the log, in the order projections read it.
@@ -268,6 +318,10 @@ pub struct StoredEvent {
     /// `None` where a query leaves it out (logs from before migration 21).
     #[sqlx(default)]
     pub traceparent: Option<String>,
+    /// The event's place among its intention's events (0: the first); read as 0 where a query
+    /// leaves it out.
+    #[sqlx(default)]
+    pub group_offset: i64,
 }
 
 impl StoredEvent {
@@ -298,6 +352,50 @@ impl StoredEvent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn about(entity_id: Option<&str>) -> NewEvent {
+        NewEvent {
+            event_type: "entity.field_set".into(),
+            entity_id: entity_id.map(str::to_owned),
+            data: Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_group_names_its_entity_only_when_every_event_is_about_it() {
+        let one = [about(Some("x")), about(Some("x"))];
+        assert_eq!(GroupShape::of(&one).entity_id, Some("x"));
+        for mixed in [
+            [about(Some("x")), about(Some("y"))],
+            [about(Some("x")), about(None)],
+            [about(None), about(None)],
+        ] {
+            assert_eq!(GroupShape::of(&mixed).entity_id, None);
+        }
+    }
+
+    #[test]
+    fn a_groups_event_ids_are_uuids_ending_in_their_offset_and_stored_past_four_digits() {
+        let events = [about(Some("x"))];
+        let shape = GroupShape::of(&events);
+        let other = GroupShape::of(&events);
+        assert_ne!(shape.event_id_prefix, other.event_id_prefix);
+        let (first, stored) = shape.event_id(0);
+        assert_eq!(stored, None);
+        assert!(first.ends_with("0000") && first.starts_with(&shape.event_id_prefix));
+        let (last_derived, stored) = shape.event_id(0xffff);
+        assert_eq!((last_derived.ends_with("ffff"), stored), (true, None));
+        for id in [&first, &last_derived] {
+            let parsed = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(parsed.get_version_num(), 7);
+        }
+        // Ids sort in the order the events were appended, within and across groups.
+        assert!(first < last_derived);
+        assert!(last_derived < other.event_id(0).0);
+        let (beyond, stored) = shape.event_id(0x1_0000);
+        assert_eq!(stored.as_deref(), Some(beyond.as_str()));
+        assert!(!beyond.starts_with(&shape.event_id_prefix));
+    }
 
     #[test]
     fn domain_events_serialize_with_exactly_the_spec_fields() {
@@ -338,6 +436,7 @@ mod tests {
             occurred_at: "2026-11-21T10:00:00.000000Z".into(),
             entity_state: None,
             traceparent: None,
+            group_offset: 0,
         };
         assert_eq!(stored.domain_event().unwrap(), Some(event));
     }

@@ -196,19 +196,44 @@ fn packed_deliveries(
     // The open pack of each (engine, tenant): an index into `packs`.
     let mut open: std::collections::HashMap<(String, String), usize> =
         std::collections::HashMap::new();
+    // How many of `events` each group has: a pack that cannot take all of a group's events
+    // is closed before its first, so an engine sees an intention's events in one run (where
+    // activity folds a creation's fields into one item). A group larger than a pack is split.
+    let mut group_sizes: std::collections::HashMap<(&str, i64), usize> =
+        std::collections::HashMap::new();
+    for relayed in events {
+        *group_sizes
+            .entry((relayed.event.tenant_id.as_str(), relayed.group))
+            .or_default() += 1;
+    }
     let mut delivered = 0;
-    for Relayed { event, traceparent } in events {
+    let mut previous_group: Option<(&str, i64)> = None;
+    for Relayed {
+        event,
+        traceparent,
+        group,
+    } in events
+    {
         let encoded = serde_json::to_vec(event)?;
         anyhow::ensure!(
             encoded.len() <= MAX_PAYLOAD_BYTES,
             "events are at most {MAX_PAYLOAD_BYTES} bytes"
         );
+        let group_key = (event.tenant_id.as_str(), *group);
+        // The first of its group's events here: the room its whole group needs.
+        let room_needed = if previous_group == Some(group_key) {
+            1
+        } else {
+            group_sizes.get(&group_key).copied().unwrap_or(1)
+        };
+        previous_group = Some(group_key);
         for engine_code in subscriptions.subscribers(&event.event_type) {
             delivered += 1;
             let key = (engine_code, event.tenant_id.clone());
             match open.get(&key) {
                 Some(&index)
-                    if packs[index].fits(&encoded) && packs[index].traceparent == *traceparent =>
+                    if packs[index].fits(&encoded, room_needed)
+                        && packs[index].traceparent == *traceparent =>
                 {
                     packs[index].push(&event.id, &encoded);
                 }
@@ -232,6 +257,8 @@ fn packed_deliveries(
 pub struct Relayed {
     pub event: BusEvent,
     pub traceparent: Option<String>,
+    /// The event's group in the log (its intention's events): the group's first sequence.
+    pub group: i64,
 }
 
 /// A delivery of several events to one engine in one tenant: its payload is the JSON array
@@ -257,8 +284,11 @@ impl Pack {
         }
     }
 
-    fn fits(&self, encoded: &[u8]) -> bool {
-        self.events < MAX_DELIVERY_BATCH
+    /// Whether the pack takes `encoded`, the first of `events` that should go together (an
+    /// empty pack takes any).
+    fn fits(&self, encoded: &[u8], events: usize) -> bool {
+        (self.events == 0 || self.events + events <= MAX_DELIVERY_BATCH)
+            && self.events < MAX_DELIVERY_BATCH
             && self.payload.len() + encoded.len() + 1 < MAX_PAYLOAD_BYTES
     }
 
@@ -349,7 +379,69 @@ mod tests {
                 payload: serde_json::json!({"n": id}),
             },
             traceparent: None,
+            // Each event a group of its own, unless a test says otherwise.
+            group: NEXT_GROUP.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    static NEXT_GROUP: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+
+    /// `count` events of one group (one intention) in `tenant_id`, ids `{name}0`, `{name}1`…
+    fn group(name: &str, tenant_id: &str, count: usize) -> Vec<Relayed> {
+        let group = NEXT_GROUP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (0..count)
+            .map(|n| Relayed {
+                group,
+                ..event(&format!("{name}{n}"), tenant_id, "entity.field_set")
+            })
+            .collect()
+    }
+
+    /// The ids of each delivery's events, in order.
+    fn packed_ids(deliveries: &[NewWork]) -> Vec<Vec<String>> {
+        deliveries
+            .iter()
+            .map(|work| {
+                delivered_events(&work.payload)
+                    .unwrap()
+                    .into_iter()
+                    .map(|event| event.id)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_intentions_events_are_never_split_across_packs_unless_larger_than_one() {
+        let subscriptions = Subscriptions::default();
+        subscriptions.set("activity", vec!["entity.*".into()]);
+        // Five groups of six fill 30 of a pack's 32: the sixth group starts the next pack.
+        let mut events: Vec<Relayed> = ["a", "b", "c", "d", "e", "f"]
+            .into_iter()
+            .flat_map(|name| group(name, "t1", 6))
+            .collect();
+        // A group larger than a pack fills packs in order.
+        events.extend(group("g", "t1", MAX_DELIVERY_BATCH + 8));
+        let (deliveries, delivered) = packed_deliveries(&subscriptions, &events).unwrap();
+        assert_eq!(delivered, 36 + MAX_DELIVERY_BATCH + 8);
+        let ids = |names: &[&str], count: usize| -> Vec<String> {
+            names
+                .iter()
+                .flat_map(|name| (0..count).map(move |n| format!("{name}{n}")))
+                .collect()
+        };
+        let large = |range: std::ops::Range<usize>| -> Vec<String> {
+            range.map(|n| format!("g{n}")).collect()
+        };
+        assert_eq!(
+            packed_ids(&deliveries),
+            [
+                ids(&["a", "b", "c", "d", "e"], 6),
+                ids(&["f"], 6),
+                large(0..MAX_DELIVERY_BATCH),
+                large(MAX_DELIVERY_BATCH..MAX_DELIVERY_BATCH + 8),
+            ]
+        );
     }
 
     #[test]

@@ -129,6 +129,7 @@ fn contact_events(tenant_id: &str, n: u64, position: &mut i64, events: &mut Vec<
             occurred_at: "2026-11-26T10:00:00.000000Z".to_owned(),
             entity_state: None,
             traceparent: None,
+            group_offset: 0,
         });
     };
     push("entity.created", json!({"family": "contact"}));

@@ -154,6 +154,7 @@ mod tests {
             occurred_at: "2026-11-23T00:00:00.000000Z".into(),
             entity_state: None,
             traceparent: None,
+            group_offset: 0,
         }
     }
 

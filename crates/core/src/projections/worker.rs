@@ -219,8 +219,9 @@ pub async fn step<P: Projection>(
         tx.rollback().await?;
         return Ok(Step::Busy { lag: pending_lag });
     };
-    let more_follow = batch.more_follow;
-    let events = batch.events();
+    let cut_short = batch.more_follow || batch.events().len() >= batch_size as usize;
+    let events = whole_groups(batch.events(), cut_short);
+    let more_follow = cut_short;
     let Some(last) = events.last() else {
         // Only events of transactions still in flight: wait for them to end.
         tx.rollback().await?;
@@ -243,6 +244,24 @@ pub async fn step<P: Projection>(
         lag,
         more_follow,
     })
+}
+
+/// A batch that may end inside a group (the read was cut short) without that group, which the
+/// next batch starts with: an intention's events are applied together (the bus relay then
+/// delivers them to an engine in one pack; activity folds a creation's into one item). A batch
+/// that is one group alone, larger than a batch, is applied as read.
+fn whole_groups(events: &[StoredEvent], cut_short: bool) -> &[StoredEvent] {
+    let Some(last) = events.last().filter(|_| cut_short) else {
+        return events;
+    };
+    let in_last_group = |event: &StoredEvent| {
+        event.tenant_id == last.tenant_id
+            && event.sequence - event.group_offset == last.sequence - last.group_offset
+    };
+    match events.iter().rposition(|event| !in_last_group(event)) {
+        Some(before_last_group) => &events[..=before_last_group],
+        None => events,
+    }
 }
 
 /// Adds the batch's events beyond the high-water mark `counted` (a rebuild replays the
@@ -350,5 +369,56 @@ pub async fn catch_up<P: Projection>(
             Step::Idle { .. } => return Ok(applied),
             Step::Busy { .. } => tokio::time::sleep(Duration::from_millis(50)).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event of `tenant` at `sequence`, `group_offset` into its group.
+    fn event(tenant: &str, sequence: i64, group_offset: i64) -> StoredEvent {
+        StoredEvent {
+            position: sequence,
+            transaction_id: 0,
+            id: format!("{tenant}-{sequence}"),
+            tenant_id: tenant.to_owned(),
+            sequence,
+            event_type: "entity.field_set".to_owned(),
+            entity_id: None,
+            intention_id: None,
+            actor_id: None,
+            correlation_id: None,
+            depth: 0,
+            data: "{}".to_owned(),
+            occurred_at: String::new(),
+            entity_state: None,
+            traceparent: None,
+            group_offset,
+        }
+    }
+
+    fn sequences(events: &[StoredEvent]) -> Vec<i64> {
+        events.iter().map(|event| event.sequence).collect()
+    }
+
+    #[test]
+    fn a_batch_cut_short_leaves_its_last_group_to_the_next() {
+        // Groups: 1–2, 3–5 (cut after 4 by the read's limit).
+        let batch = [
+            event("t", 1, 0),
+            event("t", 2, 1),
+            event("t", 3, 0),
+            event("t", 4, 1),
+        ];
+        assert_eq!(sequences(whole_groups(&batch, true)), [1, 2]);
+        // The log's head: every group there is whole.
+        assert_eq!(sequences(whole_groups(&batch, false)), [1, 2, 3, 4]);
+        // Another tenant's group at the same offsets is another group.
+        let tenants = [event("t", 1, 0), event("u", 1, 0), event("u", 2, 1)];
+        assert_eq!(sequences(whole_groups(&tenants, true)), [1]);
+        // One group larger than a batch is applied as read.
+        let large = [event("t", 7, 3), event("t", 8, 4), event("t", 9, 5)];
+        assert_eq!(sequences(whole_groups(&large, true)), [7, 8, 9]);
     }
 }

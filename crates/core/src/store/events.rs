@@ -23,16 +23,23 @@ pub(crate) struct GroupInsert<'a> {
     pub entity_state: Option<&'a str>,
     /// The W3C `traceparent` of the request that submitted the events.
     pub traceparent: Option<&'a str>,
+    /// The one entity the group's events are about (their rows then name none).
+    pub entity_id: Option<&'a str>,
+    /// What the group's event ids share: all but their last four hex digits, the offset.
+    pub event_id_prefix: String,
+    pub event_count: i64,
 }
 
 /// A row of the log to insert; `data` is JSON object text. Its group starts at
 /// `sequence - group_offset`.
 pub(crate) struct EventInsert<'a> {
-    pub id: String,
+    /// `None`: the group's prefix and the offset.
+    pub id: Option<String>,
     pub tenant_number: i64,
     pub sequence: i64,
     pub group_offset: i64,
     pub event_type: &'a str,
+    /// `None`: the group's entity.
     pub entity_id: Option<&'a str>,
     pub data: String,
 }
@@ -69,12 +76,13 @@ pub(crate) async fn reserve_sequences(
     })
 }
 
-/// Inserts `groups` in one multi-row statement (9 parameters a row).
+/// Inserts `groups` in one multi-row statement (12 parameters a row).
 pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> anyhow::Result<()> {
     on_tx!(tx, conn => {
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT INTO event_groups (tenant_number, first_sequence, intention_id, actor_id,
-             correlation_id, depth, occurred_at, entity_state, traceparent) ",
+             correlation_id, depth, occurred_at, entity_state, traceparent, entity_id,
+             event_id_prefix, event_count) ",
         );
         insert.push_values(groups, |mut row, group| {
             row.push_bind(group.tenant_number)
@@ -85,7 +93,10 @@ pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> an
                 .push_bind(group.depth)
                 .push_bind(group.occurred_at)
                 .push_bind(group.entity_state)
-                .push_bind(group.traceparent);
+                .push_bind(group.traceparent)
+                .push_bind(group.entity_id)
+                .push_bind(&group.event_id_prefix)
+                .push_bind(group.event_count);
         });
         insert.build().execute(&mut **conn).await.map(drop)
     })

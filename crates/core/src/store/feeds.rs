@@ -58,24 +58,34 @@ pub(crate) async fn timeline(
     page: &CursorPage<i64>,
     descending: bool,
 ) -> anyhow::Result<Vec<TimelineRow>> {
-    // The tenant's number, once; with an entity, `+tenant_number` leaves the choice of index
-    // to the entity's (its few events), not the tenant's (all of them).
+    // The tenant's number, once. An entity's events are found through its index in both
+    // places the log names entities (`migrations/*/…_event_ids_from_groups.sql`): the groups
+    // about it alone, each one range of sequences, and the events that name it themselves
+    // (`+tenant_number`: their entity's index, not the tenant's, finds them).
     let tenant_number = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
     let scope_condition = if entity_id.is_some() {
-        format!("e.entity_id = $3 AND +e.tenant_number = {tenant_number}")
+        format!(
+            "tenant_number = {tenant_number} AND sequence IN (
+                 SELECT e.sequence FROM events AS e
+                 WHERE e.entity_id = $3 AND +e.tenant_number = {tenant_number}
+                 UNION ALL
+                 SELECT e.sequence FROM event_groups AS g
+                 JOIN events AS e
+                   ON e.tenant_number = g.tenant_number AND e.sequence >= g.first_sequence
+                  AND e.sequence < g.first_sequence + g.event_count
+                 WHERE g.entity_id = $3 AND g.tenant_number = {tenant_number})"
+        )
     } else {
-        format!("e.tenant_number = {tenant_number}")
+        format!("tenant_number = {tenant_number}")
     };
     let cursor_parameter = if entity_id.is_some() { 4 } else { 3 };
     let (cursor_condition, order) =
-        cursor_clause("e.sequence", page.after, descending, cursor_parameter);
+        cursor_clause("sequence", page.after, descending, cursor_parameter);
     let sql = format!(
-        "SELECT e.sequence, e.id, e.event_type, g.occurred_at, e.entity_id, g.actor_id, e.data
-         FROM events AS e
-         JOIN event_groups AS g
-           ON g.tenant_number = e.tenant_number AND g.first_sequence = e.sequence - e.group_offset
-         WHERE {scope_condition}{cursor_condition} AND e.event_type LIKE 'entity.%'
-         ORDER BY e.sequence {order} LIMIT $2"
+        "SELECT sequence, id, event_type, occurred_at, entity_id, actor_id, data
+         FROM event_log
+         WHERE {scope_condition}{cursor_condition} AND event_type LIKE 'entity.%'
+         ORDER BY sequence {order} LIMIT $2"
     );
     on_pool!(database, pool => {
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))

@@ -14,7 +14,8 @@ use tessera_storage::{on_pool, on_tx};
 /// The columns of [`StoredEvent`], for `SELECT`s.
 const STORED_EVENT_COLUMNS: &str =
     "position, transaction_id, id, tenant_id, sequence, event_type, entity_id,
-     intention_id, actor_id, correlation_id, depth, data, occurred_at, entity_state, traceparent";
+     intention_id, actor_id, correlation_id, depth, data, occurred_at, entity_state, traceparent,
+     group_offset";
 
 /// PostgreSQL: the occurrence time of the first event after `after` in reading order,
 /// committed or not yet safe to read.
