@@ -109,12 +109,12 @@ impl LogCache {
         best
     }
 
-    /// Keeps `events`, the answer to a read of up to `limit` events after `after`, and returns
-    /// them as a batch.
-    pub fn insert(&self, after: i64, events: Vec<StoredEvent>, limit: usize) -> EventBatch {
-        let full = events.len() >= limit;
+    /// Keeps `events`, the answer to a read after `after` (`full`: the read got every event it
+    /// asked for, so more may follow), and returns them as a batch.
+    pub fn insert(&self, after: i64, events: Vec<StoredEvent>, full: bool) -> EventBatch {
         let events: Arc<[StoredEvent]> = events.into();
-        let batch = EventBatch::whole(events.clone());
+        let mut batch = EventBatch::whole(events.clone());
+        batch.more_follow = full;
         if !events.is_empty() {
             let mut stretches = self
                 .stretches
@@ -165,8 +165,9 @@ mod tests {
     #[test]
     fn a_full_read_serves_later_requests_inside_it() {
         let cache = LogCache::default();
-        let read = cache.insert(10, (11..=15).map(event).collect(), 5);
+        let read = cache.insert(10, (11..=15).map(event).collect(), true);
         assert_eq!(positions(&read), vec![11, 12, 13, 14, 15]);
+        assert!(read.more_follow, "a full read may have more behind it");
         // Starting inside the stretch: what is left of it, and more follow.
         let later = cache.batch_after(12, 5).expect("covered");
         assert_eq!(positions(&later), vec![13, 14, 15]);
@@ -183,7 +184,7 @@ mod tests {
     #[test]
     fn a_read_that_reached_the_head_does_not_answer_for_what_came_after() {
         let cache = LogCache::default();
-        cache.insert(0, (1..=3).map(event).collect(), 5);
+        cache.insert(0, (1..=3).map(event).collect(), false);
         // Asking for 5 after 1 could miss events committed after the read.
         assert!(cache.batch_after(1, 5).is_none());
         // Asking for no more than the stretch holds is fine.
@@ -193,7 +194,7 @@ mod tests {
     #[test]
     fn gaps_in_positions_stay_inside_the_stretch_that_read_them() {
         let cache = LogCache::default();
-        cache.insert(0, [1, 2, 7, 9].into_iter().map(event).collect(), 4);
+        cache.insert(0, [1, 2, 7, 9].into_iter().map(event).collect(), true);
         assert_eq!(positions(&cache.batch_after(3, 4).unwrap()), vec![7, 9]);
         assert_eq!(positions(&cache.batch_after(2, 1).unwrap()), vec![7]);
     }
@@ -203,7 +204,7 @@ mod tests {
         let cache = LogCache::default();
         for stretch in 0..(STRETCHES as i64 + 1) {
             let first = stretch * 2 + 1;
-            cache.insert(first - 1, vec![event(first), event(first + 1)], 2);
+            cache.insert(first - 1, vec![event(first), event(first + 1)], true);
         }
         assert!(cache.batch_after(0, 2).is_none(), "the oldest is gone");
         assert_eq!(positions(&cache.batch_after(2, 2).unwrap()), vec![3, 4]);

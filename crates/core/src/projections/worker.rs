@@ -131,7 +131,8 @@ async fn sqlite_batch(
         return Ok(batch);
     }
     let events = log::sqlite_events_after(database, after, batch_size).await?;
-    Ok(log_cache.insert(after.position, events, limit))
+    let (events, full) = whole_groups(events, limit);
+    Ok(log_cache.insert(after.position, events, full))
 }
 
 /// Locks the checkpoint (PostgreSQL: skipping it when another host holds it) and reads the
@@ -167,7 +168,10 @@ async fn lock_and_read(
             };
             let checkpoint = checkpoint_of(row);
             let events = log::postgres_events_after(tx, checkpoint.applied, horizon, limit).await?;
-            Ok(Some((checkpoint, EventBatch::from(events))))
+            let (events, full) = whole_groups(events, batch_size as usize);
+            let mut batch = EventBatch::from(events);
+            batch.more_follow = full;
+            Ok(Some((checkpoint, batch)))
         }
     }
 }
@@ -219,9 +223,8 @@ pub async fn step<P: Projection>(
         tx.rollback().await?;
         return Ok(Step::Busy { lag: pending_lag });
     };
-    let cut_short = batch.more_follow || batch.events().len() >= batch_size as usize;
-    let events = whole_groups(batch.events(), cut_short);
-    let more_follow = cut_short;
+    let more_follow = batch.more_follow;
+    let events = batch.events();
     let Some(last) = events.last() else {
         // Only events of transactions still in flight: wait for them to end.
         tx.rollback().await?;
@@ -246,22 +249,23 @@ pub async fn step<P: Projection>(
     })
 }
 
-/// A batch that may end inside a group (the read was cut short) without that group, which the
-/// next batch starts with: an intention's events are applied together (the bus relay then
-/// delivers them to an engine in one pack; activity folds a creation's into one item). A batch
-/// that is one group alone, larger than a batch, is applied as read.
-fn whole_groups(events: &[StoredEvent], cut_short: bool) -> &[StoredEvent] {
-    let Some(last) = events.last().filter(|_| cut_short) else {
-        return events;
-    };
-    let in_last_group = |event: &StoredEvent| {
-        event.tenant_id == last.tenant_id
-            && event.sequence - event.group_offset == last.sequence - last.group_offset
-    };
-    match events.iter().rposition(|event| !in_last_group(event)) {
-        Some(before_last_group) => &events[..=before_last_group],
-        None => events,
+/// A read of the log that got all the `limit` events it asked for may end inside a group:
+/// the read without that group, which the next read starts with, and whether it was full. So
+/// an intention's events are applied in one batch (the bus relay then delivers them to an
+/// engine in one pack, and activity folds a creation's into one item). A read that is one
+/// group alone, larger than a batch, is kept as read.
+fn whole_groups(mut events: Vec<StoredEvent>, limit: usize) -> (Vec<StoredEvent>, bool) {
+    let full = events.len() >= limit;
+    if let Some(last) = events.last().filter(|_| full) {
+        let in_last_group = |event: &StoredEvent| {
+            event.tenant_id == last.tenant_id
+                && event.sequence - event.group_offset == last.sequence - last.group_offset
+        };
+        if let Some(before_last_group) = events.iter().rposition(|event| !in_last_group(event)) {
+            events.truncate(before_last_group + 1);
+        }
     }
+    (events, full)
 }
 
 /// Adds the batch's events beyond the high-water mark `counted` (a rebuild replays the
@@ -403,22 +407,26 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_cut_short_leaves_its_last_group_to_the_next() {
+    fn a_full_read_leaves_its_last_group_to_the_next() {
         // Groups: 1–2, 3–5 (cut after 4 by the read's limit).
-        let batch = [
-            event("t", 1, 0),
-            event("t", 2, 1),
-            event("t", 3, 0),
-            event("t", 4, 1),
-        ];
-        assert_eq!(sequences(whole_groups(&batch, true)), [1, 2]);
-        // The log's head: every group there is whole.
-        assert_eq!(sequences(whole_groups(&batch, false)), [1, 2, 3, 4]);
+        let read = || {
+            vec![
+                event("t", 1, 0),
+                event("t", 2, 1),
+                event("t", 3, 0),
+                event("t", 4, 1),
+            ]
+        };
+        let (kept, full) = whole_groups(read(), 4);
+        assert_eq!((sequences(&kept), full), (vec![1, 2], true));
+        // Short of its limit, the read reached the log's head: every group there is whole.
+        let (kept, full) = whole_groups(read(), 5);
+        assert_eq!((sequences(&kept), full), (vec![1, 2, 3, 4], false));
         // Another tenant's group at the same offsets is another group.
-        let tenants = [event("t", 1, 0), event("u", 1, 0), event("u", 2, 1)];
-        assert_eq!(sequences(whole_groups(&tenants, true)), [1]);
+        let tenants = vec![event("t", 1, 0), event("u", 1, 0), event("u", 2, 1)];
+        assert_eq!(sequences(&whole_groups(tenants, 3).0), [1]);
         // One group larger than a batch is applied as read.
-        let large = [event("t", 7, 3), event("t", 8, 4), event("t", 9, 5)];
-        assert_eq!(sequences(whole_groups(&large, true)), [7, 8, 9]);
+        let large = vec![event("t", 7, 3), event("t", 8, 4), event("t", 9, 5)];
+        assert_eq!(sequences(&whole_groups(large, 3).0), [7, 8, 9]);
     }
 }
