@@ -134,7 +134,7 @@ impl EventSink for EngineBus {
                     Ok(Relayed {
                         event: bus_event(event)?,
                         traceparent: event.traceparent.clone(),
-                        group: event.sequence - event.group_offset,
+                        group: event.group_first_sequence(),
                     })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;

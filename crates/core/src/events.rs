@@ -204,6 +204,7 @@ pub async fn append_groups(
             continue;
         };
         let shape = GroupShape::of(group.events);
+        let event_count = i64::try_from(group.events.len()).context("too many events")?;
         group_rows.push(GroupInsert {
             tenant_number,
             first_sequence,
@@ -216,7 +217,7 @@ pub async fn append_groups(
             traceparent: context.traceparent.as_deref(),
             entity_id: shape.entity_id,
             event_id_prefix: shape.event_id_prefix.clone(),
-            event_count: i64::try_from(group.events.len()).context("too many events")?,
+            event_count,
         });
         for (group_offset, event) in (0_i64..).zip(group.events) {
             let sequence = first_sequence + group_offset;
@@ -237,7 +238,7 @@ pub async fn append_groups(
             appended.push(AppendedEvent { id, sequence });
         }
         if let Some(entry) = next.get_mut(context.tenant_id.as_str()) {
-            entry.1 += i64::try_from(group.events.len()).context("too many events")?;
+            entry.1 += event_count;
         }
         assigned.push(appended);
     }
@@ -283,13 +284,12 @@ impl<'a> GroupShape<'a> {
 
     /// The event's id, and what its row stores of it (`None`: derived from the group).
     fn event_id(&self, group_offset: i64) -> (String, Option<String>) {
-        let id = if group_offset < Self::DERIVED_IDS {
-            format!("{}{group_offset:04x}", self.event_id_prefix)
+        if group_offset < Self::DERIVED_IDS {
+            (format!("{}{group_offset:04x}", self.event_id_prefix), None)
         } else {
-            uuid::Uuid::now_v7().to_string()
-        };
-        let stored = (group_offset >= Self::DERIVED_IDS).then(|| id.clone());
-        (id, stored)
+            let id = uuid::Uuid::now_v7().to_string();
+            (id.clone(), Some(id))
+        }
     }
 }
 
@@ -325,6 +325,12 @@ pub struct StoredEvent {
 }
 
 impl StoredEvent {
+    /// The event's group in its tenant's log (its intention's events): the group's first
+    /// sequence.
+    pub fn group_first_sequence(&self) -> i64 {
+        self.sequence - self.group_offset
+    }
+
     /// The event's other fields.
     pub fn data(&self) -> anyhow::Result<Map<String, Value>> {
         serde_json::from_str(&self.data)

@@ -259,7 +259,7 @@ fn whole_groups(mut events: Vec<StoredEvent>, limit: usize) -> (Vec<StoredEvent>
     if let Some(last) = events.last().filter(|_| full) {
         let in_last_group = |event: &StoredEvent| {
             event.tenant_id == last.tenant_id
-                && event.sequence - event.group_offset == last.sequence - last.group_offset
+                && event.group_first_sequence() == last.group_first_sequence()
         };
         if let Some(before_last_group) = events.iter().rposition(|event| !in_last_group(event)) {
             events.truncate(before_last_group + 1);

@@ -44,6 +44,25 @@ pub(crate) struct EventInsert<'a> {
     pub data: String,
 }
 
+/// SQL for the sequences of an entity's events in one tenant, to use as
+/// `sequence IN (…)` beside `tenant_number = …`: `tenant_number` is SQL for the tenant's
+/// number, `entity_parameter` the placeholder of the entity's id. The log names an entity in
+/// two places (`migrations/*/…_event_ids_from_groups.sql`), each with its index: the groups
+/// about it alone, each one range of sequences, and the events that name it themselves
+/// (`+tenant_number`: their entity's index, not the tenant's, finds them).
+pub(crate) fn entity_sequences(tenant_number: &str, entity_parameter: &str) -> String {
+    format!(
+        "SELECT e.sequence FROM events AS e
+         WHERE e.entity_id = {entity_parameter} AND +e.tenant_number = {tenant_number}
+         UNION ALL
+         SELECT e.sequence FROM event_groups AS g
+         JOIN events AS e
+           ON e.tenant_number = g.tenant_number AND e.sequence >= g.first_sequence
+          AND e.sequence < g.first_sequence + g.event_count
+         WHERE g.entity_id = {entity_parameter} AND g.tenant_number = {tenant_number}"
+    )
+}
+
 /// A tenant's place in the log after a reservation.
 pub(crate) struct Reservation {
     /// The tenant's number in the log's rows.

@@ -58,22 +58,12 @@ pub(crate) async fn timeline(
     page: &CursorPage<i64>,
     descending: bool,
 ) -> anyhow::Result<Vec<TimelineRow>> {
-    // The tenant's number, once. An entity's events are found through its index in both
-    // places the log names entities (`migrations/*/…_event_ids_from_groups.sql`): the groups
-    // about it alone, each one range of sequences, and the events that name it themselves
-    // (`+tenant_number`: their entity's index, not the tenant's, finds them).
+    // The tenant's number, once; an entity's events through the entity's indexes.
     let tenant_number = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
     let scope_condition = if entity_id.is_some() {
         format!(
-            "tenant_number = {tenant_number} AND sequence IN (
-                 SELECT e.sequence FROM events AS e
-                 WHERE e.entity_id = $3 AND +e.tenant_number = {tenant_number}
-                 UNION ALL
-                 SELECT e.sequence FROM event_groups AS g
-                 JOIN events AS e
-                   ON e.tenant_number = g.tenant_number AND e.sequence >= g.first_sequence
-                  AND e.sequence < g.first_sequence + g.event_count
-                 WHERE g.entity_id = $3 AND g.tenant_number = {tenant_number})"
+            "tenant_number = {tenant_number} AND sequence IN ({})",
+            super::events::entity_sequences(tenant_number, "$3")
         )
     } else {
         format!("tenant_number = {tenant_number}")

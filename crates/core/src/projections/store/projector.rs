@@ -63,29 +63,15 @@ pub(crate) async fn created_event_data(
     tenant_id: &str,
     entity_id: &str,
 ) -> anyhow::Result<Option<String>> {
-    on_tx!(tx, conn => sqlx::query_scalar(
-        // An entity's events are named by their group, or by themselves
-        // (`migrations/*/…_event_ids_from_groups.sql`); both by an index on the entity.
-        // `+tenant_number`: the entity's index finds its few events; the tenant's would walk
-        // all of the tenant's (SQLite would otherwise prefer the unique one).
-        "SELECT data FROM (
-             SELECT e.sequence, e.data FROM event_groups AS g
-             JOIN events AS e
-               ON e.tenant_number = g.tenant_number AND e.sequence >= g.first_sequence
-              AND e.sequence < g.first_sequence + g.event_count
-             WHERE g.entity_id = $2
-               AND +g.tenant_number = (SELECT tenant_number FROM event_sequences
-                                       WHERE tenant_id = $1)
-               AND e.event_type = 'entity.created'
-             UNION ALL
-             SELECT sequence, data FROM events
-             WHERE entity_id = $2
-               AND +tenant_number = (SELECT tenant_number FROM event_sequences
-                                     WHERE tenant_id = $1)
-               AND event_type = 'entity.created'
-         ) AS created
+    let tenant_number = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
+    let sql = format!(
+        "SELECT data FROM events
+         WHERE tenant_number = {tenant_number} AND sequence IN ({})
+           AND event_type = 'entity.created'
          ORDER BY sequence LIMIT 1",
-    )
+        crate::store::events::entity_sequences(tenant_number, "$2")
+    );
+    on_tx!(tx, conn => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
     .bind(tenant_id)
     .bind(entity_id)
     .fetch_optional(&mut **conn)
