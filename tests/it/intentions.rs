@@ -668,6 +668,77 @@ database_test!(
 );
 
 database_test!(
+    a_list_of_every_family_merges_the_families_in_order_on_every_page,
+    |backend| async move {
+        // Entities are indexed per family only: a list of every family is the merge of one
+        // ordered read per family, and must page exactly like one sorted list.
+        let app = spawn_app(backend).await;
+        let tenant = app.create_tenant("acme");
+        let token = app
+            .token(&tenant, &uuid::Uuid::new_v4().to_string(), "editor")
+            .await;
+        let families = [
+            "task", "contact", "deal", "contact", "company", "task", "contact",
+        ];
+        let mut created = Vec::new();
+        for (index, family) in families.iter().enumerate() {
+            let entity = app.create_entity(&token, family, json!({"n": index})).await;
+            created.push(entity["entity_id"].as_str().unwrap().to_owned());
+        }
+        // Update two of the oldest, the first last: by update they come after the others.
+        for index in [3, 0] {
+            app.intention(
+                &token,
+                "entity.update",
+                json!({"entity_id": created[index], "fields": {"n": 100 + index}}),
+            )
+            .await;
+        }
+        let mut by_update: Vec<String> = created
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| ![3, 0].contains(index))
+            .map(|(_, id)| id.clone())
+            .collect();
+        by_update.extend([created[3].clone(), created[0].clone()]);
+
+        for (sort, ascending) in [("created_at", created.clone()), ("updated_at", by_update)] {
+            for direction in ["asc", "desc"] {
+                let mut expected = ascending.clone();
+                if direction == "desc" {
+                    expected.reverse();
+                }
+                for per_page in [1, 2, 3, 7, 10] {
+                    let mut listed = Vec::new();
+                    for page in 1..=expected.len().div_ceil(per_page) + 1 {
+                        let body = json_with_status(
+                            app.get_as(
+                                &format!(
+                                    "{ENTITIES}?sort={sort}&direction={direction}&per_page={per_page}&page={page}"
+                                ),
+                                &token,
+                            )
+                            .await,
+                            200,
+                        )
+                        .await;
+                        assert_eq!(body["meta"]["total"], families.len());
+                        listed.extend(
+                            body["data"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|entity| entity["id"].as_str().unwrap().to_owned()),
+                        );
+                    }
+                    assert_eq!(listed, expected, "{sort} {direction}, {per_page} a page");
+                }
+            }
+        }
+    }
+);
+
+database_test!(
     concurrent_intentions_share_transactions_yet_each_sees_the_ones_before_it,
     |backend| async move {
         let app =

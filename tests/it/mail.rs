@@ -1734,7 +1734,8 @@ database_test!(
         // As an earlier version left it: no counters.
         let database = &app.state().database;
         tessera_host::on_pool!(database, pool => sqlx::query(
-            "DELETE FROM engine_kv WHERE engine_code = 'mail' AND key LIKE 'tallies/%'",
+            "DELETE FROM engine_entries WHERE key LIKE 'tallies/%'
+             AND scope IN (SELECT scope FROM engine_scopes WHERE engine_code = 'mail')",
         )
         .execute(pool)
         .await

@@ -29,10 +29,15 @@ async fn spawn_flaky_and_notes(backend: crate::helpers::Backend) -> TestApp {
     .await
 }
 
+/// The tenant's engine storage entries, and (once it has none) its scope numbers too: a
+/// removed tenant leaves neither.
 async fn engine_kv_rows(app: &TestApp, tenant_id: &str) -> i64 {
     let database = &app.state().database;
     tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
-        "SELECT COUNT(*) FROM engine_kv WHERE tenant_id = $1",
+        "SELECT CASE WHEN entries > 0 THEN entries ELSE scopes END
+         FROM (SELECT (SELECT COUNT(*) FROM engine_kv WHERE tenant_id = $1) AS entries,
+                      (SELECT COUNT(*) FROM engine_scopes WHERE tenant_id = $1) AS scopes)
+              AS counted",
     )
     .bind(tenant_id)
     .fetch_one(pool)

@@ -478,6 +478,15 @@ database_test!(
         .await
         .map(drop))
         .unwrap();
+        for statement in [
+            "INSERT INTO tenants (id, slug, name, created_at) VALUES ('t1', 't1', 'T', 'then')",
+            "INSERT INTO entities (id, tenant_id, family_code, status, fields, created_by,
+             created_at, updated_at) VALUES
+             ('x', 't1', 'task', 'todo', '{\"n\":1}', 'ada', '2026-11-20', '2026-11-22'),
+             ('y', 't1', 'contact', 'active', '{}', 'ada', '2026-11-21', '2026-11-21')",
+        ] {
+            on_pool!(old, pool => sqlx::query(statement).execute(pool).await.map(drop)).unwrap();
+        }
         old.close().await;
 
         // The host's own migrations take it the rest of the way.
@@ -527,6 +536,23 @@ database_test!(
         assert_eq!(
             engine_kv::get(&upgraded, &scope, "notes/3").await.unwrap(),
             Some(b"third".to_vec())
+        );
+        // Entities keep every column (two listing indexes instead of four, and on SQLite a
+        // table without rowids).
+        let entities: Vec<String> = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT id || ' ' || tenant_id || ' ' || family_code || ' ' || status || ' ' || fields
+                    || ' ' || created_by || ' ' || created_at || ' ' || updated_at
+             FROM entities ORDER BY updated_at DESC",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(
+            entities,
+            [
+                "x t1 task todo {\"n\":1} ada 2026-11-20 2026-11-22",
+                "y t1 contact active {} ada 2026-11-21 2026-11-21",
+            ]
         );
         // The timeline's copy is gone (the timeline reads the log), and on SQLite the search
         // index starts over from the log so its dictionary lists every word.

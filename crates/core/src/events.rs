@@ -142,6 +142,59 @@ pub struct EntityState {
     pub changed: Vec<String>,
 }
 
+/// What a group stores of its entity's state: the whole [`EntityState`], or for a creation
+/// only its status, which is all its events do not say (the family is the `entity.created`
+/// event's, the creator its actor, the fields and what changed its `entity.field_set`
+/// events): `{"status":…}` instead of the entity's fields once more (issue 32, the footprint
+/// per entity). Groups appended before keep their whole state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecordedState {
+    Whole(EntityState),
+    Created { status: String },
+}
+
+impl EntityState {
+    /// The state a creation left, from its `entity.created` event (`created`), its recorded
+    /// `status`, and the type and data of the group's other events, in order.
+    pub fn of_creation(
+        created: &StoredEvent,
+        status: String,
+        followers: &[(String, String)],
+    ) -> anyhow::Result<Self> {
+        let family = match created.data()?.remove("family") {
+            Some(Value::String(family)) => family,
+            _ => anyhow::bail!("event {} names no family", created.id),
+        };
+        let created_by = created
+            .actor_id
+            .clone()
+            .with_context(|| format!("event {} names no actor", created.id))?;
+        let mut fields = Map::new();
+        let mut changed = Vec::new();
+        for (event_type, data) in followers {
+            if event_type != "entity.field_set" {
+                continue;
+            }
+            let mut data: Map<String, Value> = serde_json::from_str(data)
+                .with_context(|| format!("decoding a field of the creation {}", created.id))?;
+            if let (Some(Value::String(field)), Some(value)) =
+                (data.remove("field"), data.remove("value"))
+            {
+                changed.push(field.clone());
+                fields.insert(field, value);
+            }
+        }
+        Ok(Self {
+            family,
+            status,
+            fields,
+            created_by,
+            changed,
+        })
+    }
+}
+
 /// Appends `events` to the log inside `tx`, all with `occurred_at`, numbered on from the
 /// tenant's last sequence. Call it as the last write before commit: on PostgreSQL the
 /// tenant's sequence row stays locked until the transaction ends.
@@ -401,6 +454,74 @@ mod tests {
         let (beyond, stored) = shape.event_id(0x1_0000);
         assert_eq!(stored.as_deref(), Some(beyond.as_str()));
         assert!(!beyond.starts_with(&shape.event_id_prefix));
+    }
+
+    #[test]
+    fn a_creation_records_its_status_and_its_events_say_the_rest() {
+        let recorded = RecordedState::Created {
+            status: "todo".into(),
+        };
+        let text = serde_json::to_string(&recorded).unwrap();
+        assert_eq!(text, r#"{"status":"todo"}"#);
+        // A whole state (every group before, and every intention but a creation) decodes as
+        // such, a creation's as its status alone.
+        let whole = r#"{"family":"task","status":"done","fields":{"n":1},"created_by":"u","changed":["n"]}"#;
+        assert!(matches!(
+            serde_json::from_str::<RecordedState>(whole).unwrap(),
+            RecordedState::Whole(EntityState { ref status, .. }) if status == "done"
+        ));
+        assert_eq!(
+            serde_json::from_str::<RecordedState>(&text).unwrap(),
+            recorded
+        );
+
+        let created = StoredEvent {
+            position: 1,
+            transaction_id: 0,
+            id: "e0".into(),
+            tenant_id: "t".into(),
+            sequence: 1,
+            event_type: "entity.created".into(),
+            entity_id: Some("x".into()),
+            intention_id: Some("i".into()),
+            actor_id: Some("u".into()),
+            correlation_id: None,
+            depth: 0,
+            data: json!({"family": "task"}).to_string(),
+            occurred_at: "2026-11-27T10:00:00.000000Z".into(),
+            entity_state: Some(text),
+            traceparent: None,
+            group_offset: 0,
+        };
+        let followers = [
+            (
+                "entity.field_set".to_owned(),
+                json!({"field": "a", "value": 1}).to_string(),
+            ),
+            (
+                "entity.field_set".to_owned(),
+                json!({"field": "b", "value": {"deep": [true]}}).to_string(),
+            ),
+        ];
+        let state = EntityState::of_creation(&created, "todo".into(), &followers).unwrap();
+        assert_eq!(
+            state,
+            EntityState {
+                family: "task".into(),
+                status: "todo".into(),
+                fields: json!({"a": 1, "b": {"deep": [true]}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                created_by: "u".into(),
+                changed: vec!["a".into(), "b".into()],
+            }
+        );
+        let anonymous = StoredEvent {
+            actor_id: None,
+            ..created
+        };
+        assert!(EntityState::of_creation(&anonymous, "todo".into(), &followers).is_err());
     }
 
     #[test]

@@ -525,7 +525,11 @@ async fn decide(
                 }
             }));
             let entity_id = entity.id.clone();
-            let entity_state = state_of(&entity, &submitter.user_id, &entity.fields);
+            // Its events say the rest (`events::RecordedState`).
+            let entity_state = serde_json::to_string(&events::RecordedState::Created {
+                status: entity.status.clone(),
+            })
+            .expect("entity states serialize");
             states.insert(
                 (tenant_id.clone(), entity_id.clone()),
                 EntityState {

@@ -183,7 +183,9 @@ pub async fn find_tenant(
 /// (loaded engines or not), and the tenant's and its users' provisioning records.
 pub async fn delete_tenant_data(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     for statement in [
-        "DELETE FROM engine_kv WHERE tenant_id = $1",
+        "DELETE FROM engine_entries
+         WHERE scope IN (SELECT scope FROM engine_scopes WHERE tenant_id = $1)",
+        "DELETE FROM engine_scopes WHERE tenant_id = $1",
         "DELETE FROM engine_blobs WHERE tenant_id = $1",
         "DELETE FROM engine_blob_usage WHERE tenant_id = $1",
         "DELETE FROM engine_work WHERE tenant_id = $1",

@@ -1,5 +1,8 @@
 //! SQL of the engines' key-value storage. Every function takes the engine code and tenant id
-//! of the call as set by the host; keys sort byte-wise on both databases.
+//! of the call as set by the host; keys sort byte-wise on both databases. An (engine, tenant)
+//! pair is numbered once (`engine_scopes`) and an entry stored as (scope, key, value)
+//! (`engine_entries`, `migrations/*/…_engine_scopes.sql`); the view `engine_kv` gives the
+//! entries with their engine and tenant for reading by hand.
 
 use anyhow::Context as _;
 
@@ -13,6 +16,10 @@ pub struct KvScope<'a> {
     pub tenant_id: &'a str,
 }
 
+/// The scope number of the `$1` engine and `$2` tenant, as SQL (NULL when nothing was ever
+/// written in that scope, which matches no entry).
+const SCOPE: &str = "(SELECT scope.scope FROM engine_scopes AS scope WHERE scope.tenant_id = $2 AND scope.engine_code = $1)";
+
 /// The exclusive upper bound of keys starting with `prefix`.
 pub(crate) fn prefix_upper_bound(prefix: &str) -> String {
     format!("{prefix}{}", char::MAX)
@@ -23,9 +30,8 @@ pub async fn get(
     scope: &KvScope<'_>,
     key: &str,
 ) -> anyhow::Result<Option<Vec<u8>>> {
-    on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3",
-    )
+    let sql = format!("SELECT value FROM engine_entries WHERE scope = {SCOPE} AND key = $3");
+    on_pool!(database, pool => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
     .bind(scope.engine_code)
     .bind(scope.tenant_id)
     .bind(key)
@@ -92,9 +98,11 @@ fn read_statement(rows: usize) -> String {
         );
     }
     sql.push_str(
-        ") SELECT (SELECT value FROM engine_kv
-                   WHERE engine_code = wanted.engine_code AND tenant_id = wanted.tenant_id
-                     AND key = wanted.key)
+        ") SELECT (SELECT entry.value FROM engine_entries AS entry
+                   WHERE entry.scope = (SELECT scope.scope FROM engine_scopes AS scope
+                                        WHERE scope.tenant_id = wanted.tenant_id
+                                          AND scope.engine_code = wanted.engine_code)
+                     AND entry.key = wanted.key)
            FROM wanted ORDER BY wanted.position",
     );
     sql
@@ -150,18 +158,82 @@ pub async fn set(
     key: &str,
     value: &[u8],
 ) -> anyhow::Result<()> {
-    on_writer!(database, pool => sqlx::query(
-        "INSERT INTO engine_kv (engine_code, tenant_id, key, value) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value",
-    )
-    .bind(scope.engine_code)
-    .bind(scope.tenant_id)
-    .bind(key)
-    .bind(value)
-    .execute(pool)
-    .await
-    .map(drop))
+    let sql = format!(
+        "INSERT INTO engine_entries (scope, key, value) VALUES ({SCOPE}, $3, $4)
+         ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value"
+    );
+    on_writer!(database, pool => async {
+        sqlx::query(NUMBER_ONE_SCOPE)
+            .bind(scope.tenant_id)
+            .bind(scope.engine_code)
+            .execute(pool)
+            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(scope.engine_code)
+            .bind(scope.tenant_id)
+            .bind(key)
+            .bind(value)
+            .execute(pool)
+            .await
+            .map(drop)
+    }
+    .await)
     .context("writing engine storage")
+}
+
+/// Numbers an (engine, tenant) pair, `$1` the tenant and `$2` the engine, unless it has a
+/// number.
+const NUMBER_ONE_SCOPE: &str =
+    "INSERT INTO engine_scopes (tenant_id, engine_code) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+
+/// The numbers of `scopes` (tenant id, engine code), numbering those without one first, in
+/// order (two transactions on PostgreSQL then never wait on each other's new numbers in
+/// opposite orders).
+async fn number_scopes<'a>(
+    tx: &mut Tx,
+    scopes: &std::collections::BTreeSet<(&'a str, &'a str)>,
+) -> anyhow::Result<std::collections::HashMap<(&'a str, &'a str), i64>> {
+    let mut numbers = std::collections::HashMap::with_capacity(scopes.len());
+    let scopes: Vec<(&str, &str)> = scopes.iter().copied().collect();
+    for chunk in scopes.chunks(WRITE_CHUNK) {
+        let found: Vec<Option<i64>> = on_tx!(tx, conn => async {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO engine_scopes (tenant_id, engine_code) ",
+            );
+            insert.push_values(chunk, |mut row, (tenant_id, engine_code)| {
+                row.push_bind(*tenant_id).push_bind(*engine_code);
+            });
+            insert.push(" ON CONFLICT DO NOTHING");
+            insert.build().execute(&mut **conn).await?;
+            let mut select = sqlx::QueryBuilder::new(
+                "WITH wanted (position, tenant_id, engine_code) AS (VALUES ",
+            );
+            let mut rows = select.separated(", ");
+            for (position, (tenant_id, engine_code)) in (0_i64..).zip(chunk) {
+                rows.push("(");
+                rows.push_bind_unseparated(position);
+                rows.push_unseparated(", ");
+                rows.push_bind_unseparated(*tenant_id);
+                rows.push_unseparated(", ");
+                rows.push_bind_unseparated(*engine_code);
+                rows.push_unseparated(")");
+            }
+            select.push(
+                ") SELECT (SELECT scope.scope FROM engine_scopes AS scope
+                           WHERE scope.tenant_id = wanted.tenant_id
+                             AND scope.engine_code = wanted.engine_code)
+                   FROM wanted ORDER BY wanted.position",
+            );
+            select.build_query_scalar().fetch_all(&mut **conn).await
+        }
+        .await)
+        .context("numbering engine storage scopes")?;
+        anyhow::ensure!(found.len() == chunk.len(), "a scope was not numbered");
+        for (scope, number) in chunk.iter().zip(found) {
+            numbers.insert(*scope, number.context("a scope was not numbered")?);
+        }
+    }
+    Ok(numbers)
 }
 
 /// Entries under `prefix` in key order (descending when `reverse`), strictly after (before,
@@ -186,8 +258,8 @@ pub async fn list(
     };
     let lower_operator = if lower_inclusive { ">=" } else { ">" };
     let sql = format!(
-        "SELECT key, value FROM engine_kv
-         WHERE engine_code = $1 AND tenant_id = $2 AND key {lower_operator} $3 AND key < $4
+        "SELECT key, value FROM engine_entries
+         WHERE scope = {SCOPE} AND key {lower_operator} $3 AND key < $4
          ORDER BY key {order} LIMIT $5"
     );
     on_pool!(database, pool => sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql.clone()))
@@ -207,16 +279,18 @@ pub async fn count_prefix(
     scope: &KvScope<'_>,
     prefix: &str,
 ) -> anyhow::Result<u64> {
-    let count: i64 = on_pool!(database, pool => sqlx::query_scalar(
-        "SELECT COUNT(*) FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
-    )
+    let sql = format!(
+        "SELECT COUNT(*) FROM engine_entries WHERE scope = {SCOPE} AND key >= $3 AND key < $4"
+    );
+    let count: i64 =
+        on_pool!(database, pool => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
     .bind(scope.engine_code)
     .bind(scope.tenant_id)
     .bind(prefix)
     .bind(prefix_upper_bound(prefix))
     .fetch_one(pool)
     .await)
-    .context("counting a prefix of engine storage")?;
+        .context("counting a prefix of engine storage")?;
     Ok(u64::try_from(count).unwrap_or(0))
 }
 
@@ -226,9 +300,9 @@ pub async fn delete_prefix_in(
     scope: &KvScope<'_>,
     prefix: &str,
 ) -> anyhow::Result<()> {
-    on_tx!(tx, conn => sqlx::query(
-        "DELETE FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key >= $3 AND key < $4",
-    )
+    let sql =
+        format!("DELETE FROM engine_entries WHERE scope = {SCOPE} AND key >= $3 AND key < $4");
+    on_tx!(tx, conn => sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
     .bind(scope.engine_code)
     .bind(scope.tenant_id)
     .bind(prefix)
@@ -315,21 +389,26 @@ const WRITE_CHUNK: usize = 200;
 /// Applies `writes` in `tx` with multi-row statements, in key order; every (engine, tenant,
 /// key) appears at most once (PostgreSQL refuses an upsert touching one row twice).
 pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let scopes = writes
+        .iter()
+        .map(|write| (write.tenant_id, write.engine_code))
+        .collect();
+    let numbers = number_scopes(tx, &scopes).await?;
+    let number = |write: &KvWrite<'_>| numbers[&(write.tenant_id, write.engine_code)];
     let (sets, deletes) = in_key_order(writes);
     for chunk in sets.chunks(WRITE_CHUNK) {
         on_tx!(tx, conn => {
-            let mut upsert = sqlx::QueryBuilder::new(
-                "INSERT INTO engine_kv (engine_code, tenant_id, key, value) ",
-            );
+            let mut upsert =
+                sqlx::QueryBuilder::new("INSERT INTO engine_entries (scope, key, value) ");
             upsert.push_values(chunk, |mut row, write| {
-                row.push_bind(write.engine_code)
-                    .push_bind(write.tenant_id)
+                row.push_bind(number(write))
                     .push_bind(write.key)
                     .push_bind(write.value);
             });
-            upsert.push(
-                " ON CONFLICT (engine_code, tenant_id, key) DO UPDATE SET value = excluded.value",
-            );
+            upsert.push(" ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value");
             upsert.build().execute(&mut **conn).await.map(drop)
         })
         .context("writing engine storage in a batch")?;
@@ -337,14 +416,12 @@ pub async fn apply_in(tx: &mut Tx, writes: &[KvWrite<'_>]) -> anyhow::Result<()>
     for chunk in deletes.chunks(WRITE_CHUNK) {
         on_tx!(tx, conn => {
             let mut delete = sqlx::QueryBuilder::new(
-                "DELETE FROM engine_kv WHERE (engine_code, tenant_id, key) IN (VALUES ",
+                "DELETE FROM engine_entries WHERE (scope, key) IN (VALUES ",
             );
             let mut rows = delete.separated(", ");
             for write in chunk {
                 rows.push("(");
-                rows.push_bind_unseparated(write.engine_code);
-                rows.push_unseparated(", ");
-                rows.push_bind_unseparated(write.tenant_id);
+                rows.push_bind_unseparated(number(write));
                 rows.push_unseparated(", ");
                 rows.push_bind_unseparated(write.key);
                 rows.push_unseparated(")");
@@ -378,21 +455,29 @@ pub async fn lock_in<'a>(tx: &mut Tx, keys: &[KvKey<'a>]) -> anyhow::Result<Lock
     keys.sort_unstable();
     keys.dedup();
     let mut locked = Locked::default();
+    if keys.is_empty() {
+        return Ok(locked);
+    }
     let postgres = tx.kind() == DatabaseKind::Postgres;
+    // Numbered first: a placeholder needs its scope's number.
+    let scopes = keys
+        .iter()
+        .map(|key| (key.tenant_id, key.engine_code))
+        .collect();
+    let numbers = number_scopes(tx, &scopes).await?;
     let read = if postgres {
-        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3
-         FOR UPDATE"
+        "SELECT value FROM engine_entries WHERE scope = $1 AND key = $2 FOR UPDATE"
     } else {
-        "SELECT value FROM engine_kv WHERE engine_code = $1 AND tenant_id = $2 AND key = $3"
+        "SELECT value FROM engine_entries WHERE scope = $1 AND key = $2"
     };
     for key in keys {
+        let scope = numbers[&(key.tenant_id, key.engine_code)];
         // A placeholder insert can lose to a concurrent insert, and the row read next can be
         // deleted again before it is: a few rounds settle it.
         let mut value = None;
         for _ in 0..8 {
             let current: Option<Vec<u8>> = on_tx!(tx, conn => sqlx::query_scalar(read)
-                .bind(key.engine_code)
-                .bind(key.tenant_id)
+                .bind(scope)
                 .bind(key.key)
                 .fetch_optional(&mut **conn)
                 .await)
@@ -402,11 +487,10 @@ pub async fn lock_in<'a>(tx: &mut Tx, keys: &[KvKey<'a>]) -> anyhow::Result<Lock
                 break;
             }
             let claimed = on_tx!(tx, conn => sqlx::query(
-                "INSERT INTO engine_kv (engine_code, tenant_id, key, value)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (engine_code, tenant_id, key) DO NOTHING",
+                "INSERT INTO engine_entries (scope, key, value) VALUES ($1, $2, $3)
+                 ON CONFLICT (scope, key) DO NOTHING",
             )
-            .bind(key.engine_code)
-            .bind(key.tenant_id)
+            .bind(scope)
             .bind(key.key)
             .bind(Vec::<u8>::new())
             .execute(&mut **conn)

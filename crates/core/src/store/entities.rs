@@ -152,7 +152,33 @@ pub(crate) async fn count(
     .context("counting entities")
 }
 
-/// One page of the tenant's entities (of one family), in the order asked for.
+/// Most families a listing of every family merges, one ordered read each; a tenant with
+/// entities of more is listed by one read of all of them, sorted.
+const MAX_MERGED_FAMILIES: usize = 64;
+
+/// The families the tenant has entities of, in code order: a skip scan of
+/// `entities_by_family_created`, one index search per family.
+async fn families_of(database: &Database, tenant_id: &str) -> anyhow::Result<Vec<String>> {
+    on_pool!(database, pool => sqlx::query_scalar(
+        "WITH RECURSIVE families (code) AS (
+             SELECT MIN(family_code) FROM entities WHERE tenant_id = $1
+             UNION ALL
+             SELECT (SELECT MIN(e.family_code) FROM entities AS e
+                     WHERE e.tenant_id = $1 AND e.family_code > families.code)
+             FROM families WHERE families.code IS NOT NULL
+         )
+         SELECT code FROM families WHERE code IS NOT NULL",
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await)
+    .context("finding the families of a tenant's entities")
+}
+
+/// One page of the tenant's entities (of one family), in the order asked for. Entities are
+/// indexed per family only (`migrations/*/…_entities_two_listings.sql`): a page of every family
+/// merges each family's first `offset + limit` entities in that order, each read from its
+/// index.
 pub(crate) async fn page(
     database: &Database,
     tenant_id: &str,
@@ -162,30 +188,50 @@ pub(crate) async fn page(
     page: &OffsetPage,
 ) -> anyhow::Result<Vec<EntityRow>> {
     let order = if descending { "DESC" } else { "ASC" };
-    // The column and direction come from enums, never from the request text; the paging
-    // parameters follow the condition's.
-    let (limit, offset) = if family.is_some() {
-        ("$3", "$4")
-    } else {
-        ("$2", "$3")
+    // The column and direction come from enums, never from the request text.
+    let ordering = format!("{column} {order}, id {order}", column = sort_column(sort));
+    let families = match family {
+        Some(family) => vec![family.to_owned()],
+        None => families_of(database, tenant_id).await?,
     };
-    let sql = format!(
-        "SELECT {COLUMNS} FROM entities WHERE {condition}
-         ORDER BY {column} {order}, id {order} LIMIT {limit} OFFSET {offset}",
-        condition = of_tenant(family),
-        column = sort_column(sort)
-    );
+    let sql = if families.is_empty() {
+        return Ok(Vec::new());
+    } else if families.len() > MAX_MERGED_FAMILIES {
+        // Every family is in the one read; `$2` (each family's share) is only typed, as
+        // PostgreSQL needs of every parameter up to the last.
+        format!(
+            "SELECT {COLUMNS} FROM entities WHERE tenant_id = $1 AND $2 >= 0
+             ORDER BY {ordering} LIMIT $3 OFFSET $4"
+        )
+    } else {
+        let reads: Vec<String> = (0..families.len())
+            .map(|index| {
+                format!(
+                    "SELECT {COLUMNS} FROM (SELECT {COLUMNS} FROM entities
+                         WHERE tenant_id = $1 AND family_code = ${parameter}
+                         ORDER BY {ordering} LIMIT $2) AS family_{index}",
+                    parameter = index + 5
+                )
+            })
+            .collect();
+        format!(
+            "SELECT {COLUMNS} FROM ({reads}) AS merged ORDER BY {ordering} LIMIT $3 OFFSET $4",
+            reads = reads.join(" UNION ALL ")
+        )
+    };
+    let merged = families.len() <= MAX_MERGED_FAMILIES;
     on_pool!(database, pool => {
-        let query =
-            sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone())).bind(tenant_id);
-        match family {
-            Some(family) => query.bind(family),
-            None => query,
+        let mut query = sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(tenant_id)
+            .bind(page.offset() + page.limit())
+            .bind(page.limit())
+            .bind(page.offset());
+        if merged {
+            for family in &families {
+                query = query.bind(family);
+            }
         }
-        .bind(page.limit())
-        .bind(page.offset())
-        .fetch_all(pool)
-        .await
+        query.fetch_all(pool).await
     })
     .context("listing entities")
 }

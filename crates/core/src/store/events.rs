@@ -142,3 +142,29 @@ pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Res
     })
     .context("appending to the event log")
 }
+
+/// The type and data of every event after the first of the group that starts at
+/// `first_sequence` in the tenant's log, in order (the group's `event_count` bounds the range,
+/// so the read is one range of the tenant's index).
+pub(crate) async fn group_followers(
+    tx: &mut Tx,
+    tenant_id: &str,
+    first_sequence: i64,
+) -> anyhow::Result<Vec<(String, String)>> {
+    on_tx!(tx, conn => sqlx::query_as(
+        "SELECT e.event_type, e.data
+         FROM event_sequences AS s
+         JOIN event_groups AS g
+           ON g.tenant_number = s.tenant_number AND g.first_sequence = $2
+         JOIN events AS e
+           ON e.tenant_number = g.tenant_number AND e.sequence > g.first_sequence
+          AND e.sequence < g.first_sequence + g.event_count
+         WHERE s.tenant_id = $1
+         ORDER BY e.sequence",
+    )
+    .bind(tenant_id)
+    .bind(first_sequence)
+    .fetch_all(&mut **conn)
+    .await)
+    .context("reading the events of an intention")
+}

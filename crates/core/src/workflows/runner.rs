@@ -64,9 +64,23 @@ impl Projection for WorkflowRunner {
         // Each trigger with the workflows (indices in `active`) whose conditions hold.
         let mut matched: Vec<(Triggered<'_>, Vec<usize>)> = Vec::new();
         for event in events {
-            let triggered = match Triggered::of(event) {
-                Ok(Some(triggered)) => triggered,
-                Ok(None) => continue,
+            let Some((trigger, recorded)) = Triggered::recorded(event) else {
+                continue;
+            };
+            if event.depth >= MAX_DEPTH {
+                continue;
+            }
+            let key = (event.tenant_id.clone(), trigger);
+            if !active.contains_key(&key) {
+                let workflows = store::active_for(tx, &key.0, key.1).await?;
+                active.insert(key.clone(), workflows);
+            }
+            if active[&key].is_empty() {
+                // No workflow to evaluate: the state is not even decoded.
+                continue;
+            }
+            let triggered = match Triggered::of(tx, event, trigger, recorded).await? {
+                Ok(triggered) => triggered,
                 Err(error) => {
                     // A malformed entity state would otherwise stop every workflow for good.
                     tracing::warn!(
@@ -77,14 +91,6 @@ impl Projection for WorkflowRunner {
                     continue;
                 }
             };
-            if event.depth >= MAX_DEPTH {
-                continue;
-            }
-            let key = (event.tenant_id.clone(), triggered.trigger);
-            if !active.contains_key(&key) {
-                let workflows = store::active_for(tx, &key.0, key.1).await?;
-                active.insert(key.clone(), workflows);
-            }
             let subject = triggered.subject();
             let workflows: Vec<usize> = active[&key]
                 .iter()
@@ -127,7 +133,8 @@ impl Projection for WorkflowRunner {
 }
 
 /// An intention that triggers workflows, from its first event (which carries the entity
-/// state, so an intention split across batches is still seen whole).
+/// state, or a creation's status with its events in the log, so an intention split across
+/// batches is still seen whole).
 struct Triggered<'a> {
     trigger: Trigger,
     /// The event a run names as its trigger: the intention's first.
@@ -139,24 +146,63 @@ struct Triggered<'a> {
 }
 
 impl<'a> Triggered<'a> {
-    /// The trigger an intention's first event stands for: creation, deletion, a status
-    /// change, or (field events) one `entity.updated` however many fields changed. `None` for
-    /// every other event.
-    fn of(event: &'a StoredEvent) -> anyhow::Result<Option<Self>> {
-        let (Some(entity_id), Some(state)) = (&event.entity_id, &event.entity_state) else {
-            return Ok(None);
+    /// The trigger an intention's first event stands for and the state its group recorded:
+    /// creation, deletion, a status change, or (field events) one `entity.updated` however
+    /// many fields changed. `None` for every other event.
+    fn recorded(event: &'a StoredEvent) -> Option<(Trigger, &'a str)> {
+        let (Some(_), Some(state)) = (&event.entity_id, &event.entity_state) else {
+            return None;
         };
         let trigger = match event.event_type.as_str() {
             "entity.created" => Trigger::EntityCreated,
             "entity.deleted" => Trigger::EntityDeleted,
             "entity.status_changed" => Trigger::EntityStatusChanged,
             "entity.field_set" | "entity.field_updated" => Trigger::EntityUpdated,
-            _ => return Ok(None),
+            _ => return None,
         };
-        let state: EntityState = serde_json::from_str(state)
-            .with_context(|| format!("decoding the entity state on event {}", event.id))?;
+        Some((trigger, state))
+    }
+
+    /// The trigger with the entity as its intention left it: the recorded state, or for a
+    /// creation, which records only its status, the state its events describe (read from the
+    /// log: the intention's events need not all be in this batch). The inner error is an
+    /// undecodable state, which the runner skips; the outer one a failed read.
+    async fn of(
+        tx: &mut Tx,
+        event: &'a StoredEvent,
+        trigger: Trigger,
+        recorded: &str,
+    ) -> anyhow::Result<anyhow::Result<Self>> {
+        let entity_id = event
+            .entity_id
+            .as_deref()
+            .context("a trigger names its entity")?;
+        let recorded: events::RecordedState = match serde_json::from_str(recorded) {
+            Ok(recorded) => recorded,
+            Err(error) => {
+                return Ok(Err(anyhow::Error::new(error).context(format!(
+                    "decoding the entity state on event {}",
+                    event.id
+                ))));
+            }
+        };
+        let state = match recorded {
+            events::RecordedState::Whole(state) => state,
+            events::RecordedState::Created { status } => {
+                let followers = crate::store::events::group_followers(
+                    tx,
+                    &event.tenant_id,
+                    event.group_first_sequence(),
+                )
+                .await?;
+                match EntityState::of_creation(event, status, &followers) {
+                    Ok(state) => state,
+                    Err(error) => return Ok(Err(error)),
+                }
+            }
+        };
         let changed = state.changed.iter().cloned().collect();
-        Ok(Some(Self {
+        Ok(Ok(Self {
             trigger,
             event,
             entity_id,
