@@ -14,7 +14,7 @@ use tessera_sdk::{
 };
 
 use crate::items::{
-    FeedItem, ITEMS_PREFIX, MAX_ID_BYTES, actor_prefix, entity_prefix, item_key, type_prefix,
+    self, FeedItem, ITEMS_PREFIX, MAX_ID_BYTES, actor_prefix, entity_prefix, item_key, type_prefix,
 };
 use crate::require_reader;
 
@@ -202,7 +202,7 @@ impl Indexed {
         if value.is_empty() {
             return Ok(Self::Id(key[prefix_len..].to_owned()));
         }
-        storage::decode_json(key, value).map(Self::Item)
+        items::decode(key, value).map(Self::Item)
     }
 }
 
@@ -228,7 +228,7 @@ fn resolve(entries: Vec<Indexed>) -> Result<Vec<FeedItem>, HostError> {
                     HostError::new("storage.get-many", "fewer values than keys were read")
                 })?;
                 if let Some(value) = value {
-                    items.push(storage::decode_json(key, &value)?);
+                    items.push(items::decode(key, &value)?);
                 }
             }
         }

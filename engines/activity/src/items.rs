@@ -181,9 +181,14 @@ impl FeedItem {
     /// each index key (an index entry names its item by the id ending its key; copying the
     /// item there would store it five to seven times).
     pub fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, HostError> {
-        let mut entries = vec![storage::json_entry(item_key(&self.id), self)?];
+        let mut entries = vec![self.entry()?];
         entries.extend(self.keys().into_iter().skip(1).map(|key| (key, Vec::new())));
         Ok(entries)
+    }
+
+    /// The item under `items/<id>`, in its stored form ([`StoredItem`]).
+    pub fn entry(&self) -> Result<(String, Vec<u8>), HostError> {
+        storage::json_entry(item_key(&self.id), &StoredItem::of(self))
     }
 
     /// Every key the item is stored under: the feed itself and each index.
@@ -201,6 +206,82 @@ impl FeedItem {
         );
         keys
     }
+}
+
+/// How an item is stored: [`FeedItem`] without what its key and its other fields already say
+/// (issue 32, the footprint per entity): its `id` (the key ends with it), its `event_id` when it
+/// is the item's own id (items keyed by their event's id), and its `entity_id` when that is
+/// `data.entity_id`. Items stored before 2026-11-27 hold every field and read the same.
+#[derive(Serialize, Deserialize)]
+struct StoredItem {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event_id: Option<String>,
+    #[serde(rename = "type")]
+    event_type: String,
+    #[serde(default)]
+    actor_id: Option<String>,
+    /// Absent: `data.entity_id`; present (a string or null): the item's.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    entity_id: Option<Option<String>>,
+    occurred_at: String,
+    #[serde(default)]
+    data: Map<String, Value>,
+}
+
+/// A field that is present, even as null (`Some(None)`); an absent one stays `None`.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+impl StoredItem {
+    fn of(item: &FeedItem) -> Self {
+        let entity_in_data = item.entity_id.is_some()
+            && item.data.get("entity_id").and_then(Value::as_str) == item.entity_id.as_deref();
+        Self {
+            id: None,
+            event_id: (item.event_id != item.id).then(|| item.event_id.clone()),
+            event_type: item.event_type.clone(),
+            actor_id: item.actor_id.clone(),
+            entity_id: (!entity_in_data).then(|| item.entity_id.clone()),
+            occurred_at: item.occurred_at.clone(),
+            data: item.data.clone(),
+        }
+    }
+}
+
+/// The item stored under `key` (`items/<id>`, or an index key ending in the id, whose entries
+/// written before 2026-11-26 hold the item itself).
+pub fn decode(key: &str, value: &[u8]) -> Result<FeedItem, HostError> {
+    let stored: StoredItem = storage::decode_json(key, value)?;
+    let id = match stored.id {
+        Some(id) => id,
+        None => key.rsplit('/').next().unwrap_or(key).to_owned(),
+    };
+    let entity_id = match stored.entity_id {
+        Some(entity_id) => entity_id,
+        None => stored
+            .data
+            .get("entity_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    Ok(FeedItem {
+        event_id: stored.event_id.unwrap_or_else(|| id.clone()),
+        id,
+        event_type: stored.event_type,
+        actor_id: stored.actor_id,
+        entity_id,
+        occurred_at: stored.occurred_at,
+        data: stored.data,
+    })
 }
 
 /// The feed: `items/<item_id>`.
@@ -325,7 +406,7 @@ pub fn record(event: &Event) -> Result<(), HostError> {
     }
     if let Some((field, entity_id)) = creation_field {
         let creation = match (hinted_creation, read.next().flatten()) {
-            (Some(key), Some(value)) => Some(storage::decode_json::<FeedItem>(&key, &value)?),
+            (Some(key), Some(value)) => Some(decode(&key, &value)?),
             _ => first_item_about(entity_id)?,
         };
         if let Some(mut creation) = creation.filter(|creation| creation.is_creation_of(&item)) {
@@ -333,8 +414,7 @@ pub fn record(event: &Event) -> Result<(), HostError> {
             if let Some(added) = creation.add_created_field(field) {
                 remember_creation(&creation);
                 if added {
-                    let entry = storage::json_entry(item_key(&creation.id), &creation)?;
-                    storage::write_batch(&[entry], &[], &[])?;
+                    storage::write_batch(&[creation.entry()?], &[], &[])?;
                 }
                 return Ok(());
             }
@@ -371,11 +451,11 @@ fn first_item_about(entity_id: &str) -> Result<Option<FeedItem>, HostError> {
     };
     if !value.is_empty() {
         // An index entry written before 2026-11-26 holds the item itself.
-        return storage::decode_json(&key, &value).map(Some);
+        return decode(&key, &value).map(Some);
     }
     let key = item_key(&key[prefix.len()..]);
     storage::get(&key)?
-        .map(|value| storage::decode_json(&key, &value))
+        .map(|value| decode(&key, &value))
         .transpose()
 }
 
@@ -452,8 +532,7 @@ mod tests {
         let entries = item.entries().unwrap();
         assert_eq!(entries.len(), 5);
         assert_eq!(entries[0].0, "items/i");
-        let stored: FeedItem = tessera_sdk::serde_json::from_slice(&entries[0].1).unwrap();
-        assert_eq!(stored, item);
+        assert_eq!(decode(&entries[0].0, &entries[0].1).unwrap(), item);
         assert!(entries[1..].iter().all(|(_, value)| value.is_empty()));
     }
 
@@ -485,6 +564,49 @@ mod tests {
         assert_eq!(recorded_at_ms(&item), Some(1_795_281_540_000));
         item.id = "not a uuid".into();
         assert_eq!(recorded_at_ms(&item), None);
+    }
+
+    #[test]
+    fn an_item_is_stored_without_what_its_key_and_fields_say_and_reads_back_whole() {
+        let id = "01a1ff1e-53a0-7000-8000-000000000001";
+        let mut created = event(
+            "entity.created",
+            Some("u1"),
+            json!({"entity_id": "x", "family": "contact"}),
+        );
+        created.id = id.into();
+        let item = FeedItem::from_event(id.into(), &created);
+        let (key, bytes) = item.entry().unwrap();
+        let stored: Value = tessera_sdk::serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            stored,
+            json!({
+                "type": "entity.created", "actor_id": "u1",
+                "occurred_at": "2026-01-01T00:00:00.000000Z",
+                "data": {"entity_id": "x", "family": "contact"}
+            })
+        );
+        assert_eq!(decode(&key, &bytes).unwrap(), item);
+
+        // What differs is kept: another event id, an entity named elsewhere, or none.
+        let member = FeedItem::from_event(
+            "i2".into(),
+            &event("member.added", None, json!({"conversation_id": "c"})),
+        );
+        let (key, bytes) = member.entry().unwrap();
+        let stored: Value = tessera_sdk::serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            (&stored["event_id"], &stored["entity_id"]),
+            (&json!("e1"), &json!("c"))
+        );
+        assert_eq!(decode(&key, &bytes).unwrap(), member);
+        let lone = FeedItem::from_event("i3".into(), &event("call.ended", None, json!({})));
+        let (key, bytes) = lone.entry().unwrap();
+        assert_eq!(decode(&key, &bytes).unwrap(), lone);
+
+        // An item stored whole before (also under an index key) reads as it was.
+        let whole = tessera_sdk::serde_json::to_vec(&member).unwrap();
+        assert_eq!(decode("by-entity/c/i2", &whole).unwrap(), member);
     }
 
     #[test]

@@ -56,13 +56,16 @@ pub fn run(job: &Job) -> Result<(), String> {
         .map_or(crate::RETENTION_DAYS, |settings| settings.retention_days);
     let now_ms = time::now_unix_ms();
     let cutoff_ms = now_ms.saturating_sub(retention_days.saturating_mul(DAY_MS));
-    let scan = storage::scan_json::<FeedItem>(ITEMS_PREFIX, None, PRUNE_BATCH, false)?;
+    let scan = storage::scan(ITEMS_PREFIX, None, PRUNE_BATCH, false)?;
     let full_batch = !scan.exhausted;
     let read = scan.entries.len();
-    let oldest = scan.entries;
+    let oldest = scan
+        .entries
+        .iter()
+        .map(|(key, value)| items::decode(key, value))
+        .collect::<Result<Vec<FeedItem>, _>>()?;
     let expired: Vec<FeedItem> = oldest
         .into_iter()
-        .map(|(_, item)| item)
         .take_while(|item| items::recorded_at_ms(item).is_some_and(|at| at < cutoff_ms))
         .collect();
     let more_remain = full_batch && expired.len() == read;
