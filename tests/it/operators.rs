@@ -396,7 +396,15 @@ database_test!(
             let app = &app;
             async move {
                 let database = &app.state().database;
-                let sql = format!("SELECT COUNT(*) FROM {table} WHERE tenant_id = $1");
+                let sql = match (table, database.kind()) {
+                    // SQLite keeps search documents under the tenant's search key.
+                    ("search_documents", tessera_host::storage::DatabaseKind::Sqlite) => {
+                        "SELECT COUNT(*) FROM search_documents AS d
+                         JOIN search_tenants AS t ON t.key = d.tenant_key WHERE t.tenant_id = $1"
+                            .to_owned()
+                    }
+                    _ => format!("SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"),
+                };
                 tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
                     sqlx::AssertSqlSafe(sql.clone()),
                 )

@@ -581,6 +581,47 @@ database_test!(
     }
 );
 
+#[tokio::test]
+async fn an_upgrade_keeps_sqlite_search_documents_under_their_tenants_key() {
+    let (database, old) = migrated_to(Backend::Sqlite, 20261127000025).await;
+    for statement in [
+        "INSERT INTO search_tenants (key, tenant_id) VALUES (3, 't1'), (4, 't2')",
+        "INSERT INTO search_documents (id, tenant_id, entity_id, family_code, fields) VALUES
+         (7, 't1', 'x', 'task', '{\"n\":1}'), (9, 't2', 'x', 'contact', '{}')",
+    ] {
+        on_pool!(old, pool => sqlx::query(statement).execute(pool).await.map(drop)).unwrap();
+    }
+    old.close().await;
+    let upgraded = Database::connect_and_migrate(&database.database_config())
+        .await
+        .expect("upgrading");
+    let documents: Vec<(i64, i64, String, String, String)> =
+        on_pool!(upgraded, pool => sqlx::query_as(
+        "SELECT id, tenant_key, entity_id, family_code, fields FROM search_documents ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await)
+        .unwrap();
+    let document = |id, key, family: &str, fields: &str| {
+        (
+            id,
+            key,
+            "x".to_owned(),
+            family.to_owned(),
+            fields.to_owned(),
+        )
+    };
+    // The rowids (the documents' rows in the FTS5 index) and every column are kept.
+    assert_eq!(
+        documents,
+        [
+            document(7, 3, "task", "{\"n\":1}"),
+            document(9, 4, "contact", "{}"),
+        ]
+    );
+    upgraded.close().await;
+}
+
 /// Every event as the readers see it through the `event_log` view, in log order.
 const LOGGED_EVENT_COLUMNS: &str = "SELECT position, transaction_id, id, tenant_id, sequence, \
      event_type, entity_id, intention_id, actor_id, correlation_id, depth, data, occurred_at, \

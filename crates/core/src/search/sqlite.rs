@@ -6,7 +6,7 @@
 //! (`LIMIT window`, which FTS5 stops early), ranked by `search_rank` (a per-row BM25 without
 //! inverse document frequencies, registered by `tessera-storage`), paged and counted in the
 //! same statement; only the page's rows are then joined to their documents, which are
-//! filtered by tenant id once more. FTS5 answers a prefix query lazily only from a prefix
+//! filtered by tenant key once more. FTS5 answers a prefix query lazily only from a prefix
 //! index (`prefix = '10 11 12'`: the tenant key, the kind letter and one to three characters
 //! of a word); a longer prefix it answers by merging every matching word's whole list, whose
 //! cost grows with the matches. So a term longer than that is first expanded through
@@ -187,7 +187,8 @@ impl FullTextIndex for SqliteIndex {
 
     async fn store(
         conn: &mut SqliteConnection,
-        tenant_id: &str,
+        // The documents are stored under the tenant's key.
+        _tenant_id: &str,
         key: TenantKey,
         documents: &[Document],
         replaced: &[Document],
@@ -202,7 +203,7 @@ impl FullTextIndex for SqliteIndex {
                 .iter()
                 .map(|document| (document, Value::Object(document.fields.clone()).to_string()))
                 .collect();
-            let ids = store::upsert_documents(conn, tenant_id, &rows).await?;
+            let ids = store::upsert_documents(conn, key.number, &rows).await?;
             let by_entity: std::collections::HashMap<&str, &Document> = chunk
                 .iter()
                 .map(|document| (document.entity_id.as_str(), document))
@@ -230,13 +231,14 @@ impl FullTextIndex for SqliteIndex {
 
     async fn remove(
         conn: &mut SqliteConnection,
-        tenant_id: &str,
+        // The documents are stored under the tenant's key.
+        _tenant_id: &str,
         key: TenantKey,
         removed: &[Document],
     ) -> anyhow::Result<()> {
         let entity_ids: Vec<&str> = removed.iter().map(|d| d.entity_id.as_str()).collect();
         for chunk in entity_ids.chunks(CHUNK) {
-            store::remove(conn, tenant_id, chunk).await?;
+            store::remove(conn, key.number, chunk).await?;
         }
         let before: Vec<&Document> = removed.iter().collect();
         forget_unheld_words(conn, dictionary_words(key, &before).into_iter()).await
@@ -267,7 +269,7 @@ impl FullTextIndex for SqliteIndex {
         };
         let rows = store::page(
             pool,
-            query.tenant_id,
+            key.number,
             &expression,
             query.window,
             query.limit,

@@ -176,9 +176,11 @@ async fn families_of(database: &Database, tenant_id: &str) -> anyhow::Result<Vec
 }
 
 /// One page of the tenant's entities (of one family), in the order asked for. Entities are
-/// indexed per family only (`migrations/*/…_entities_two_listings.sql`): a page of every family
-/// merges each family's first `offset + limit` entities in that order, each read from its
-/// index.
+/// indexed per family only (`migrations/*/…_entities_two_listings.sql`): a page of every
+/// family merges one ordered read per family. SQLite merges the families' index orders as it
+/// goes (a compound `SELECT` with its `ORDER BY`: `MERGE (UNION ALL)`, no sort), reading
+/// `offset + limit` entries in all; PostgreSQL (which sorts a `UNION ALL` as a whole) reads
+/// each family's first `offset + limit` and sorts those.
 pub(crate) async fn page(
     database: &Database,
     tenant_id: &str,
@@ -194,44 +196,48 @@ pub(crate) async fn page(
         Some(family) => vec![family.to_owned()],
         None => families_of(database, tenant_id).await?,
     };
-    let sql = if families.is_empty() {
+    if families.is_empty() {
         return Ok(Vec::new());
-    } else if families.len() > MAX_MERGED_FAMILIES {
-        // Every family is in the one read; `$2` (each family's share) is only typed, as
-        // PostgreSQL needs of every parameter up to the last.
-        format!(
-            "SELECT {COLUMNS} FROM entities WHERE tenant_id = $1 AND $2 >= 0
-             ORDER BY {ordering} LIMIT $3 OFFSET $4"
-        )
-    } else {
-        let reads: Vec<String> = (0..families.len())
-            .map(|index| {
-                format!(
-                    "SELECT {COLUMNS} FROM (SELECT {COLUMNS} FROM entities
-                         WHERE tenant_id = $1 AND family_code = ${parameter}
-                         ORDER BY {ordering} LIMIT $2) AS family_{index}",
-                    parameter = index + 5
-                )
-            })
-            .collect();
-        format!(
-            "SELECT {COLUMNS} FROM ({reads}) AS merged ORDER BY {ordering} LIMIT $3 OFFSET $4",
-            reads = reads.join(" UNION ALL ")
-        )
-    };
-    let merged = families.len() <= MAX_MERGED_FAMILIES;
+    }
+    let merged_after_sorting = families.len() > 1 && database.kind() == DatabaseKind::Postgres;
     on_pool!(database, pool => {
-        let mut query = sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(tenant_id)
-            .bind(page.offset() + page.limit())
-            .bind(page.limit())
-            .bind(page.offset());
-        if merged {
-            for family in &families {
-                query = query.bind(family);
+        let mut select = sqlx::QueryBuilder::new("");
+        if families.len() > MAX_MERGED_FAMILIES {
+            select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = "));
+            select.push_bind(tenant_id);
+        } else if merged_after_sorting {
+            select.push(format!("SELECT {COLUMNS} FROM ("));
+            for (index, family) in families.iter().enumerate() {
+                if index > 0 {
+                    select.push(" UNION ALL ");
+                }
+                select.push(format!(
+                    "SELECT {COLUMNS} FROM (SELECT {COLUMNS} FROM entities WHERE tenant_id = "
+                ));
+                select.push_bind(tenant_id);
+                select.push(" AND family_code = ");
+                select.push_bind(family);
+                select.push(format!(" ORDER BY {ordering} LIMIT "));
+                select.push_bind(page.offset() + page.limit());
+                select.push(format!(") AS family_{index}"));
+            }
+            select.push(") AS merged");
+        } else {
+            for (index, family) in families.iter().enumerate() {
+                if index > 0 {
+                    select.push(" UNION ALL ");
+                }
+                select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = "));
+                select.push_bind(tenant_id);
+                select.push(" AND family_code = ");
+                select.push_bind(family);
             }
         }
-        query.fetch_all(pool).await
+        select.push(format!(" ORDER BY {ordering} LIMIT "));
+        select.push_bind(page.limit());
+        select.push(" OFFSET ");
+        select.push_bind(page.offset());
+        select.build_query_as::<EntityRow>().fetch_all(pool).await
     })
     .context("listing entities")
 }

@@ -1,5 +1,5 @@
 //! The SQL of the SQLite index (`search/sqlite.rs`): tenant keys, documents in
-//! `search_documents` and their tokens in the contentless FTS5 table `search_index` under the
+//! `search_documents` (each under its tenant's key, not its 36-character id) and their tokens in the contentless FTS5 table `search_index` under the
 //! document's rowid, the word dictionary `search_terms`, multi-row upserts and deletes, and
 //! the ranked page and count of a MATCH expression's candidate window (built from tokens
 //! only, never from user text).
@@ -55,9 +55,10 @@ pub(crate) async fn load(
     entity_ids: &[&str],
 ) -> anyhow::Result<Vec<DocumentRow>> {
     let mut select = QueryBuilder::<Sqlite>::new(
-        "SELECT entity_id, family_code, fields FROM search_documents WHERE tenant_id = ",
+        "SELECT entity_id, family_code, fields FROM search_documents
+         WHERE tenant_key = (SELECT key FROM search_tenants WHERE tenant_id = ",
     );
-    select.push_bind(tenant_id).push(" AND entity_id IN (");
+    select.push_bind(tenant_id).push(") AND entity_id IN (");
     let mut list = select.separated(", ");
     for entity_id in entity_ids {
         list.push_bind(*entity_id);
@@ -67,24 +68,25 @@ pub(crate) async fn load(
     Ok(rows)
 }
 
-/// Inserts or replaces the tenant's documents (each with its fields as JSON object text) in
-/// one statement; returns each stored document's rowid and entity id.
+/// Inserts or replaces the documents of the tenant with key `tenant_key` (each with its
+/// fields as JSON object text) in one statement; returns each stored document's rowid and
+/// entity id.
 pub(crate) async fn upsert_documents(
     conn: &mut SqliteConnection,
-    tenant_id: &str,
+    tenant_key: i64,
     rows: &[(&Document, String)],
 ) -> anyhow::Result<Vec<(i64, String)>> {
     let mut upsert = QueryBuilder::<Sqlite>::new(
-        "INSERT INTO search_documents (tenant_id, entity_id, family_code, fields) ",
+        "INSERT INTO search_documents (tenant_key, entity_id, family_code, fields) ",
     );
     upsert.push_values(rows, |mut row, (document, fields)| {
-        row.push_bind(tenant_id)
+        row.push_bind(tenant_key)
             .push_bind(&document.entity_id)
             .push_bind(&document.family_code)
             .push_bind(fields);
     });
     upsert.push(
-        " ON CONFLICT (tenant_id, entity_id) DO UPDATE SET
+        " ON CONFLICT (tenant_key, entity_id) DO UPDATE SET
            family_code = excluded.family_code, fields = excluded.fields
          RETURNING id, entity_id",
     );
@@ -165,14 +167,15 @@ pub(crate) async fn words_with_prefix(
     .context("expanding a search prefix")
 }
 
-/// Deletes these entities' documents of the tenant and their tokens.
+/// Deletes these entities' documents of the tenant with key `tenant_key` and their tokens.
 pub(crate) async fn remove(
     conn: &mut SqliteConnection,
-    tenant_id: &str,
+    tenant_key: i64,
     entity_ids: &[&str],
 ) -> anyhow::Result<()> {
-    let mut delete = QueryBuilder::<Sqlite>::new("DELETE FROM search_documents WHERE tenant_id = ");
-    delete.push_bind(tenant_id).push(" AND entity_id IN (");
+    let mut delete =
+        QueryBuilder::<Sqlite>::new("DELETE FROM search_documents WHERE tenant_key = ");
+    delete.push_bind(tenant_key).push(" AND entity_id IN (");
     let mut list = delete.separated(", ");
     for entity_id in entity_ids {
         list.push_bind(*entity_id);
@@ -200,12 +203,15 @@ pub(crate) async fn erase_documents(
     conn: &mut SqliteConnection,
     tenant_id: &str,
 ) -> anyhow::Result<u64> {
-    let ids: Vec<i64> =
-        sqlx::query_scalar("DELETE FROM search_documents WHERE tenant_id = $1 RETURNING id")
-            .bind(tenant_id)
-            .fetch_all(&mut *conn)
-            .await
-            .context("erasing the tenant's search documents")?;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "DELETE FROM search_documents
+             WHERE tenant_key = (SELECT key FROM search_tenants WHERE tenant_id = $1)
+             RETURNING id",
+    )
+    .bind(tenant_id)
+    .fetch_all(&mut *conn)
+    .await
+    .context("erasing the tenant's search documents")?;
     unindex(conn, &ids).await?;
     Ok(ids.len() as u64)
 }
@@ -273,7 +279,7 @@ pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
 /// their documents (filtered by tenant once more).
 pub(crate) async fn page(
     pool: &SqlitePool,
-    tenant_id: &str,
+    tenant_key: i64,
     expression: &str,
     window: i64,
     limit: i64,
@@ -288,14 +294,14 @@ pub(crate) async fn page(
          FROM (SELECT id, score FROM candidates ORDER BY score DESC, id LIMIT $3 OFFSET $4)
               AS page
          JOIN search_documents AS d ON d.id = page.id
-         WHERE d.tenant_id = $5
+         WHERE d.tenant_key = $5
          ORDER BY page.score DESC, page.id",
     )
     .bind(expression)
     .bind(window)
     .bind(limit)
     .bind(offset)
-    .bind(tenant_id)
+    .bind(tenant_key)
     .fetch_all(pool)
     .await
     .context("searching")
