@@ -112,6 +112,11 @@ impl Server {
         database: &BenchDatabase,
         configure: impl FnOnce(&mut Config),
     ) -> anyhow::Result<Self> {
+        // Silent unless asked for, as the tests are (`TEST_LOG=warn`, or any other level).
+        if let Some(level) = std::env::var_os("TEST_LOG") {
+            static TRACING: std::sync::Once = std::sync::Once::new();
+            TRACING.call_once(|| tessera_host::telemetry::init(&level.to_string_lossy()));
+        }
         let args = ServeArgs {
             storage: StorageArgs {
                 data_dir: database.data_dir.clone(),
