@@ -64,7 +64,7 @@ impl Projection for WorkflowRunner {
         // Each trigger with the workflows (indices in `active`) whose conditions hold.
         let mut matched: Vec<(Triggered<'_>, Vec<usize>)> = Vec::new();
         for event in events {
-            let Some((trigger, recorded)) = Triggered::recorded(event) else {
+            let Some((trigger, entity_id, recorded)) = Triggered::recorded(event) else {
                 continue;
             };
             if event.depth >= MAX_DEPTH {
@@ -79,7 +79,7 @@ impl Projection for WorkflowRunner {
                 // No workflow to evaluate: the state is not even decoded.
                 continue;
             }
-            let triggered = match Triggered::of(tx, event, trigger, recorded).await? {
+            let triggered = match Triggered::of(tx, event, trigger, entity_id, recorded).await? {
                 Ok(triggered) => triggered,
                 Err(error) => {
                     // A malformed entity state would otherwise stop every workflow for good.
@@ -146,11 +146,11 @@ struct Triggered<'a> {
 }
 
 impl<'a> Triggered<'a> {
-    /// The trigger an intention's first event stands for and the state its group recorded:
-    /// creation, deletion, a status change, or (field events) one `entity.updated` however
-    /// many fields changed. `None` for every other event.
-    fn recorded(event: &'a StoredEvent) -> Option<(Trigger, &'a str)> {
-        let (Some(_), Some(state)) = (&event.entity_id, &event.entity_state) else {
+    /// The trigger an intention's first event stands for, its entity and the state its group
+    /// recorded: creation, deletion, a status change, or (field events) one `entity.updated`
+    /// however many fields changed. `None` for every other event.
+    fn recorded(event: &'a StoredEvent) -> Option<(Trigger, &'a str, &'a str)> {
+        let (Some(entity_id), Some(state)) = (&event.entity_id, &event.entity_state) else {
             return None;
         };
         let trigger = match event.event_type.as_str() {
@@ -160,7 +160,7 @@ impl<'a> Triggered<'a> {
             "entity.field_set" | "entity.field_updated" => Trigger::EntityUpdated,
             _ => return None,
         };
-        Some((trigger, state))
+        Some((trigger, entity_id, state))
     }
 
     /// The trigger with the entity as its intention left it: the recorded state, or for a
@@ -171,12 +171,9 @@ impl<'a> Triggered<'a> {
         tx: &mut Tx,
         event: &'a StoredEvent,
         trigger: Trigger,
+        entity_id: &'a str,
         recorded: &str,
     ) -> anyhow::Result<anyhow::Result<Self>> {
-        let entity_id = event
-            .entity_id
-            .as_deref()
-            .context("a trigger names its entity")?;
         let recorded: events::RecordedState = match serde_json::from_str(recorded) {
             Ok(recorded) => recorded,
             Err(error) => {
