@@ -403,6 +403,10 @@ database_test!(
                          JOIN search_tenants AS t ON t.key = d.tenant_key WHERE t.tenant_id = $1"
                             .to_owned()
                     }
+                    // Entities name their tenant by its number in the log.
+                    ("entities", _) => "SELECT COUNT(*) FROM entities WHERE tenant_number =
+                         (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)"
+                        .to_owned(),
                     _ => format!("SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"),
                 };
                 tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
@@ -430,6 +434,16 @@ database_test!(
             );
         }
 
+        let acme_number_of_id: i64 = {
+            let database = &app.state().database;
+            tessera_host::on_pool!(database, pool => sqlx::query_scalar(
+                "SELECT tenant_number FROM event_sequences WHERE tenant_id = $1",
+            )
+            .bind(&acme_id)
+            .fetch_one(pool)
+            .await)
+            .unwrap()
+        };
         let deleted = app.admin(&["delete-tenant", "--tenant", "acme"]).json();
         assert_eq!(deleted["tenant_id"], acme_id.as_str());
         assert_eq!(deleted["entities"], 3, "{deleted}");
@@ -448,6 +462,22 @@ database_test!(
                 "{table} lost globex's rows"
             );
         }
+
+        // Nothing is left under acme's number in the log (entities name their tenant by it,
+        // and a number may be handed out again).
+        let left_under_number = {
+            let database = &app.state().database;
+            tessera_host::on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
+                "SELECT (SELECT COUNT(*) FROM entities WHERE tenant_number = $1)
+                      + (SELECT COUNT(*) FROM events WHERE tenant_number = $1)
+                      + (SELECT COUNT(*) FROM event_groups WHERE tenant_number = $1)",
+            )
+            .bind(acme_number_of_id)
+            .fetch_one(pool)
+            .await)
+            .unwrap()
+        };
+        assert_eq!(left_under_number, 0);
 
         // The other tenant goes on: its search, its entities, its note.
         assert_eq!(search(globex_token.clone()).await, 3);

@@ -538,11 +538,12 @@ database_test!(
             Some(b"third".to_vec())
         );
         // Entities keep every column (two listing indexes instead of four, and on SQLite a
-        // table without rowids).
+        // table without rowids; their tenant by its number in the log, numbered for them).
         let entities: Vec<String> = on_pool!(upgraded, pool => sqlx::query_scalar(
-            "SELECT id || ' ' || tenant_id || ' ' || family_code || ' ' || status || ' ' || fields
-                    || ' ' || created_by || ' ' || created_at || ' ' || updated_at
-             FROM entities ORDER BY updated_at DESC",
+            "SELECT e.id || ' ' || s.tenant_id || ' ' || e.family_code || ' ' || e.status || ' '
+                    || e.fields || ' ' || e.created_by || ' ' || e.created_at || ' ' || e.updated_at
+             FROM entities AS e JOIN event_sequences AS s ON s.tenant_number = e.tenant_number
+             ORDER BY e.updated_at DESC",
         )
         .fetch_all(pool)
         .await)
@@ -830,6 +831,159 @@ database_test!(
         .await)
         .unwrap();
         assert_eq!(groups, 3 + 2);
+        upgraded.close().await;
+    }
+);
+
+database_test!(
+    an_upgrade_numbers_event_types_and_appends_take_event_ids_from_their_intention,
+    |backend| async move {
+        use tessera_host::core::events::{self, EventContext, NewEvent, StoredEvent};
+
+        // A log with every type as text and every group's prefix stored.
+        let (database, old) = migrated_to(backend, 20261127000026).await;
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO event_sequences (tenant_id, last_sequence) VALUES ('acme', 2)",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO event_groups (tenant_number, first_sequence, intention_id, actor_id,
+             correlation_id, depth, occurred_at, entity_id, event_id_prefix, event_count)
+             SELECT tenant_number, 1, 'in-1', 'ada', 'c-1', 0, '2026-11-20T10:00:00.000000Z', 'x',
+                    '0190f0a0-0000-7000-8000-00000000', 2
+             FROM event_sequences WHERE tenant_id = 'acme'",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        on_pool!(old, pool => sqlx::query(
+            "INSERT INTO events (tenant_number, sequence, group_offset, event_type, data)
+             SELECT tenant_number, 1, 0, 'entity.created', '{\"family\":\"contact\"}'
+             FROM event_sequences WHERE tenant_id = 'acme'
+             UNION ALL
+             SELECT tenant_number, 2, 1, 'entity.field_set', '{\"field\":\"name\",\"value\":\"Ada\"}'
+             FROM event_sequences WHERE tenant_id = 'acme'",
+        )
+        .execute(pool)
+        .await
+        .map(drop))
+        .unwrap();
+        let before: Vec<StoredEvent> = on_pool!(old, pool => sqlx::query_as(LOGGED_EVENT_COLUMNS)
+            .fetch_all(pool)
+            .await)
+        .unwrap();
+        assert_eq!(before.len(), 2);
+        assert_eq!(before[1].id, "0190f0a0-0000-7000-8000-000000000001");
+        old.close().await;
+
+        let upgraded = Database::connect_and_migrate(&database.database_config())
+            .await
+            .expect("upgrading");
+        let upgraded_database = &upgraded;
+        let read = || async move {
+            on_pool!(upgraded_database, pool => sqlx::query_as::<_, StoredEvent>(LOGGED_EVENT_COLUMNS)
+                .fetch_all(pool)
+                .await)
+            .unwrap()
+        };
+        assert_eq!(read().await, before, "the log reads as it did");
+
+        // An intention of this host (a UUID v7 id): its events' ids are the intention's first
+        // 32 characters and their offset; its group stores no prefix, its rows a type number.
+        let intention_id = uuid::Uuid::now_v7().to_string();
+        let context = EventContext {
+            tenant_id: "acme".into(),
+            actor_id: Some("grace".into()),
+            correlation_id: Some("c-2".into()),
+            intention_id: Some(intention_id.clone()),
+            depth: 0,
+            traceparent: None,
+        };
+        let new_event = |event_type: &str| NewEvent {
+            event_type: event_type.into(),
+            entity_id: Some("y".into()),
+            data: serde_json::Map::new(),
+        };
+        let appended = [
+            new_event("entity.created"),
+            new_event("entity.field_set"),
+            new_event("entity.status_changed"),
+        ];
+        let mut tx = upgraded.begin().await.unwrap();
+        let assigned = events::append(&mut tx, &context, &appended, "2026-11-21T09:00:00.000000Z")
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let after = read().await;
+        assert_eq!(after[..2], before[..]);
+        let read_back: Vec<(&str, &str)> = after[2..]
+            .iter()
+            .map(|event| (event.id.as_str(), event.event_type.as_str()))
+            .collect();
+        let expected_ids: Vec<String> = (0..3)
+            .map(|offset| format!("{}000{offset}", &intention_id[..32]))
+            .collect();
+        assert_eq!(
+            read_back,
+            [
+                (expected_ids[0].as_str(), "entity.created"),
+                (expected_ids[1].as_str(), "entity.field_set"),
+                (expected_ids[2].as_str(), "entity.status_changed"),
+            ]
+        );
+        let assigned_ids: Vec<&str> = assigned.iter().map(|event| event.id.as_str()).collect();
+        assert_eq!(assigned_ids, expected_ids);
+        let stored_prefixes: Vec<Option<String>> = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT event_id_prefix FROM event_groups ORDER BY first_sequence",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(
+            stored_prefixes,
+            [Some("0190f0a0-0000-7000-8000-00000000".to_owned()), None]
+        );
+        // Each type is numbered once: the host's own ahead, a new one when first appended.
+        let types = || async move {
+            on_pool!(upgraded_database, pool => sqlx::query_scalar::<_, String>(
+                "SELECT name FROM event_types ORDER BY type_number",
+            )
+            .fetch_all(pool)
+            .await)
+            .unwrap()
+        };
+        let host_types = types().await;
+        assert_eq!(host_types.len(), 7, "{host_types:?}");
+        assert!(
+            host_types
+                .iter()
+                .any(|name| name == "entity.status_changed")
+        );
+        let next = EventContext {
+            intention_id: Some(uuid::Uuid::now_v7().to_string()),
+            ..context.clone()
+        };
+        let mut tx = upgraded.begin().await.unwrap();
+        events::append(
+            &mut tx,
+            &next,
+            &[new_event("chat.mentioned"), new_event("entity.created")],
+            "2026-11-21T09:00:01.000000Z",
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let mut with_new = host_types.clone();
+        with_new.push("chat.mentioned".to_owned());
+        assert_eq!(types().await, with_new);
+        let newest = read().await.pop().unwrap();
+        assert_eq!(newest.event_type, "entity.created");
+        let before_last = &read().await[5];
+        assert_eq!(before_last.event_type, "chat.mentioned");
         upgraded.close().await;
     }
 );

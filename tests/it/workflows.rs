@@ -862,7 +862,7 @@ database_test!(
         let messages: Vec<String> = {
             let database = &app.state().database;
             tessera_host::on_pool!(database, pool => sqlx::query_scalar(
-                "SELECT data FROM events WHERE event_type = 'notification.created' ORDER BY position")
+                "SELECT data FROM event_log WHERE event_type = 'notification.created' ORDER BY position")
                 .fetch_all(pool)
                 .await
                 .unwrap())
@@ -1079,7 +1079,7 @@ database_test!(
                 .await;
             assert_eq!(distinct, total);
             let notifications = app
-                .scalar("SELECT COUNT(*) FROM events WHERE event_type = 'notification.created'")
+                .scalar("SELECT COUNT(*) FROM event_log WHERE event_type = 'notification.created'")
                 .await;
             assert_eq!(notifications, total, "each notification sent once");
             let stamps = app

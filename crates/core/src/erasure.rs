@@ -1,8 +1,9 @@
 //! Erasing a tenant's core data (`tessera admin delete-tenant`): its event log (events, groups
-//! and sequence), its search index (documents, index entries, dictionary words, key), its inbox
-//! and projection statistics, all inside the caller's transaction. The rows that reference the
-//! tenant's row (entities, families, workflows and their runs, workspaces, memberships) go with
-//! it by `ON DELETE CASCADE` when the caller deletes the tenant; engine storage is the
+//! and sequence) and its entities (which name the tenant by its number in the log), its search
+//! index (documents, index entries, dictionary words, key), its inbox and projection
+//! statistics, all inside the caller's transaction. The rows that reference the tenant's row
+//! (families, workflows and their runs, workspaces, memberships) go with it by
+//! `ON DELETE CASCADE` when the caller deletes the tenant; engine storage is the
 //! orchestrator's.
 
 use serde::Serialize;

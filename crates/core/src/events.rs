@@ -256,7 +256,7 @@ pub async fn append_groups(
             assigned.push(Vec::new());
             continue;
         };
-        let shape = GroupShape::of(group.events);
+        let shape = GroupShape::of(group.events, context.intention_id.as_deref());
         let event_count = i64::try_from(group.events.len()).context("too many events")?;
         group_rows.push(GroupInsert {
             tenant_number,
@@ -269,7 +269,7 @@ pub async fn append_groups(
             entity_state: group.entity_state,
             traceparent: context.traceparent.as_deref(),
             entity_id: shape.entity_id,
-            event_id_prefix: shape.event_id_prefix.clone(),
+            event_id_prefix: (!shape.prefix_from_intention).then(|| shape.event_id_prefix.clone()),
             event_count,
         });
         for (group_offset, event) in (0_i64..).zip(group.events) {
@@ -298,6 +298,12 @@ pub async fn append_groups(
     for chunk in group_rows.chunks(INSERT_CHUNK) {
         store::insert_groups(tx, chunk).await?;
     }
+    let mut types: Vec<&str> = rows.iter().map(|row| row.event_type).collect();
+    types.sort_unstable();
+    types.dedup();
+    if !types.is_empty() {
+        store::number_types(tx, &types).await?;
+    }
     for chunk in rows.chunks(INSERT_CHUNK) {
         store::insert(tx, chunk).await?;
     }
@@ -312,13 +318,19 @@ struct GroupShape<'a> {
     /// The 32 characters the group's event ids share; an event's id ends with its offset in
     /// four hex digits.
     event_id_prefix: String,
+    /// Whether those are the first 32 characters of the group's intention id (then the
+    /// group stores none: `event_log` reads them from the intention id).
+    prefix_from_intention: bool,
 }
 
 impl<'a> GroupShape<'a> {
     /// Events past this offset store their ids: four hex digits hold the offset below it.
     const DERIVED_IDS: i64 = 0x1_0000;
 
-    fn of(events: &'a [NewEvent]) -> Self {
+    /// `intention_id`: the id of the intention the events come from, if any; when it is a
+    /// UUID v7 in its canonical form (the host's intention ids are), the events' ids share its
+    /// first 32 characters.
+    fn of(events: &'a [NewEvent], intention_id: Option<&str>) -> Self {
         let first = events.first().and_then(|event| event.entity_id.as_deref());
         let entity_id = first.filter(|first| {
             events
@@ -326,12 +338,20 @@ impl<'a> GroupShape<'a> {
                 .all(|event| event.entity_id.as_deref() == Some(first))
         });
         // A UUID v7 whose last 16 bits are the offset: its text's last four characters.
-        let base = uuid::Uuid::now_v7().as_u128() & !0xffff;
-        let mut event_id_prefix = uuid::Uuid::from_u128(base).to_string();
+        let from_intention = intention_id.filter(|id| {
+            uuid::Uuid::try_parse(id).is_ok_and(|uuid| {
+                uuid.get_version_num() == 7 && uuid.hyphenated().to_string() == *id
+            })
+        });
+        let mut event_id_prefix = match from_intention {
+            Some(intention_id) => intention_id.to_owned(),
+            None => uuid::Uuid::from_u128(uuid::Uuid::now_v7().as_u128() & !0xffff).to_string(),
+        };
         event_id_prefix.truncate(32);
         Self {
             entity_id,
             event_id_prefix,
+            prefix_from_intention: from_intention.is_some(),
         }
     }
 
@@ -423,21 +443,44 @@ mod tests {
     #[test]
     fn a_group_names_its_entity_only_when_every_event_is_about_it() {
         let one = [about(Some("x")), about(Some("x"))];
-        assert_eq!(GroupShape::of(&one).entity_id, Some("x"));
+        assert_eq!(GroupShape::of(&one, None).entity_id, Some("x"));
         for mixed in [
             [about(Some("x")), about(Some("y"))],
             [about(Some("x")), about(None)],
             [about(None), about(None)],
         ] {
-            assert_eq!(GroupShape::of(&mixed).entity_id, None);
+            assert_eq!(GroupShape::of(&mixed, None).entity_id, None);
+        }
+    }
+
+    #[test]
+    fn a_groups_event_ids_take_their_prefix_from_a_host_made_intention_id_only() {
+        let events = [about(Some("x"))];
+        let intention_id = uuid::Uuid::now_v7().to_string();
+        let shape = GroupShape::of(&events, Some(&intention_id));
+        assert!(shape.prefix_from_intention);
+        assert_eq!(shape.event_id_prefix, intention_id[..32]);
+        let (first, stored) = shape.event_id(0);
+        assert_eq!(stored, None);
+        assert_eq!(first, format!("{}0000", &intention_id[..32]));
+        assert_eq!(uuid::Uuid::parse_str(&first).unwrap().get_version_num(), 7);
+        // Anything else (another version, upper case, not a UUID) gets a prefix of its own,
+        // stored with the group.
+        let upper = intention_id.to_uppercase();
+        let v4 = uuid::Uuid::new_v4().to_string();
+        for other in [Some(upper.as_str()), Some(v4.as_str()), Some("in-1"), None] {
+            let shape = GroupShape::of(&events, other);
+            assert!(!shape.prefix_from_intention, "{other:?}");
+            assert_ne!(shape.event_id_prefix, intention_id[..32]);
+            assert_eq!(shape.event_id_prefix.len(), 32);
         }
     }
 
     #[test]
     fn a_groups_event_ids_are_uuids_ending_in_their_offset_and_stored_past_four_digits() {
         let events = [about(Some("x"))];
-        let shape = GroupShape::of(&events);
-        let other = GroupShape::of(&events);
+        let shape = GroupShape::of(&events, None);
+        let other = GroupShape::of(&events, None);
         assert_ne!(shape.event_id_prefix, other.event_id_prefix);
         let (first, stored) = shape.event_id(0);
         assert_eq!(stored, None);

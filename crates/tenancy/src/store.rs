@@ -387,7 +387,8 @@ pub async fn set_disabled(
 /// How many entities and members the tenant has (what deleting it removes).
 pub async fn tenant_contents(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<(i64, i64)> {
     on_tx!(tx, conn => sqlx::query_as::<_, (i64, i64)>(
-        "SELECT (SELECT COUNT(*) FROM entities WHERE tenant_id = $1),
+        "SELECT (SELECT COUNT(*) FROM entities WHERE tenant_number =
+                    (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)),
                 (SELECT COUNT(*) FROM memberships WHERE tenant_id = $1)",
     )
     .bind(tenant_id)
@@ -397,7 +398,8 @@ pub async fn tenant_contents(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<(i6
 }
 
 /// Deletes the tenant's row, and with it (`ON DELETE CASCADE`) its workspaces, memberships,
-/// families, entities and workflows; and its refresh tokens and sign-in audit trail.
+/// families and workflows; and its refresh tokens and sign-in audit trail. (Its entities went
+/// with its log: `tessera_core::erasure`.)
 pub async fn delete_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     let statements = [
         "DELETE FROM refresh_tokens WHERE tenant_id = $1",
@@ -427,7 +429,8 @@ pub async fn tenant_details(
         "SELECT t.id AS tenant_id, t.slug, t.name, t.created_at,
                 (SELECT COUNT(*) FROM memberships AS m WHERE m.tenant_id = t.id) AS members,
                 (SELECT COUNT(*) FROM workspaces AS w WHERE w.tenant_id = t.id) AS workspaces,
-                (SELECT COUNT(*) FROM entities AS e WHERE e.tenant_id = t.id) AS entities
+                (SELECT COUNT(*) FROM entities AS e JOIN event_sequences AS s
+                   ON s.tenant_number = e.tenant_number WHERE s.tenant_id = t.id) AS entities
          FROM tenants AS t WHERE t.id = $1",
     )
     .bind(tenant_id)

@@ -1,5 +1,8 @@
 //! The SQL of entities (`entities.rs`): reads by id and by page, the batch lock and upsert of
-//! the intention writer, and deletion. Every query is bounded by the tenant.
+//! the intention writer, and deletion. Every query is bounded by the tenant, which a row names
+//! by its number in the log (`event_sequences.tenant_number`,
+//! `migrations/*/…_entities_by_tenant_number.sql`): each query finds the number from the
+//! tenant's id first.
 
 use anyhow::Context as _;
 
@@ -42,6 +45,19 @@ pub(crate) struct EntityWrite<'a> {
 
 const COLUMNS: &str = "id, family_code, fields, status, created_at, updated_at";
 
+/// The number of the tenant whose id is `$1`.
+const TENANT_NUMBER: &str = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
+
+/// Pushes the number of the tenant `tenant_id` (a scalar subquery, with `tenant_id` bound).
+fn push_tenant_number<DB: sqlx::Database>(query: &mut sqlx::QueryBuilder<DB>, tenant_id: &str)
+where
+    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+{
+    query.push("(SELECT tenant_number FROM event_sequences WHERE tenant_id = ");
+    query.push_bind(tenant_id);
+    query.push(")");
+}
+
 /// The column an [`EntitySort`] orders by.
 fn sort_column(sort: EntitySort) -> &'static str {
     match sort {
@@ -56,7 +72,8 @@ pub(crate) async fn find(
     tenant_id: &str,
     entity_id: &str,
 ) -> anyhow::Result<Option<EntityRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = $1 AND id = $2");
+    let sql =
+        format!("SELECT {COLUMNS} FROM entities WHERE tenant_number = {TENANT_NUMBER} AND id = $2");
     on_pool!(database, pool => sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(entity_id)
@@ -74,12 +91,13 @@ pub(crate) async fn lock(
 ) -> anyhow::Result<Vec<KeyedEntityRow>> {
     let lock = match tx.kind() {
         DatabaseKind::Sqlite => "",
-        DatabaseKind::Postgres => " FOR UPDATE",
+        // The entities' rows, not their tenants' sequence rows (the log's append locks those,
+        // last).
+        DatabaseKind::Postgres => " FOR UPDATE OF e",
     };
     on_tx!(tx, conn => {
-        let mut select = sqlx::QueryBuilder::new(format!(
-            "SELECT {COLUMNS}, tenant_id, created_by FROM entities WHERE (tenant_id, id) IN (VALUES "
-        ));
+        // Each pair found by its tenant's number and the entity's primary key.
+        let mut select = sqlx::QueryBuilder::new("WITH wanted (tenant_id, id) AS (VALUES ");
         let mut pairs = select.separated(", ");
         for (tenant_id, entity_id) in keys {
             pairs.push("(");
@@ -88,23 +106,61 @@ pub(crate) async fn lock(
             pairs.push_bind_unseparated(entity_id);
             pairs.push_unseparated(")");
         }
-        select.push(format!(") ORDER BY id{lock}"));
+        select.push(format!(
+            ") SELECT e.id, e.family_code, e.fields, e.status, e.created_at, e.updated_at,
+                      s.tenant_id, e.created_by
+               FROM wanted AS w
+               JOIN event_sequences AS s ON s.tenant_id = w.tenant_id
+               JOIN entities AS e ON e.id = w.id AND e.tenant_number = s.tenant_number
+               ORDER BY e.id{lock}"
+        ));
         select.build_query_as().fetch_all(&mut **conn).await
     })
     .context("reading the entities to change")
 }
 
+/// Numbers the tenants that have none yet in the log (`event_sequences`, at sequence 0), in
+/// one statement: an entity row names its tenant by that number. Only tenants not found are
+/// inserted (PostgreSQL takes a serial value for every row an insert tries).
+async fn number_tenants(tx: &mut Tx, tenant_ids: &[&str]) -> anyhow::Result<()> {
+    on_tx!(tx, conn => {
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO event_sequences (tenant_id, last_sequence) SELECT tenant_id, 0 FROM (",
+        );
+        for (index, tenant_id) in tenant_ids.iter().enumerate() {
+            insert.push(if index == 0 { "SELECT " } else { " UNION ALL SELECT " });
+            insert.push_bind(*tenant_id).push(" AS tenant_id");
+        }
+        insert.push(
+            ") AS tenants WHERE NOT EXISTS
+               (SELECT 1 FROM event_sequences AS s WHERE s.tenant_id = tenants.tenant_id)
+             ON CONFLICT (tenant_id) DO NOTHING",
+        );
+        insert.build().execute(&mut **conn).await.map(drop)
+    })
+    .context("numbering tenants")
+}
+
 /// Inserts new entities and overwrites the fields, status and `updated_at` of existing ones
 /// (of the same tenant), in one multi-row statement.
 pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Result<()> {
+    let mut tenant_ids: Vec<&str> = rows.iter().map(|row| row.tenant_id).collect();
+    tenant_ids.sort_unstable();
+    tenant_ids.dedup();
+    if tenant_ids.is_empty() {
+        return Ok(());
+    }
+    number_tenants(tx, &tenant_ids).await?;
     on_tx!(tx, conn => {
         let mut upsert = sqlx::QueryBuilder::new(
-            "INSERT INTO entities (id, tenant_id, family_code, status, fields, created_by,
+            "INSERT INTO entities (id, tenant_number, family_code, status, fields, created_by,
              created_at, updated_at) ",
         );
         upsert.push_values(rows, |mut row, entity| {
             row.push_bind(entity.id)
-                .push_bind(entity.tenant_id)
+                .push_unseparated(", (SELECT tenant_number FROM event_sequences WHERE tenant_id = ")
+                .push_bind_unseparated(entity.tenant_id)
+                .push_unseparated(")")
                 .push_bind(entity.family_code)
                 .push_bind(entity.status)
                 .push_bind(&entity.fields)
@@ -115,7 +171,7 @@ pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Res
         upsert.push(
             " ON CONFLICT (id) DO UPDATE SET fields = excluded.fields,
               status = excluded.status, updated_at = excluded.updated_at
-              WHERE entities.tenant_id = excluded.tenant_id",
+              WHERE entities.tenant_number = excluded.tenant_number",
         );
         upsert.build().execute(&mut **conn).await.map(drop)
     })
@@ -128,8 +184,11 @@ pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Res
 /// index alone).
 fn of_tenant(family: Option<&str>) -> &'static str {
     match family {
-        Some(_) => "tenant_id = $1 AND family_code = $2",
-        None => "tenant_id = $1",
+        Some(_) => {
+            "tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)
+             AND family_code = $2"
+        }
+        None => "tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)",
     }
 }
 
@@ -160,11 +219,15 @@ const MAX_MERGED_FAMILIES: usize = 64;
 /// `entities_by_family_created`, one index search per family.
 async fn families_of(database: &Database, tenant_id: &str) -> anyhow::Result<Vec<String>> {
     on_pool!(database, pool => sqlx::query_scalar(
-        "WITH RECURSIVE families (code) AS (
-             SELECT MIN(family_code) FROM entities WHERE tenant_id = $1
+        "WITH RECURSIVE tenant (number) AS (
+             SELECT tenant_number FROM event_sequences WHERE tenant_id = $1
+         ),
+         families (code) AS (
+             SELECT MIN(family_code) FROM entities WHERE tenant_number = (SELECT number FROM tenant)
              UNION ALL
              SELECT (SELECT MIN(e.family_code) FROM entities AS e
-                     WHERE e.tenant_id = $1 AND e.family_code > families.code)
+                     WHERE e.tenant_number = (SELECT number FROM tenant)
+                       AND e.family_code > families.code)
              FROM families WHERE families.code IS NOT NULL
          )
          SELECT code FROM families WHERE code IS NOT NULL",
@@ -203,8 +266,8 @@ pub(crate) async fn page(
     on_pool!(database, pool => {
         let mut select = sqlx::QueryBuilder::new("");
         if families.len() > MAX_MERGED_FAMILIES {
-            select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = "));
-            select.push_bind(tenant_id);
+            select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_number = "));
+            push_tenant_number(&mut select, tenant_id);
         } else if merged_after_sorting {
             select.push(format!("SELECT {COLUMNS} FROM ("));
             for (index, family) in families.iter().enumerate() {
@@ -212,9 +275,9 @@ pub(crate) async fn page(
                     select.push(" UNION ALL ");
                 }
                 select.push(format!(
-                    "SELECT {COLUMNS} FROM (SELECT {COLUMNS} FROM entities WHERE tenant_id = "
+                    "SELECT {COLUMNS} FROM (SELECT {COLUMNS} FROM entities WHERE tenant_number = "
                 ));
-                select.push_bind(tenant_id);
+                push_tenant_number(&mut select, tenant_id);
                 select.push(" AND family_code = ");
                 select.push_bind(family);
                 select.push(format!(" ORDER BY {ordering} LIMIT "));
@@ -227,8 +290,8 @@ pub(crate) async fn page(
                 if index > 0 {
                     select.push(" UNION ALL ");
                 }
-                select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_id = "));
-                select.push_bind(tenant_id);
+                select.push(format!("SELECT {COLUMNS} FROM entities WHERE tenant_number = "));
+                push_tenant_number(&mut select, tenant_id);
                 select.push(" AND family_code = ");
                 select.push_bind(family);
             }
@@ -244,7 +307,11 @@ pub(crate) async fn page(
 
 /// Deletes an entity.
 pub(crate) async fn delete(tx: &mut Tx, tenant_id: &str, entity_id: &str) -> anyhow::Result<()> {
-    on_tx!(tx, conn => sqlx::query("DELETE FROM entities WHERE tenant_id = $1 AND id = $2")
+    on_tx!(tx, conn => sqlx::query(
+        "DELETE FROM entities
+         WHERE tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)
+           AND id = $2",
+    )
         .bind(tenant_id)
         .bind(entity_id)
         .execute(&mut **conn)

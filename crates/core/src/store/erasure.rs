@@ -1,11 +1,11 @@
-//! The SQL of erasing a tenant's core data (`erasure.rs`): its event log by its number, its
-//! inbox and projection statistics by its id, in the caller's transaction.
+//! The SQL of erasing a tenant's core data (`erasure.rs`): its event log and entities by its
+//! number, its inbox and projection statistics by its id, in the caller's transaction.
 
 use anyhow::Context as _;
 
 use tessera_storage::{Tx, on_tx};
 
-/// Deletes the tenant's events, groups and sequence row; returns how many events.
+/// Deletes the tenant's events, groups, entities and sequence row; returns how many events.
 pub(crate) async fn erase_log(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<u64> {
     let tenant_number: Option<i64> = on_tx!(tx, conn => sqlx::query_scalar(
         "SELECT tenant_number FROM event_sequences WHERE tenant_id = $1",
@@ -20,6 +20,14 @@ pub(crate) async fn erase_log(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<u6
     let events = delete_by_number(
         tx,
         "DELETE FROM events WHERE tenant_number = $1",
+        tenant_number,
+    )
+    .await?;
+    // Entities name their tenant by this number (no foreign key cascades to them), and a
+    // number released below may be handed out again.
+    delete_by_number(
+        tx,
+        "DELETE FROM entities WHERE tenant_number = $1",
         tenant_number,
     )
     .await?;

@@ -26,7 +26,8 @@ pub(crate) struct GroupInsert<'a> {
     /// The one entity the group's events are about (their rows then name none).
     pub entity_id: Option<&'a str>,
     /// What the group's event ids share: all but their last four hex digits, the offset.
-    pub event_id_prefix: String,
+    /// `None`: the first 32 characters of `intention_id`.
+    pub event_id_prefix: Option<String>,
     pub event_count: i64,
 }
 
@@ -122,19 +123,44 @@ pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> an
     .context("appending to the event log's groups")
 }
 
-/// Inserts `rows` in one multi-row statement (7 parameters a row).
+/// Numbers the types not numbered yet in `event_types`, in one statement. Only names not
+/// found are inserted: a number is taken only for a new type (PostgreSQL takes an identity
+/// value for every row an insert tries, even one a conflict then skips).
+pub(crate) async fn number_types(tx: &mut Tx, names: &[&str]) -> anyhow::Result<()> {
+    on_tx!(tx, conn => {
+        let mut insert = sqlx::QueryBuilder::new("INSERT INTO event_types (name) SELECT name FROM (");
+        let mut first = true;
+        for name in names {
+            insert.push(if first { "SELECT " } else { " UNION ALL SELECT " });
+            insert.push_bind(*name).push(" AS name");
+            first = false;
+        }
+        insert.push(
+            ") AS new_types WHERE NOT EXISTS
+               (SELECT 1 FROM event_types AS t WHERE t.name = new_types.name)
+             ON CONFLICT (name) DO NOTHING",
+        );
+        insert.build().execute(&mut **conn).await.map(drop)
+    })
+    .context("numbering event types")
+}
+
+/// Inserts `rows` in one multi-row statement (7 parameters a row); their types must be
+/// numbered ([`number_types`]).
 pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Result<()> {
     on_tx!(tx, conn => {
         let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO events (id, tenant_number, sequence, group_offset, event_type, entity_id,
-             data) ",
+            "INSERT INTO events (id, tenant_number, sequence, group_offset, type_number,
+             entity_id, data) ",
         );
         insert.push_values(rows, |mut row, event| {
             row.push_bind(&event.id)
                 .push_bind(event.tenant_number)
                 .push_bind(event.sequence)
                 .push_bind(event.group_offset)
-                .push_bind(event.event_type)
+                .push_unseparated(", (SELECT type_number FROM event_types WHERE name = ")
+                .push_bind_unseparated(event.event_type)
+                .push_unseparated(")")
                 .push_bind(event.entity_id)
                 .push_bind(&event.data);
         });
@@ -152,13 +178,14 @@ pub(crate) async fn group_followers(
     first_sequence: i64,
 ) -> anyhow::Result<Vec<(String, String)>> {
     on_tx!(tx, conn => sqlx::query_as(
-        "SELECT e.event_type, e.data
+        "SELECT t.name, e.data
          FROM event_sequences AS s
          JOIN event_groups AS g
            ON g.tenant_number = s.tenant_number AND g.first_sequence = $2
          JOIN events AS e
            ON e.tenant_number = g.tenant_number AND e.sequence > g.first_sequence
           AND e.sequence < g.first_sequence + g.event_count
+         JOIN event_types AS t ON t.type_number = e.type_number
          WHERE s.tenant_id = $1
          ORDER BY e.sequence",
     )

@@ -67,7 +67,7 @@ pub(crate) async fn created_event_data(
     let sql = format!(
         "SELECT data FROM events
          WHERE tenant_number = {tenant_number} AND sequence IN ({})
-           AND event_type = 'entity.created'
+           AND type_number = (SELECT type_number FROM event_types WHERE name = 'entity.created')
          ORDER BY sequence LIMIT 1",
         crate::store::events::entity_sequences(tenant_number, "$2")
     );
