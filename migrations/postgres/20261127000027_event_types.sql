@@ -1,5 +1,5 @@
--- Event types by number, and event ids from their intention's (issue 32, the footprint per
--- entity).
+-- Event types by number, event ids from their intention's, and field events' values without
+-- their keys (issue 32, the footprint per entity).
 --
 -- * Every event row carried its type as text (`entity.field_set`: 17 bytes; a creation of
 --   five fields is six rows). The log holds a handful of types: `event_types` numbers each
@@ -9,6 +9,11 @@
 --   group's intention id is a UUID v7 this host made, the prefix is now its first 32
 --   characters and the group stores none (NULL): `event_log` takes it from the intention id.
 --   Groups written before keep their own prefix and read the same.
+-- * A field event's data was an object whose keys were a third of it
+--   (`{"field":"city","value":"London"}`; a creation of five fields is five such rows). An
+--   `entity.field_set` row now stores `[field, value]`, an `entity.field_updated` row `[field,
+--   old_value, new_value]`, and `event_log` gives the object back. Rows written before keep
+--   their object.
 --
 -- `event_log` gives every column as before. The update rewrites every row of `events` once.
 
@@ -43,7 +48,17 @@ CREATE VIEW event_log AS
                           || lpad(to_hex(e.group_offset), 4, '0')) AS id,
            s.tenant_id, e.sequence, t.name AS event_type,
            COALESCE(e.entity_id, g.entity_id) AS entity_id,
-           g.intention_id, g.actor_id, g.correlation_id, g.depth, e.data, g.occurred_at,
+           g.intention_id, g.actor_id, g.correlation_id, g.depth,
+           CASE
+               WHEN left(e.data, 1) <> '[' THEN e.data
+               WHEN t.name = 'entity.field_set'
+                   THEN '{"field":' || (e.data::json -> 0)::text
+                        || ',"value":' || (e.data::json -> 1)::text || '}'
+               ELSE '{"field":' || (e.data::json -> 0)::text
+                    || ',"old_value":' || (e.data::json -> 1)::text
+                    || ',"new_value":' || (e.data::json -> 2)::text || '}'
+           END AS data,
+           g.occurred_at,
            CASE WHEN e.group_offset = 0 THEN g.entity_state END AS entity_state,
            e.tenant_number, g.traceparent, e.group_offset
     FROM events AS e

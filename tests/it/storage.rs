@@ -984,6 +984,60 @@ database_test!(
         assert_eq!(newest.event_type, "entity.created");
         let before_last = &read().await[5];
         assert_eq!(before_last.event_type, "chat.mentioned");
+
+        // Field events store their values alone; the log gives their object back.
+        let with_data = |event_type: &str, data: serde_json::Value| NewEvent {
+            event_type: event_type.into(),
+            entity_id: Some("y".into()),
+            data: data.as_object().unwrap().clone(),
+        };
+        let field_events = [
+            with_data(
+                "entity.field_set",
+                serde_json::json!({"field": "city", "value": {"name": "Lon\"don", "n": [1, 2.5]}}),
+            ),
+            with_data(
+                "entity.field_updated",
+                serde_json::json!({"field": "city", "old_value": "London", "new_value": null}),
+            ),
+        ];
+        let third = EventContext {
+            intention_id: Some(uuid::Uuid::now_v7().to_string()),
+            ..context.clone()
+        };
+        let mut tx = upgraded.begin().await.unwrap();
+        events::append(
+            &mut tx,
+            &third,
+            &field_events,
+            "2026-11-21T09:00:02.000000Z",
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let stored: Vec<String> = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT data FROM events ORDER BY position DESC LIMIT 2",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(
+            stored,
+            [
+                r#"["city","London",null]"#,
+                r#"["city",{"name":"Lon\"don","n":[1,2.5]}]"#
+            ]
+        );
+        let logged = read().await;
+        let logged_data: Vec<serde_json::Value> = logged[logged.len() - 2..]
+            .iter()
+            .map(|event| serde_json::Value::Object(event.data().unwrap()))
+            .collect();
+        let appended_data: Vec<serde_json::Value> = field_events
+            .iter()
+            .map(|event| serde_json::Value::Object(event.data.clone()))
+            .collect();
+        assert_eq!(logged_data, appended_data);
         upgraded.close().await;
     }
 );

@@ -286,7 +286,7 @@ pub async fn append_groups(
                 } else {
                     event.entity_id.as_deref()
                 },
-                data: Value::Object(event.data.clone()).to_string(),
+                data: stored_data(&event.event_type, &event.data),
             });
             appended.push(AppendedEvent { id, sequence });
         }
@@ -308,6 +308,29 @@ pub async fn append_groups(
         store::insert(tx, chunk).await?;
     }
     Ok(assigned)
+}
+
+/// What an event row stores of its data (JSON text). A field event's data is an array of its
+/// values (`entity.field_set`: `[field, value]`; `entity.field_updated`: `[field, old_value,
+/// new_value]`): a creation of five fields is five such rows, and their keys were a third of
+/// each. `event_log` gives the object back (`migrations/*/…_event_types.sql`). Any other data,
+/// and field events of another shape, are stored as their object.
+fn stored_data(event_type: &str, data: &Map<String, Value>) -> String {
+    let field = data.get("field").filter(|field| field.is_string());
+    let values = match event_type {
+        "entity.field_set" if data.len() == 2 => field
+            .zip(data.get("value"))
+            .map(|(field, value)| vec![field, value]),
+        "entity.field_updated" if data.len() == 3 => field
+            .zip(data.get("old_value"))
+            .zip(data.get("new_value"))
+            .map(|((field, old_value), new_value)| vec![field, old_value, new_value]),
+        _ => None,
+    };
+    match values {
+        Some(values) => Value::Array(values.into_iter().cloned().collect()).to_string(),
+        None => Value::Object(data.clone()).to_string(),
+    }
 }
 
 /// What a group's event rows leave to the group (`migrations/*/…_event_ids_from_groups.sql`).
@@ -450,6 +473,44 @@ mod tests {
             [about(None), about(None)],
         ] {
             assert_eq!(GroupShape::of(&mixed, None).entity_id, None);
+        }
+    }
+
+    #[test]
+    fn field_events_store_their_values_only_and_other_data_stays_whole() {
+        let object = |value: Value| value.as_object().unwrap().clone();
+        let set = object(json!({"value": {"a": [1, 2.5]}, "field": "name"}));
+        assert_eq!(
+            stored_data("entity.field_set", &set),
+            r#"["name",{"a":[1,2.5]}]"#
+        );
+        let updated = object(json!({"old_value": "Ada", "new_value": null, "field": "name"}));
+        assert_eq!(
+            stored_data("entity.field_updated", &updated),
+            r#"["name","Ada",null]"#
+        );
+        // Other types, and field events of another shape, keep their object.
+        for (event_type, data) in [
+            ("entity.created", object(json!({"family": "contact"}))),
+            (
+                "notification.created",
+                object(json!({"field": "x", "value": 1})),
+            ),
+            (
+                "entity.field_set",
+                object(json!({"field": "x", "value": 1, "extra": true})),
+            ),
+            ("entity.field_set", object(json!({"field": 7, "value": 1}))),
+            (
+                "entity.field_updated",
+                object(json!({"field": "x", "new_value": 1})),
+            ),
+        ] {
+            assert_eq!(
+                stored_data(event_type, &data),
+                Value::Object(data.clone()).to_string(),
+                "{event_type} {data:?}"
+            );
         }
     }
 

@@ -169,25 +169,24 @@ pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Res
     .context("appending to the event log")
 }
 
-/// The type and data of every event after the first of the group that starts at
-/// `first_sequence` in the tenant's log, in order (the group's `event_count` bounds the range,
-/// so the read is one range of the tenant's index).
+/// The type and data (as `event_log` gives them) of every event after the first of the group
+/// that starts at `first_sequence` in the tenant's log, in order (the group's `event_count`
+/// bounds the range, so the read is one range of the tenant's index).
 pub(crate) async fn group_followers(
     tx: &mut Tx,
     tenant_id: &str,
     first_sequence: i64,
 ) -> anyhow::Result<Vec<(String, String)>> {
     on_tx!(tx, conn => sqlx::query_as(
-        "SELECT t.name, e.data
+        "SELECT l.event_type, l.data
          FROM event_sequences AS s
          JOIN event_groups AS g
            ON g.tenant_number = s.tenant_number AND g.first_sequence = $2
-         JOIN events AS e
-           ON e.tenant_number = g.tenant_number AND e.sequence > g.first_sequence
-          AND e.sequence < g.first_sequence + g.event_count
-         JOIN event_types AS t ON t.type_number = e.type_number
+         JOIN event_log AS l
+           ON l.tenant_number = g.tenant_number AND l.sequence > g.first_sequence
+          AND l.sequence < g.first_sequence + g.event_count
          WHERE s.tenant_id = $1
-         ORDER BY e.sequence",
+         ORDER BY l.sequence",
     )
     .bind(tenant_id)
     .bind(first_sequence)
