@@ -2,12 +2,15 @@
 //! combination of `actor_id`, `entity_id` and `type` (exact or `prefix.*`).
 //!
 //! A filtered page reads one index (`by-entity/…`, else `by-actor/…`, else `by-type/…`), never
-//! the whole feed, and checks the other filters on the items it reads. An index entry is
+//! the whole feed, and checks the other filters on the items it reads. An item is indexed under
+//! its exact type only: a type pattern `prefix.*` alone reads the indexes of the types found
+//! under the prefix, merged newest first ([`TypeMerge`]). An index entry is
 //! empty: its key ends with the item's id, and the items are read from `items/` (one
 //! `get-many` for a page with one filter; an entry written before 2026-11-26 holds the item
 //! itself). With several filters a request reads at most [`SCAN_BUDGET`] index entries: a page
 //! may then come back short, with `has_more` and a cursor after the last entry read.
 
+use tessera_sdk::storage::Scan;
 use tessera_sdk::{
     ApiError, Context, CursorMeta, CursorPage, HandlerResult, HostError, Query, Request, Response,
     ValidationErrors, storage,
@@ -62,6 +65,14 @@ impl Filter {
         } else {
             ITEMS_PREFIX.to_owned()
         }
+    }
+
+    /// The prefix pattern (`a.*`) that is the filter's only one, if so: its page merges the
+    /// indexes of the types under the prefix.
+    fn only_type_prefix(&self) -> Option<&str> {
+        let pattern = self.event_type.as_deref()?;
+        (self.actor_id.is_none() && self.entity_id.is_none() && pattern.ends_with(".*"))
+            .then_some(pattern)
     }
 
     /// Whether the index alone answers the filter (at most one filter is set).
@@ -153,7 +164,14 @@ fn read_page(
     page: &CursorPage<String>,
 ) -> Result<(Vec<FeedItem>, CursorMeta), HostError> {
     let prefix = filter.index_prefix();
-    let batch = if filter.index_suffices() {
+    let merge = filter
+        .only_type_prefix()
+        .map(TypeMerge::discover)
+        .transpose()?;
+    // Every entry read matches: one index for one filter (or the merge of a pattern's types,
+    // unless it reads the whole feed).
+    let one_filter = filter.index_suffices() && !merge.as_ref().is_some_and(|merge| merge.feed);
+    let batch = if one_filter {
         page.fetch_limit()
     } else {
         SCAN_BATCH
@@ -162,11 +180,13 @@ fn read_page(
         .after
         .as_ref()
         .map(|item_id| format!("{prefix}{item_id}"));
-    let one_filter = filter.index_suffices();
-    let found = storage::find::<Indexed, HostError>(
-        &prefix,
+    let read = |after: Option<&str>, limit: u32| match &merge {
+        Some(merge) => merge.read(after, limit),
+        None => storage::scan(&prefix, after, limit, true),
+    };
+    let found = storage::find_by::<Indexed, HostError>(
+        read,
         after.as_deref(),
-        true,
         page.fetch_limit() as usize,
         SCAN_BUDGET,
         batch,
@@ -185,6 +205,102 @@ fn read_page(
         .stopped_after
         .map(|key| key[prefix.len()..].to_owned());
     Ok(page.finish_found(items, |item| item.id.clone(), stopped_after))
+}
+
+/// Most types a pattern's page merges; a pattern with more under its prefix reads the feed and
+/// checks each item's type (a bounded read, like several filters).
+const MAX_MERGED_TYPES: usize = 64;
+
+/// The indexes of the types under a pattern's prefix (`a.*`: `by-type/a.b/`, `by-type/a.b.c/`,
+/// …, and `by-type/a.*/`, `by-type/a.b.*/` where items recorded before 2026-11-27 are also
+/// indexed), read as one index newest first under the pattern's own prefix (`by-type/a.*/`),
+/// whose keys end with the item's id like every index's.
+struct TypeMerge {
+    /// The pattern's prefix: the keys the merged read answers.
+    prefix: String,
+    /// Each type's index prefix.
+    indexes: Vec<String>,
+    /// More types than [`MAX_MERGED_TYPES`]: the whole feed is read instead.
+    feed: bool,
+}
+
+impl TypeMerge {
+    /// The types with items under `pattern`'s prefix: a skip scan of the type indexes, one
+    /// entry read per type.
+    fn discover(pattern: &str) -> Result<Self, HostError> {
+        let search = type_prefix(pattern.trim_end_matches('*'));
+        let search = search.trim_end_matches('/');
+        let mut indexes = Vec::new();
+        let mut after: Option<String> = None;
+        while indexes.len() <= MAX_MERGED_TYPES {
+            let found = storage::scan(search, after.as_deref(), 1, false)?;
+            let Some((key, _)) = found.entries.into_iter().next() else {
+                break;
+            };
+            let Some(end) = key[search.len()..].find('/') else {
+                break;
+            };
+            let index = key[..=search.len() + end].to_owned();
+            // Past every key of this type's index (keys are text; no character sorts later).
+            after = Some(format!("{index}{}", char::MAX));
+            indexes.push(index);
+        }
+        Ok(Self {
+            prefix: type_prefix(pattern),
+            feed: indexes.len() > MAX_MERGED_TYPES,
+            indexes,
+        })
+    }
+
+    /// The next at most `limit` entries after the key `after` (of this merge's prefix), newest
+    /// first, each item once (an older item is in two of these indexes), and whether the
+    /// indexes are exhausted.
+    fn read(&self, after: Option<&str>, limit: u32) -> Result<Scan, HostError> {
+        if self.feed {
+            let after = after.map(|key| item_key(&key[self.prefix.len()..]));
+            let found = storage::scan(ITEMS_PREFIX, after.as_deref(), limit, true)?;
+            let entries = found
+                .entries
+                .into_iter()
+                .map(|(key, value)| {
+                    (
+                        format!("{}{}", self.prefix, &key[ITEMS_PREFIX.len()..]),
+                        value,
+                    )
+                })
+                .collect();
+            return Ok(Scan {
+                entries,
+                exhausted: found.exhausted,
+            });
+        }
+        let after_id = after.map(|key| &key[self.prefix.len()..]);
+        let mut merged: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut exhausted = true;
+        for index in &self.indexes {
+            let start = after_id.map(|id| format!("{index}{id}"));
+            let found = storage::scan(index, start.as_deref(), limit, true)?;
+            exhausted &= found.exhausted;
+            merged.extend(
+                found
+                    .entries
+                    .into_iter()
+                    .map(|(key, value)| (key[index.len()..].to_owned(), value)),
+            );
+        }
+        merged.sort_by(|left, right| right.0.cmp(&left.0));
+        merged.dedup_by(|later, earlier| later.0 == earlier.0);
+        let limit = limit as usize;
+        if merged.len() > limit {
+            merged.truncate(limit);
+            exhausted = false;
+        }
+        let entries = merged
+            .into_iter()
+            .map(|(id, value)| (format!("{}{id}", self.prefix), value))
+            .collect();
+        Ok(Scan { entries, exhausted })
+    }
 }
 
 /// What an entry of the feed or of an index gives: the item, or (an index entry) the id of the

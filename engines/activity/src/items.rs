@@ -191,7 +191,9 @@ impl FeedItem {
         storage::json_entry(item_key(&self.id), &StoredItem::of(self))
     }
 
-    /// Every key the item is stored under: the feed itself and each index.
+    /// Every key the item is stored under: the feed itself and each index (its actor's, its
+    /// entity's, its exact type's). A type pattern `prefix.*` reads the indexes of the types
+    /// under the prefix, merged (`feed.rs`).
     pub fn keys(&self) -> Vec<String> {
         let mut keys = vec![item_key(&self.id)];
         if let Some(actor_id) = &self.actor_id {
@@ -200,10 +202,7 @@ impl FeedItem {
         if let Some(entity_id) = &self.entity_id {
             keys.push(format!("{}{}", entity_prefix(entity_id), self.id));
         }
-        keys.extend(
-            type_patterns(&self.event_type)
-                .map(|pattern| format!("{}{}", type_prefix(&pattern), self.id)),
-        );
+        keys.push(format!("{}{}", type_prefix(&self.event_type), self.id));
         keys
     }
 }
@@ -311,13 +310,12 @@ fn event_marker_key(event_id: &str) -> String {
     format!("seen-events/{}", key_segment(event_id))
 }
 
-/// The patterns a type is indexed under: itself and `prefix.*` for each of its dot prefixes
-/// (`a.b.c` → `a.b.c`, `a.*`, `a.b.*`).
-fn type_patterns(event_type: &str) -> impl Iterator<Item = String> + '_ {
-    let prefixes = event_type
+/// The prefix patterns an item of this type was also indexed under before 2026-11-27
+/// (`a.b.c` → `a.*`, `a.b.*`): removing such an item removes those entries too.
+fn legacy_type_patterns(event_type: &str) -> impl Iterator<Item = String> + '_ {
+    event_type
         .match_indices('.')
-        .map(|(index, _)| format!("{}*", &event_type[..=index]));
-    std::iter::once(event_type.to_owned()).chain(prefixes)
+        .map(|(index, _)| format!("{}*", &event_type[..=index]))
 }
 
 /// An id as one segment of a key: `%` and `/` escaped, so one id never prefixes another's keys.
@@ -467,10 +465,15 @@ fn time_ordered_id(id: &str) -> Option<String> {
         .map(|uuid| uuid.hyphenated().to_string())
 }
 
-/// Every key an item occupies: [`FeedItem::keys`] and its event's marker, which items keyed by
-/// their own id have not (what removing it deletes).
+/// Every key an item may occupy (what removing it deletes): [`FeedItem::keys`], the entries of
+/// its type's prefix patterns that items recorded before 2026-11-27 have, and its event's
+/// marker, which items keyed by their own id have not.
 pub fn all_keys(item: &FeedItem) -> Vec<String> {
     let mut keys = item.keys();
+    keys.extend(
+        legacy_type_patterns(&item.event_type)
+            .map(|pattern| format!("{}{}", type_prefix(&pattern), item.id)),
+    );
     keys.push(event_marker_key(&item.event_id));
     keys
 }
@@ -525,12 +528,11 @@ mod tests {
                 "by-actor/u1/i",
                 "by-entity/x/i",
                 "by-type/entity.field_updated/i",
-                "by-type/entity.*/i"
             ]
         );
         // The item is stored once; its index entries are empty.
         let entries = item.entries().unwrap();
-        assert_eq!(entries.len(), 5);
+        assert_eq!(entries.len(), 4);
         assert_eq!(entries[0].0, "items/i");
         assert_eq!(decode(&entries[0].0, &entries[0].1).unwrap(), item);
         assert!(entries[1..].iter().all(|(_, value)| value.is_empty()));
@@ -612,9 +614,21 @@ mod tests {
     #[test]
     fn ids_with_slashes_never_prefix_other_keys() {
         assert_eq!(entity_prefix("a/b%"), "by-entity/a%2Fb%25/");
+    }
+
+    #[test]
+    fn removing_an_item_removes_the_prefix_entries_older_items_have() {
+        let item = FeedItem::from_event("i".into(), &event("a.b.c", None, json!({})));
+        assert_eq!(item.keys(), ["items/i", "by-type/a.b.c/i"]);
         assert_eq!(
-            type_patterns("a.b.c").collect::<Vec<_>>(),
-            ["a.b.c", "a.*", "a.b.*"]
+            all_keys(&item),
+            [
+                "items/i",
+                "by-type/a.b.c/i",
+                "by-type/a.*/i",
+                "by-type/a.b.*/i",
+                "seen-events/e1"
+            ]
         );
     }
 }

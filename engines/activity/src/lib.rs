@@ -18,7 +18,7 @@
 //! | `feed-settings` | `{retention_days, event_types, created_at}` |
 //! | `items/<item_id>` | the feed (ids are UUID v7: the event's id, else one taken on arrival; keys sort by time) |
 //! | `by-actor/<actor_id>/<item_id>`, `by-entity/<entity_id>/<item_id>` | indexes (empty: the key names the item; entries written before 2026-11-26 hold a copy of it) |
-//! | `by-type/<type>/<item_id>`, `by-type/<prefix>.*/<item_id>` | type indexes (likewise) |
+//! | `by-type/<type>/<item_id>` | type index (likewise; a pattern `prefix.*` merges the indexes of the types under the prefix; items recorded before 2026-11-27 are also under `by-type/<prefix>.*/<item_id>`) |
 //! | `seen-events/<event_id>` | the item id of a recorded event whose id is not a UUID v7, and of every event recorded before 2026-11-26 (one item per event, `items.rs`) |
 //! | `users/<user_id>/seen` | the user's last-seen mark (`seen.rs`) |
 //! | `retention-schedule` | the pending daily pruning run (`retention.rs`) |

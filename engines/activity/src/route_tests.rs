@@ -193,3 +193,71 @@ fn a_creation_and_its_field_events_are_one_item() {
     assert_eq!(host.stored_keys(TENANT, "items/").len(), 3);
     assert!(host.stored_keys(TENANT, "seen-events/").is_empty());
 }
+
+#[test]
+fn a_type_pattern_pages_the_items_of_every_type_under_it_newest_first_each_once() {
+    let host = provisioned();
+    // Items of four types, two under `note.`, interleaved in time (their ids are UUID v7s
+    // taken in this order).
+    let delivered = [
+        ("note.created", "n1"),
+        ("message.created", "m1"),
+        ("note.updated", "n1"),
+        ("note.created", "n2"),
+        ("note.shared", "n2"),
+        ("message.created", "m2"),
+        ("note.updated", "n2"),
+    ];
+    for (index, (event_type, note_id)) in delivered.iter().enumerate() {
+        host.deliver(&event(
+            &format!("e{index}"),
+            event_type,
+            "bob",
+            json!({ "note_id": note_id }),
+        ))
+        .unwrap();
+    }
+    // An item recorded before 2026-11-27 is also under its type's prefix pattern: the merge
+    // reads it from both indexes and answers it once.
+    let stored = host.stored_keys(TENANT, "by-type/note.shared/");
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let shared_id = stored[0]["by-type/note.shared/".len()..].to_owned();
+    host.in_call(TENANT, || {
+        tessera_sdk::storage::set(&format!("by-type/note.*/{shared_id}"), b"")
+            .map_err(|error| error.to_string())
+    })
+    .unwrap();
+    assert!(
+        host.stored_keys(TENANT, "by-type/note.*/").len() == 1,
+        "only the older item has a prefix entry"
+    );
+
+    let ada = Context::for_tests(TENANT, "ada", "viewer");
+    let mut seen = Vec::new();
+    let mut path = "/api/v1/feed?type=note.*&limit=2".to_owned();
+    for _ in 0..delivered.len() {
+        let page = host.get(&ada, &path).json();
+        for item in page["data"].as_array().unwrap() {
+            seen.push(item["type"].as_str().unwrap().to_owned());
+        }
+        if page["meta"]["has_more"] != true {
+            break;
+        }
+        let cursor = page["meta"]["next_cursor"].as_str().unwrap();
+        path = format!("/api/v1/feed?type=note.*&limit=2&cursor={cursor}");
+    }
+    assert_eq!(
+        seen,
+        [
+            "note.updated",
+            "note.shared",
+            "note.created",
+            "note.updated",
+            "note.created"
+        ],
+        "every note item once, newest first, across pages"
+    );
+    // An exact type reads its own index.
+    let shared = host.get(&ada, "/api/v1/feed?type=note.shared").json();
+    assert_eq!(shared["data"].as_array().unwrap().len(), 1, "{shared}");
+}

@@ -446,8 +446,7 @@ pub fn find<R, E: From<HostError>>(
     batch: u32,
     keep: impl FnMut(String, Vec<u8>) -> Result<Option<R>, E>,
 ) -> Result<Found<R>, E> {
-    let bound = bound.min(usize::try_from(scan_budget_left()).unwrap_or(usize::MAX));
-    find_with(
+    find_by(
         |after, limit| scan(prefix, after, limit, reverse),
         after,
         wanted,
@@ -455,6 +454,22 @@ pub fn find<R, E: From<HostError>>(
         batch,
         keep,
     )
+}
+
+/// [`find`] over any ordered read: `read(after, limit)` answers the next at most `limit`
+/// entries after the key `after` (from the start when `None`), and whether it reached the end.
+/// For a list that is not one prefix, e.g. several prefixes merged into one order under keys
+/// of the engine's choosing.
+pub fn find_by<R, E: From<HostError>>(
+    read: impl FnMut(Option<&str>, u32) -> Result<Scan, HostError>,
+    after: Option<&str>,
+    wanted: usize,
+    bound: usize,
+    batch: u32,
+    keep: impl FnMut(String, Vec<u8>) -> Result<Option<R>, E>,
+) -> Result<Found<R>, E> {
+    let bound = bound.min(usize::try_from(scan_budget_left()).unwrap_or(usize::MAX));
+    find_with(read, after, wanted, bound, batch, keep)
 }
 
 /// Like [`find`], with each value decoded from JSON into `T`.
