@@ -957,11 +957,17 @@ database_test!(
             .unwrap()
         };
         let host_types = types().await;
-        assert_eq!(host_types.len(), 7, "{host_types:?}");
-        assert!(
-            host_types
-                .iter()
-                .any(|name| name == "entity.status_changed")
+        assert_eq!(host_types, events::HOST_EVENT_TYPES);
+        let numbers: Vec<i64> = on_pool!(upgraded, pool => sqlx::query_scalar(
+            "SELECT CAST(type_number AS BIGINT) FROM event_types ORDER BY type_number",
+        )
+        .fetch_all(pool)
+        .await)
+        .unwrap();
+        assert_eq!(
+            numbers,
+            [1, 2, 3, 4, 5, 6, 7],
+            "the host binds these numbers"
         );
         let next = EventContext {
             intention_id: Some(uuid::Uuid::now_v7().to_string()),

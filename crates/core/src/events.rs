@@ -281,6 +281,7 @@ pub async fn append_groups(
                 sequence,
                 group_offset,
                 event_type: &event.event_type,
+                type_number: host_type_number(&event.event_type),
                 entity_id: if shape.entity_id.is_some() {
                     None
                 } else {
@@ -298,7 +299,12 @@ pub async fn append_groups(
     for chunk in group_rows.chunks(INSERT_CHUNK) {
         store::insert_groups(tx, chunk).await?;
     }
-    let mut types: Vec<&str> = rows.iter().map(|row| row.event_type).collect();
+    // The host's own types are numbered by the migration: only another needs numbering.
+    let mut types: Vec<&str> = rows
+        .iter()
+        .map(|row| row.event_type)
+        .filter(|event_type| !HOST_EVENT_TYPES.contains(event_type))
+        .collect();
     types.sort_unstable();
     types.dedup();
     if !types.is_empty() {
@@ -308,6 +314,29 @@ pub async fn append_groups(
         store::insert(tx, chunk).await?;
     }
     Ok(assigned)
+}
+
+/// The event types the host appends, numbered 1 to 7 in this order in `event_types` by the
+/// migration that made the table (`migrations/*/…_event_types.sql`; the storage tests check
+/// it): an append binds their numbers, and numbers any other type inside its own transaction
+/// (one statement more, and a concurrent append of the same new type waits for it).
+pub const HOST_EVENT_TYPES: [&str; 7] = [
+    "entity.created",
+    "entity.field_set",
+    "entity.field_updated",
+    "entity.status_changed",
+    "entity.deleted",
+    "notification.created",
+    "inbox.item_read",
+];
+
+/// The number of a host type in `event_types`: the migration numbers [`HOST_EVENT_TYPES`] first,
+/// in order, from 1.
+fn host_type_number(event_type: &str) -> Option<i32> {
+    let index = HOST_EVENT_TYPES
+        .iter()
+        .position(|name| *name == event_type)?;
+    i32::try_from(index + 1).ok()
 }
 
 /// What an event row stores of its data (JSON text). A field event's data is an array of its

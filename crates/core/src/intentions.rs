@@ -455,6 +455,20 @@ pub async fn apply_chained_batch(
         decisions.push(decided);
     }
 
+    // The events first: appending numbers a tenant new to the log, and an entity row names
+    // its tenant by that number (`store/entities.rs`).
+    let groups: Vec<AppendGroup<'_>> = decisions
+        .iter()
+        .filter_map(|decided| decided.as_ref().ok())
+        .map(|decided| AppendGroup {
+            context: &decided.context,
+            events: &decided.entries,
+            occurred_at: &decided.occurred_at,
+            entity_state: Some(&decided.entity_state),
+        })
+        .collect();
+    events::append_groups(tx, &groups).await?;
+
     let mut upserts = Vec::new();
     for ((tenant_id, entity_id), state) in &states {
         match &state.entity {
@@ -468,18 +482,6 @@ pub async fn apply_chained_batch(
         }
     }
     entities::upsert_many(tx, &upserts).await?;
-
-    let groups: Vec<AppendGroup<'_>> = decisions
-        .iter()
-        .filter_map(|decided| decided.as_ref().ok())
-        .map(|decided| AppendGroup {
-            context: &decided.context,
-            events: &decided.entries,
-            occurred_at: &decided.occurred_at,
-            entity_state: Some(&decided.entity_state),
-        })
-        .collect();
-    events::append_groups(tx, &groups).await?;
     Ok(decisions
         .into_iter()
         .map(|decided| {

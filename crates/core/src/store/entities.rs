@@ -119,38 +119,14 @@ pub(crate) async fn lock(
     .context("reading the entities to change")
 }
 
-/// Numbers the tenants that have none yet in the log (`event_sequences`, at sequence 0), in
-/// one statement: an entity row names its tenant by that number. Only tenants not found are
-/// inserted (PostgreSQL takes a serial value for every row an insert tries).
-async fn number_tenants(tx: &mut Tx, tenant_ids: &[&str]) -> anyhow::Result<()> {
-    on_tx!(tx, conn => {
-        let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO event_sequences (tenant_id, last_sequence) SELECT tenant_id, 0 FROM (",
-        );
-        for (index, tenant_id) in tenant_ids.iter().enumerate() {
-            insert.push(if index == 0 { "SELECT " } else { " UNION ALL SELECT " });
-            insert.push_bind(*tenant_id).push(" AS tenant_id");
-        }
-        insert.push(
-            ") AS tenants WHERE NOT EXISTS
-               (SELECT 1 FROM event_sequences AS s WHERE s.tenant_id = tenants.tenant_id)
-             ON CONFLICT (tenant_id) DO NOTHING",
-        );
-        insert.build().execute(&mut **conn).await.map(drop)
-    })
-    .context("numbering tenants")
-}
-
 /// Inserts new entities and overwrites the fields, status and `updated_at` of existing ones
-/// (of the same tenant), in one multi-row statement.
+/// (of the same tenant), in one multi-row statement. Every tenant must have its number in the
+/// log: the intention writer appends an intention's events (which numbers a tenant new to the
+/// log) before it writes the entities; a row without one fails the statement (`NOT NULL`).
 pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Result<()> {
-    let mut tenant_ids: Vec<&str> = rows.iter().map(|row| row.tenant_id).collect();
-    tenant_ids.sort_unstable();
-    tenant_ids.dedup();
-    if tenant_ids.is_empty() {
+    if rows.is_empty() {
         return Ok(());
     }
-    number_tenants(tx, &tenant_ids).await?;
     on_tx!(tx, conn => {
         let mut upsert = sqlx::QueryBuilder::new(
             "INSERT INTO entities (id, tenant_number, family_code, status, fields, created_by,

@@ -40,6 +40,9 @@ pub(crate) struct EventInsert<'a> {
     pub sequence: i64,
     pub group_offset: i64,
     pub event_type: &'a str,
+    /// The type's number when the caller knows it (a host type); else it is looked up by
+    /// `event_type`.
+    pub type_number: Option<i32>,
     /// `None`: the group's entity.
     pub entity_id: Option<&'a str>,
     pub data: String,
@@ -158,10 +161,18 @@ pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Res
                 .push_bind(event.tenant_number)
                 .push_bind(event.sequence)
                 .push_bind(event.group_offset)
-                .push_unseparated(", (SELECT type_number FROM event_types WHERE name = ")
-                .push_bind_unseparated(event.event_type)
-                .push_unseparated(")")
-                .push_bind(event.entity_id)
+                .push_unseparated(", ");
+            match event.type_number {
+                Some(number) => {
+                    row.push_bind_unseparated(number);
+                }
+                None => {
+                    row.push_unseparated("(SELECT type_number FROM event_types WHERE name = ")
+                        .push_bind_unseparated(event.event_type)
+                        .push_unseparated(")");
+                }
+            }
+            row.push_bind(event.entity_id)
                 .push_bind(&event.data);
         });
         insert.build().execute(&mut **conn).await.map(drop)
