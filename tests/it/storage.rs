@@ -623,6 +623,11 @@ async fn an_upgrade_keeps_sqlite_search_documents_under_their_tenants_key() {
     upgraded.close().await;
 }
 
+/// Every event of `database` as the readers see it through the `event_log` view, in log order.
+async fn logged_events(database: &Database) -> Vec<tessera_host::core::events::StoredEvent> {
+    on_pool!(database, pool => sqlx::query_as(LOGGED_EVENT_COLUMNS).fetch_all(pool).await).unwrap()
+}
+
 /// Every event as the readers see it through the `event_log` view, in log order.
 const LOGGED_EVENT_COLUMNS: &str = "SELECT position, transaction_id, id, tenant_id, sequence, \
      event_type, entity_id, intention_id, actor_id, correlation_id, depth, data, occurred_at, \
@@ -670,12 +675,7 @@ database_test!(
             .await
             .expect("upgrading");
         let upgraded_database = &upgraded;
-        let read = || async move {
-            on_pool!(upgraded_database, pool => sqlx::query_as::<_, StoredEvent>(LOGGED_EVENT_COLUMNS)
-                .fetch_all(pool)
-                .await)
-            .unwrap()
-        };
+        let read = || logged_events(upgraded_database);
         assert_eq!(read().await, before);
 
         // An append continues each tenant's sequence, its shared columns stored once and its
@@ -884,12 +884,7 @@ database_test!(
             .await
             .expect("upgrading");
         let upgraded_database = &upgraded;
-        let read = || async move {
-            on_pool!(upgraded_database, pool => sqlx::query_as::<_, StoredEvent>(LOGGED_EVENT_COLUMNS)
-                .fetch_all(pool)
-                .await)
-            .unwrap()
-        };
+        let read = || logged_events(upgraded_database);
         assert_eq!(read().await, before, "the log reads as it did");
 
         // An intention of this host (a UUID v7 id): its events' ids are the intention's first
