@@ -196,8 +196,9 @@ impl EntityState {
 }
 
 /// Appends `events` to the log inside `tx`, all with `occurred_at`, numbered on from the
-/// tenant's last sequence. Call it as the last write before commit: on PostgreSQL the
-/// tenant's sequence row stays locked until the transaction ends.
+/// tenant's last sequence. Call it late in the transaction: on PostgreSQL the tenant's
+/// sequence row stays locked until the transaction ends (the intention writer writes only the
+/// entities after it, which name the tenant by the number the append gives a new one).
 pub async fn append(
     tx: &mut Tx,
     context: &EventContext,

@@ -92,7 +92,7 @@ pub(crate) async fn lock(
     let lock = match tx.kind() {
         DatabaseKind::Sqlite => "",
         // The entities' rows, not their tenants' sequence rows (the log's append locks those,
-        // last).
+        // later in the transaction).
         DatabaseKind::Postgres => " FOR UPDATE OF e",
     };
     on_tx!(tx, conn => {
