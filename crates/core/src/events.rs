@@ -357,10 +357,12 @@ fn stored_data(event_type: &str, data: &Map<String, Value>) -> String {
             .map(|((field, old_value), new_value)| vec![field, old_value, new_value]),
         _ => None,
     };
+    // Written from references: no value is copied on the append's path.
     match values {
-        Some(values) => Value::Array(values.into_iter().cloned().collect()).to_string(),
-        None => Value::Object(data.clone()).to_string(),
+        Some(values) => serde_json::to_string(&values),
+        None => serde_json::to_string(data),
     }
+    .expect("JSON values always serialize")
 }
 
 /// What a group's event rows leave to the group (`migrations/*/…_event_ids_from_groups.sql`).

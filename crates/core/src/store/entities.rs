@@ -11,6 +11,8 @@ use tessera_http::paging::OffsetPage;
 use tessera_storage::{Database, DatabaseKind, Tx};
 use tessera_storage::{on_pool, on_tx};
 
+use super::events::TENANT_NUMBER;
+
 /// An entity row; `fields` is JSON object text.
 #[derive(sqlx::FromRow)]
 pub(crate) struct EntityRow {
@@ -44,9 +46,6 @@ pub(crate) struct EntityWrite<'a> {
 }
 
 const COLUMNS: &str = "id, family_code, fields, status, created_at, updated_at";
-
-/// The number of the tenant whose id is `$1`.
-const TENANT_NUMBER: &str = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
 
 /// Pushes the number of the tenant `tenant_id` (a scalar subquery, with `tenant_id` bound).
 fn push_tenant_number<DB: sqlx::Database>(query: &mut sqlx::QueryBuilder<DB>, tenant_id: &str)
@@ -158,13 +157,10 @@ pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Res
 /// tenant, `$2` the family. One text per shape, so each is planned on the index it can use (a
 /// condition `$2 IS NULL OR family_code = $2` is planned once for both, on the tenant's
 /// index alone).
-fn of_tenant(family: Option<&str>) -> &'static str {
+fn of_tenant(family: Option<&str>) -> String {
     match family {
-        Some(_) => {
-            "tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)
-             AND family_code = $2"
-        }
-        None => "tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)",
+        Some(_) => format!("tenant_number = {TENANT_NUMBER} AND family_code = $2"),
+        None => format!("tenant_number = {TENANT_NUMBER}"),
     }
 }
 
@@ -283,11 +279,8 @@ pub(crate) async fn page(
 
 /// Deletes an entity.
 pub(crate) async fn delete(tx: &mut Tx, tenant_id: &str, entity_id: &str) -> anyhow::Result<()> {
-    on_tx!(tx, conn => sqlx::query(
-        "DELETE FROM entities
-         WHERE tenant_number = (SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)
-           AND id = $2",
-    )
+    let sql = format!("DELETE FROM entities WHERE tenant_number = {TENANT_NUMBER} AND id = $2");
+    on_tx!(tx, conn => sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(entity_id)
         .execute(&mut **conn)

@@ -9,6 +9,11 @@ use anyhow::Context as _;
 use tessera_storage::Tx;
 use tessera_storage::on_tx;
 
+/// SQL for the number in the log of the tenant whose id is `$1` (a scalar subquery): what the
+/// log's rows and the entities name their tenant by.
+pub(crate) const TENANT_NUMBER: &str =
+    "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
+
 /// What a group of events shares, stored once: the group is found by its tenant's number and
 /// its first event's sequence.
 pub(crate) struct GroupInsert<'a> {

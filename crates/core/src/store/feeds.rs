@@ -59,7 +59,7 @@ pub(crate) async fn timeline(
     descending: bool,
 ) -> anyhow::Result<Vec<TimelineRow>> {
     // The tenant's number, once; an entity's events through the entity's indexes.
-    let tenant_number = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
+    let tenant_number = super::events::TENANT_NUMBER;
     let scope_condition = if entity_id.is_some() {
         format!(
             "tenant_number = {tenant_number} AND sequence IN ({})",

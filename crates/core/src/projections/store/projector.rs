@@ -63,7 +63,7 @@ pub(crate) async fn created_event_data(
     tenant_id: &str,
     entity_id: &str,
 ) -> anyhow::Result<Option<String>> {
-    let tenant_number = "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
+    let tenant_number = crate::store::events::TENANT_NUMBER;
     let sql = format!(
         "SELECT data FROM events
          WHERE tenant_number = {tenant_number} AND sequence IN ({})
