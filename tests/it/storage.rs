@@ -436,6 +436,13 @@ database_test!(
 /// schema an older release left), and a connection to it.
 async fn migrated_to(backend: Backend, version: i64) -> (TestDatabase, Database) {
     let database = TestDatabase::new(backend).await;
+    let old = database.connect().await;
+    migrate_to(&old, backend, version).await;
+    (database, old)
+}
+
+/// Applies this binary's migrations to `handle` up to `version` only.
+async fn migrate_to(handle: &Database, backend: Backend, version: i64) {
     let folder = match backend {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
@@ -444,9 +451,7 @@ async fn migrated_to(backend: Backend, version: i64) -> (TestDatabase, Database)
         .join("../migrations")
         .join(folder);
     let migrator = sqlx::migrate::Migrator::new(migrations).await.unwrap();
-    let old = database.connect().await;
-    on_pool!(old, pool => migrator.run_to(version, pool).await).unwrap();
-    (database, old)
+    on_pool!(handle, pool => migrator.run_to(version, pool).await).unwrap();
 }
 
 database_test!(
@@ -593,9 +598,9 @@ async fn an_upgrade_keeps_sqlite_search_documents_under_their_tenants_key() {
         on_pool!(old, pool => sqlx::query(statement).execute(pool).await.map(drop)).unwrap();
     }
     old.close().await;
-    let upgraded = Database::connect_and_migrate(&database.database_config())
-        .await
-        .expect("upgrading");
+    // That migration alone (a later one rebuilds the index from the log, emptying it).
+    let upgraded = database.connect().await;
+    migrate_to(&upgraded, Backend::Sqlite, 20261127000026).await;
     let documents: Vec<(i64, i64, String, String, String)> =
         on_pool!(upgraded, pool => sqlx::query_as(
         "SELECT id, tenant_key, entity_id, family_code, fields FROM search_documents ORDER BY id",
@@ -1040,5 +1045,57 @@ database_test!(
             .collect();
         assert_eq!(logged_data, appended_data);
         upgraded.close().await;
+    }
+);
+
+database_test!(
+    compact_ids_and_times_read_back_as_they_were_written,
+    |backend| async move {
+        use tessera_host::storage::compact::{IdText, StoredId, StoredTime, TimeText};
+
+        let database = TestDatabase::new(backend).await;
+        let handle = Database::connect_and_migrate(&database.database_config())
+            .await
+            .unwrap();
+        let values = [
+            (
+                "0195f3a2-7c41-7d2e-9f10-3b5c6d7e8f90",
+                "2026-11-27T21:56:48.123456Z",
+                true,
+            ),
+            // Not canonical: kept as text, so they read back exactly.
+            (
+                "0195F3A2-7C41-7D2E-9F10-3B5C6D7E8F90",
+                "2026-11-27T21:56:48Z",
+                false,
+            ),
+            ("ada", "2026-11-20", false),
+        ];
+        for (id, time, compact) in values {
+            let (id_type, time_type, id_back, time_back): (String, String, IdText, TimeText) =
+                on_pool!(handle, pool => {
+                    let sql = match backend {
+                        Backend::Sqlite => "SELECT typeof($1), typeof($2), $1, $2",
+                        Backend::Postgres => "SELECT 'text', 'text', $1::text, $2::text",
+                    };
+                    sqlx::query_as(sql)
+                        .bind(StoredId(id))
+                        .bind(StoredTime(time))
+                        .fetch_one(pool)
+                        .await
+                })
+                .unwrap();
+            assert_eq!((id_back.0.as_str(), time_back.0.as_str()), (id, time));
+            let expected = match (backend, compact) {
+                (Backend::Sqlite, true) => ("blob", "integer"),
+                _ => ("text", "text"),
+            };
+            assert_eq!(
+                (id_type.as_str(), time_type.as_str()),
+                expected,
+                "{id} {time}"
+            );
+        }
+        handle.close().await;
     }
 );

@@ -9,6 +9,7 @@
 //! turn runs a `RESTART` checkpoint, and an idle log is truncated to nothing.
 
 pub mod cache;
+pub mod compact;
 pub mod engine_blobs;
 pub mod engine_kv;
 pub mod files;

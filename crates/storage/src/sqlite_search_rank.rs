@@ -1,15 +1,17 @@
-//! `search_rank(table)`: the FTS5 ranking function of the search index, registered on every
-//! SQLite connection of the process (an auto-extension installed by [`register`]).
+//! `search_rank(table, terms)`: the FTS5 ranking function of the search index, registered on
+//! every SQLite connection of the process (an auto-extension installed by [`register`]).
 //!
 //! Why not FTS5's `bm25`: its inverse document frequency counts, on every query, every row
 //! matching each phrase (FTS5 walks each phrase's whole doclist once), so ranking even one
-//! row of a word found in a million documents costs a million steps. `search_rank` is BM25's
-//! term-frequency part with document-length normalisation (k1 = 1.2, b = 0.75, the first
-//! column only) and every phrase weighing the same: it reads the row's own instances and
-//! length and the table's stored totals, so its cost per row does not depend on how many
-//! rows match. Within the search's candidate window every row contains every term anyway, so
-//! what the missing weights would change is only how much a repeated rare term counts
-//! against a repeated common one (ARCHITECTURE.md, "Search").
+//! row of a word found in a million documents costs a million steps. `search_rank` is BM25
+//! with every inverse document frequency 1 and every term found once (k1 = 1.2, b = 0.75):
+//! `terms · (k1+1) / (1 + k1·(1−b+b·dl/avgdl))`, from the row's length and the table's stored
+//! totals, so its cost per row does not depend on how many rows match. The index keeps no
+//! positions (`detail = none`, `migrations/sqlite/…_search_without_positions.sql`), and FTS5
+//! tells a rank function of a contentless table without positions nothing about how often a
+//! phrase occurs in a row; within the search's candidate window every row contains every
+//! term anyway, so a score says how short the document is (ARCHITECTURE.md, "Search").
+//! `terms` is the number of terms of the query (1 when absent or not a positive integer).
 //!
 //! Higher is better (unlike `bm25`, which is negative).
 
@@ -96,24 +98,34 @@ unsafe extern "C" fn search_rank(
     api: *const ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     context: *mut ffi::sqlite3_context,
-    _argument_count: c_int,
-    _arguments: *mut *mut ffi::sqlite3_value,
+    argument_count: c_int,
+    arguments: *mut *mut ffi::sqlite3_value,
 ) {
     // SAFETY: FTS5 passes its extension API and the current row's context, both valid for
-    // the duration of this call, and the function's result context.
+    // the duration of this call, the function's result context, and `argument_count`
+    // values in `arguments` (those after the table's).
     unsafe {
-        match score(&*api, fts) {
+        let terms = if argument_count >= 1 && !arguments.is_null() {
+            ffi::sqlite3_value_int64(*arguments)
+        } else {
+            1
+        };
+        match score(&*api, fts, terms) {
             Ok(score) => ffi::sqlite3_result_double(context, score),
             Err(status) => ffi::sqlite3_result_error_code(context, status),
         }
     }
 }
 
-/// The row's score: Σ over phrases present in column 0 of tf·(k1+1) / (tf + k1·(1−b+b·dl/avgdl)).
+/// The row's score: `terms` terms found once each in a row of its length.
 ///
 /// # Safety
 /// `api` and `fts` must be what FTS5 passed to the auxiliary function now running.
-unsafe fn score(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Result<f64, c_int> {
+unsafe fn score(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    terms: i64,
+) -> Result<f64, c_int> {
     let checked = |status: c_int| {
         if status == ffi::SQLITE_OK {
             Ok(())
@@ -121,57 +133,21 @@ unsafe fn score(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Resu
             Err(status)
         }
     };
-    let (
-        Some(phrase_count),
-        Some(instance_count),
-        Some(instance),
-        Some(column_size),
-        Some(row_count),
-        Some(column_total_size),
-    ) = (
-        api.xPhraseCount,
-        api.xInstCount,
-        api.xInst,
-        api.xColumnSize,
-        api.xRowCount,
-        api.xColumnTotalSize,
-    )
+    let (Some(column_size), Some(row_count), Some(column_total_size)) =
+        (api.xColumnSize, api.xRowCount, api.xColumnTotalSize)
     else {
         return Err(ffi::SQLITE_MISUSE);
     };
     // SAFETY (every call below): the functions of FTS5's own API, called with its context
     // and out-pointers to live locals, during the auxiliary function's call.
-    let phrases = usize::try_from(unsafe { phrase_count(fts) }).unwrap_or(0);
-    let mut frequencies = vec![0_u32; phrases];
-    let mut instances: c_int = 0;
-    checked(unsafe { instance_count(fts, &raw mut instances) })?;
-    for index in 0..instances {
-        let (mut phrase, mut column, mut offset): (c_int, c_int, c_int) = (0, 0, 0);
-        checked(unsafe {
-            instance(
-                fts,
-                index,
-                &raw mut phrase,
-                &raw mut column,
-                &raw mut offset,
-            )
-        })?;
-        if column == 0
-            && let Some(frequency) = usize::try_from(phrase)
-                .ok()
-                .and_then(|phrase| frequencies.get_mut(phrase))
-        {
-            *frequency += 1;
-        }
-    }
     let mut length: c_int = 0;
     checked(unsafe { column_size(fts, 0, &raw mut length) })?;
     let mut rows: ffi::sqlite3_int64 = 0;
     checked(unsafe { row_count(fts, &raw mut rows) })?;
     let mut total_length: ffi::sqlite3_int64 = 0;
     checked(unsafe { column_total_size(fts, 0, &raw mut total_length) })?;
-    Ok(bm25_term_frequencies(
-        &frequencies,
+    Ok(bm25_terms_found_once(
+        terms.max(1),
         f64::from(length),
         average_length(total_length, rows),
     ))
@@ -185,17 +161,10 @@ fn average_length(total_length: i64, rows: i64) -> f64 {
     }
 }
 
-/// BM25 with every inverse document frequency 1.
-fn bm25_term_frequencies(frequencies: &[u32], length: f64, average_length: f64) -> f64 {
+/// BM25 with every inverse document frequency 1 and each of `terms` terms found once.
+fn bm25_terms_found_once(terms: i64, length: f64, average_length: f64) -> f64 {
     let normalisation = K1 * (1.0 - B + B * length / average_length);
-    frequencies
-        .iter()
-        .filter(|frequency| **frequency > 0)
-        .map(|&frequency| {
-            let frequency = f64::from(frequency);
-            frequency * (K1 + 1.0) / (frequency + normalisation)
-        })
-        .sum()
+    terms as f64 * (K1 + 1.0) / (1.0 + normalisation)
 }
 
 #[cfg(test)]
@@ -203,14 +172,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn more_occurrences_and_shorter_documents_score_higher() {
-        let once = bm25_term_frequencies(&[1], 10.0, 10.0);
-        let twice = bm25_term_frequencies(&[2], 10.0, 10.0);
-        let once_in_a_long_document = bm25_term_frequencies(&[1], 40.0, 10.0);
-        assert!(twice > once && once > once_in_a_long_document);
-        assert!(bm25_term_frequencies(&[1, 1], 10.0, 10.0) > once);
-        assert_eq!(bm25_term_frequencies(&[0, 0], 10.0, 10.0), 0.0);
-        // One occurrence in a document of average length: (k1 + 1) / (1 + k1) = 1.
+    fn shorter_documents_and_more_terms_score_higher() {
+        let once = bm25_terms_found_once(1, 10.0, 10.0);
+        let in_a_long_document = bm25_terms_found_once(1, 40.0, 10.0);
+        let in_a_short_document = bm25_terms_found_once(1, 3.0, 10.0);
+        assert!(in_a_short_document > once && once > in_a_long_document);
+        assert!((bm25_terms_found_once(2, 10.0, 10.0) - 2.0 * once).abs() < 1e-12);
+        // One term in a document of average length: (k1 + 1) / (1 + k1) = 1.
         assert!((once - 1.0).abs() < 1e-12);
         assert_eq!(average_length(0, 0), 1.0);
         assert_eq!(average_length(50, 10), 5.0);

@@ -129,19 +129,40 @@ impl TenantKey {
     /// its tokens twice), at most [`MAX_WORDS_PER_DOCUMENT`] words.
     pub fn document_tokens(self, fields: &Map<String, Value>) -> Vec<String> {
         let mut tokens = Vec::new();
-        let mut count = 0;
-        for (field, value) in fields {
-            for word in words(&field_text(value)) {
-                if count == MAX_WORDS_PER_DOCUMENT {
-                    return tokens;
-                }
-                count += 1;
-                tokens.push(self.word_token(&word));
-                tokens.push(self.field_token(field, &word));
-            }
+        for (field, word) in indexed_words(fields) {
+            tokens.push(self.word_token(&word));
+            tokens.push(self.field_token(field, &word));
         }
         tokens
     }
+
+    /// The word tokens of a document with these fields (those of its indexed words, in order,
+    /// not its field tokens).
+    pub fn document_word_tokens(self, fields: &Map<String, Value>) -> Vec<String> {
+        indexed_words(fields)
+            .map(|(_, word)| self.word_token(&word))
+            .collect()
+    }
+
+    /// The word of a word token of this tenant (`None` for any other token).
+    pub fn word_of(self, token: &str) -> Option<&str> {
+        token
+            .strip_prefix(&self.prefix())
+            .and_then(|rest| rest.strip_prefix('w'))
+    }
+}
+
+/// The words of a document that are indexed, with their field, in order: at most
+/// [`MAX_WORDS_PER_DOCUMENT`].
+fn indexed_words(fields: &Map<String, Value>) -> impl Iterator<Item = (&str, String)> + '_ {
+    fields
+        .iter()
+        .flat_map(|(field, value)| {
+            words(&field_text(value))
+                .map(|word| (field.as_str(), word))
+                .collect::<Vec<_>>()
+        })
+        .take(MAX_WORDS_PER_DOCUMENT)
 }
 
 /// One term of a query: a word prefix, anywhere or in one field.

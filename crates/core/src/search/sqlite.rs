@@ -1,10 +1,12 @@
-//! The SQLite index: documents in `search_documents`, their tokens in the contentless FTS5
-//! table `search_index` under the document's rowid, and every token longer than the prefix
-//! indexes in the dictionary `search_terms`.
+//! The SQLite index: documents in `search_documents`, their tokens (the family's among them)
+//! in the one column of the contentless FTS5 table `search_index` under the document's rowid,
+//! without positions (`detail = none`: an index entry is a rowid), and every word token in
+//! the dictionary `search_terms` (field tokens are not listed: a field term is expanded
+//! through the words).
 //!
 //! A search is one FTS5 query for its candidate window: the first matches in rowid order
 //! (`LIMIT window`, which FTS5 stops early), ranked by `search_rank` (a per-row BM25 without
-//! inverse document frequencies, registered by `tessera-storage`), paged and counted in the
+//! inverse document frequencies, each term found once, registered by `tessera-storage`), paged and counted in the
 //! same statement; only the page's rows are then joined to their documents, which are
 //! filtered by tenant key once more. FTS5 answers a prefix query lazily only from a prefix
 //! index (`prefix = '10 11 12'`: the tenant key, the kind letter and one to three characters
@@ -68,8 +70,21 @@ async fn term_queries(
             queries.push(TermQuery::Prefix(token));
             continue;
         }
-        let words = store::words_with_prefix(pool, &token, MAX_EXPANSIONS + 1).await?;
-        match expansion(token, words, &mut expanded) {
+        // The dictionary lists words: a field term asks for the field tokens of the words
+        // its word begins (a word found in other fields only is a token no document holds,
+        // which matches nothing).
+        let words =
+            store::words_with_prefix(pool, &key.word_token(term.word()), MAX_EXPANSIONS + 1)
+                .await?;
+        let tokens = match term {
+            Term::Any(_) => words,
+            Term::Field { field, .. } => words
+                .iter()
+                .filter_map(|word_token| key.word_of(word_token))
+                .map(|word| key.field_token(field, word))
+                .collect(),
+        };
+        match expansion(token, tokens, &mut expanded) {
             Some(query) => queries.push(query),
             None => return Ok(None),
         }
@@ -77,8 +92,8 @@ async fn term_queries(
     Ok(Some(queries))
 }
 
-/// How a term longer than the prefix indexes is asked, from the dictionary's words starting
-/// with its `token` (at most [`MAX_EXPANSIONS`] + 1 of them) and the words the query's
+/// How a term longer than the prefix indexes is asked, from the tokens of the dictionary's
+/// words its word begins (at most [`MAX_EXPANSIONS`] + 1 of them) and the words the query's
 /// earlier terms were expanded into (`expanded`, counted on); `None` when no word starts with
 /// it.
 fn expansion(token: String, words: Vec<String>, expanded: &mut usize) -> Option<TermQuery> {
@@ -92,16 +107,12 @@ fn expansion(token: String, words: Vec<String>, expanded: &mut usize) -> Option<
     Some(TermQuery::Words(words))
 }
 
-/// The tokens of these documents that `search_terms` lists (those a prefix index does not
-/// cover), each once.
+/// The word tokens of these documents, each once: what `search_terms` lists (every word,
+/// short ones too, which a field term may need; never a field token).
 fn dictionary_words(key: TenantKey, documents: &[&Document]) -> Vec<String> {
     let mut words = BTreeSet::new();
     for document in documents {
-        for token in key.document_tokens(&document.fields) {
-            if token.len() > LONGEST_INDEXED_PREFIX {
-                words.insert(token);
-            }
-        }
+        words.extend(key.document_word_tokens(&document.fields));
     }
     words.into_iter().collect()
 }
@@ -125,8 +136,8 @@ async fn forget_unheld_words(
     Ok(())
 }
 
-/// The FTS5 MATCH expression of a query: every term ANDed, and the family token on the
-/// family column.
+/// The FTS5 MATCH expression of a query: every term ANDed, and the family token (a token of
+/// its own kind, `g`, which no word token equals: the index has one column).
 pub fn match_expression(key: TenantKey, terms: &[TermQuery], family: Option<&str>) -> String {
     let mut parts: Vec<String> = terms
         .iter()
@@ -139,7 +150,7 @@ pub fn match_expression(key: TenantKey, terms: &[TermQuery], family: Option<&str
         })
         .collect();
     if let Some(family) = family {
-        parts.push(format!("family : \"{}\"", key.family_token(family)));
+        parts.push(format!("\"{}\"", key.family_token(family)));
     }
     parts.join(" AND ")
 }
@@ -179,7 +190,7 @@ impl FullTextIndex for SqliteIndex {
         let mut documents = Vec::with_capacity(entity_ids.len());
         for chunk in entity_ids.chunks(CHUNK) {
             for (entity_id, family_code, fields) in store::load(conn, tenant_id, chunk).await? {
-                documents.push(Document::from_row(entity_id, family_code, &fields)?);
+                documents.push(Document::from_row(entity_id.0, family_code, &fields)?);
             }
         }
         Ok(documents)
@@ -208,15 +219,13 @@ impl FullTextIndex for SqliteIndex {
                 .iter()
                 .map(|document| (document.entity_id.as_str(), document))
                 .collect();
-            let index_rows: Vec<(i64, String, String)> = ids
+            let index_rows: Vec<(i64, String)> = ids
                 .iter()
                 .filter_map(|(id, entity_id)| {
-                    let document = by_entity.get(entity_id.as_str())?;
-                    Some((
-                        *id,
-                        key.document_tokens(&document.fields).join(" "),
-                        key.family_token(&document.family_code),
-                    ))
+                    let document = by_entity.get(entity_id.0.as_str())?;
+                    let mut tokens = key.document_tokens(&document.fields);
+                    tokens.push(key.family_token(&document.family_code));
+                    Some((*id, tokens.join(" ")))
                 })
                 .collect();
             store::index(conn, &index_rows).await?;
@@ -271,6 +280,7 @@ impl FullTextIndex for SqliteIndex {
             pool,
             key.number,
             &expression,
+            query.terms.len(),
             query.window,
             query.limit,
             query.offset,
@@ -282,7 +292,7 @@ impl FullTextIndex for SqliteIndex {
         let hits = rows
             .into_iter()
             .map(|(entity_id, family_code, fields, score, _)| Hit {
-                entity_id,
+                entity_id: entity_id.0,
                 family_code,
                 fields,
                 score,
@@ -330,7 +340,7 @@ mod tests {
                 ])],
                 Some("deal")
             ),
-            "(\"00000003wlovelace\" OR \"00000003wloveless\") AND family : \"00000003gdeal\""
+            "(\"00000003wlovelace\" OR \"00000003wloveless\") AND \"00000003gdeal\""
         );
     }
 
@@ -361,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn the_dictionary_lists_each_token_beyond_the_prefix_indexes_once() {
+    fn the_dictionary_lists_each_word_once_and_no_field_token() {
         let key = TenantKey::new(3, KEY_WIDTH);
         let document = |name: &str| Document {
             entity_id: "e".into(),
@@ -373,17 +383,15 @@ mod tests {
         };
         let (first, second) = (document("Ada Lovelace"), document("Ada Byron"));
         let words = dictionary_words(key, &[&first, &second]);
-        // "ada" fits a prefix index (12 characters); its field token does not.
+        // "ada" fits a prefix index (12 characters) and is listed all the same: a field term
+        // (`name:ad`) is expanded through the words.
         assert_eq!(
             words,
-            [
-                "00000003fnamexada",
-                "00000003fnamexbyron",
-                "00000003fnamexlovelace",
-                "00000003wbyron",
-                "00000003wlovelace",
-            ]
+            ["00000003wada", "00000003wbyron", "00000003wlovelace"]
         );
         assert_eq!(LONGEST_INDEXED_PREFIX, "00000003wada".len());
+        assert_eq!(key.word_of("00000003wlovelace"), Some("lovelace"));
+        assert_eq!(key.word_of("00000003fnamexada"), None);
+        assert_eq!(key.word_of("00000004wada"), None);
     }
 }

@@ -8,19 +8,24 @@ use anyhow::Context as _;
 
 use crate::entities::EntitySort;
 use tessera_http::paging::OffsetPage;
+use tessera_storage::compact::{IdText, StoredId, StoredTime, TimeText};
 use tessera_storage::{Database, DatabaseKind, Tx};
 use tessera_storage::{on_pool, on_tx};
 
 use super::events::TENANT_NUMBER;
 
-/// An entity row; `fields` is JSON object text.
+/// An entity row; `fields` is JSON object text. Its id and times are stored compact on
+/// SQLite (`tessera_storage::compact`) and read back as text.
 #[derive(sqlx::FromRow)]
 pub(crate) struct EntityRow {
+    #[sqlx(try_from = "IdText")]
     pub id: String,
     pub family_code: String,
     pub fields: String,
     pub status: String,
+    #[sqlx(try_from = "TimeText")]
     pub created_at: String,
+    #[sqlx(try_from = "TimeText")]
     pub updated_at: String,
 }
 
@@ -30,6 +35,7 @@ pub(crate) struct KeyedEntityRow {
     #[sqlx(flatten)]
     pub row: EntityRow,
     pub tenant_id: String,
+    #[sqlx(try_from = "IdText")]
     pub created_by: String,
 }
 
@@ -75,7 +81,7 @@ pub(crate) async fn find(
         format!("SELECT {COLUMNS} FROM entities WHERE tenant_number = {TENANT_NUMBER} AND id = $2");
     on_pool!(database, pool => sqlx::query_as::<_, EntityRow>(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
-        .bind(entity_id)
+        .bind(StoredId(entity_id))
         .fetch_optional(pool)
         .await)
     .context("reading an entity")
@@ -102,7 +108,7 @@ pub(crate) async fn lock(
             pairs.push("(");
             pairs.push_bind_unseparated(tenant_id);
             pairs.push_unseparated(", ");
-            pairs.push_bind_unseparated(entity_id);
+            pairs.push_bind_unseparated(StoredId(entity_id));
             pairs.push_unseparated(")");
         }
         select.push(format!(
@@ -132,16 +138,17 @@ pub(crate) async fn upsert(tx: &mut Tx, rows: &[EntityWrite<'_>]) -> anyhow::Res
              created_at, updated_at) ",
         );
         upsert.push_values(rows, |mut row, entity| {
-            row.push_bind(entity.id)
+            // Ids and times in their compact form on SQLite (`compact`).
+            row.push_bind(StoredId(entity.id))
                 .push_unseparated(", (SELECT tenant_number FROM event_sequences WHERE tenant_id = ")
                 .push_bind_unseparated(entity.tenant_id)
                 .push_unseparated(")")
                 .push_bind(entity.family_code)
                 .push_bind(entity.status)
                 .push_bind(&entity.fields)
-                .push_bind(entity.created_by)
-                .push_bind(entity.created_at)
-                .push_bind(entity.updated_at);
+                .push_bind(StoredId(entity.created_by))
+                .push_bind(StoredTime(entity.created_at))
+                .push_bind(StoredTime(entity.updated_at));
         });
         upsert.push(
             " ON CONFLICT (id) DO UPDATE SET fields = excluded.fields,
@@ -282,7 +289,7 @@ pub(crate) async fn delete(tx: &mut Tx, tenant_id: &str, entity_id: &str) -> any
     let sql = format!("DELETE FROM entities WHERE tenant_number = {TENANT_NUMBER} AND id = $2");
     on_tx!(tx, conn => sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
-        .bind(entity_id)
+        .bind(StoredId(entity_id))
         .execute(&mut **conn)
         .await
         .map(drop))

@@ -7,6 +7,7 @@
 use anyhow::Context as _;
 
 use tessera_storage::Tx;
+use tessera_storage::compact::{StoredId, StoredTime};
 use tessera_storage::on_tx;
 
 /// SQL for the number in the log of the tenant whose id is `$1` (a scalar subquery): what the
@@ -55,7 +56,8 @@ pub(crate) struct EventInsert<'a> {
 
 /// SQL for the sequences of an entity's events in one tenant, to use as
 /// `sequence IN (…)` beside `tenant_number = …`: `tenant_number` is SQL for the tenant's
-/// number, `entity_parameter` the placeholder of the entity's id. The log names an entity in
+/// number, `entity_parameter` the placeholder of the entity's id, bound as
+/// [`StoredId`] (the form the log's rows store it in). The log names an entity in
 /// two places (`migrations/*/…_event_ids_from_groups.sql`), each with its index: the groups
 /// about it alone, each one range of sequences, and the events that name it themselves
 /// (`+tenant_number`: their entity's index, not the tenant's, finds them).
@@ -113,16 +115,18 @@ pub(crate) async fn insert_groups(tx: &mut Tx, groups: &[GroupInsert<'_>]) -> an
              event_id_prefix, event_count) ",
         );
         insert.push_values(groups, |mut row, group| {
+            // Ids and the time in their compact form on SQLite (`compact`; `event_log` reads
+            // them back as text).
             row.push_bind(group.tenant_number)
                 .push_bind(group.first_sequence)
-                .push_bind(group.intention_id)
-                .push_bind(group.actor_id)
-                .push_bind(group.correlation_id)
+                .push_bind(group.intention_id.map(StoredId))
+                .push_bind(group.actor_id.map(StoredId))
+                .push_bind(group.correlation_id.map(StoredId))
                 .push_bind(group.depth)
-                .push_bind(group.occurred_at)
+                .push_bind(StoredTime(group.occurred_at))
                 .push_bind(group.entity_state)
                 .push_bind(group.traceparent)
-                .push_bind(group.entity_id)
+                .push_bind(group.entity_id.map(StoredId))
                 .push_bind(&group.event_id_prefix)
                 .push_bind(group.event_count);
         });
@@ -177,7 +181,7 @@ pub(crate) async fn insert(tx: &mut Tx, rows: &[EventInsert<'_>]) -> anyhow::Res
                         .push_unseparated(")");
                 }
             }
-            row.push_bind(event.entity_id)
+            row.push_bind(event.entity_id.map(StoredId))
                 .push_bind(&event.data);
         });
         insert.build().execute(&mut **conn).await.map(drop)

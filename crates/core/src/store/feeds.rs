@@ -82,7 +82,7 @@ pub(crate) async fn timeline(
             .bind(tenant_id)
             .bind(i64::from(page.fetch_limit()));
         if let Some(entity_id) = entity_id {
-            query = query.bind(entity_id);
+            query = query.bind(tessera_storage::compact::StoredId(entity_id));
         }
         if let Some(after) = page.after {
             query = query.bind(after);

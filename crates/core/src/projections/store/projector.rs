@@ -73,7 +73,7 @@ pub(crate) async fn created_event_data(
     );
     on_tx!(tx, conn => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
     .bind(tenant_id)
-    .bind(entity_id)
+    .bind(tessera_storage::compact::StoredId(entity_id))
     .fetch_optional(&mut **conn)
     .await)
     .context("reading an entity's family from the log")

@@ -6,14 +6,16 @@
 
 use anyhow::Context as _;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+use tessera_storage::compact::{IdText, StoredId};
 
 use crate::search::Document;
 
-/// A stored document: entity id, family code and fields (JSON object text).
-pub(crate) type DocumentRow = (String, String, String);
+/// A stored document: entity id, family code and fields (JSON object text). Entity ids are
+/// stored compact (`tessera_storage::compact`) and read back as text.
+pub(crate) type DocumentRow = (IdText, String, String);
 
 /// A hit of a page: entity id, family code, fields, score and the window's size.
-pub(crate) type HitRow = (String, String, String, f64, i64);
+pub(crate) type HitRow = (IdText, String, String, f64, i64);
 
 /// The tenant's key, assigned on first use.
 pub(crate) async fn assign_tenant_key(
@@ -61,7 +63,7 @@ pub(crate) async fn load(
     select.push_bind(tenant_id).push(") AND entity_id IN (");
     let mut list = select.separated(", ");
     for entity_id in entity_ids {
-        list.push_bind(*entity_id);
+        list.push_bind(StoredId(entity_id));
     }
     select.push(")");
     let rows = select.build_query_as().fetch_all(&mut *conn).await?;
@@ -75,13 +77,13 @@ pub(crate) async fn upsert_documents(
     conn: &mut SqliteConnection,
     tenant_key: i64,
     rows: &[(&Document, String)],
-) -> anyhow::Result<Vec<(i64, String)>> {
+) -> anyhow::Result<Vec<(i64, IdText)>> {
     let mut upsert = QueryBuilder::<Sqlite>::new(
         "INSERT INTO search_documents (tenant_key, entity_id, family_code, fields) ",
     );
     upsert.push_values(rows, |mut row, (document, fields)| {
         row.push_bind(tenant_key)
-            .push_bind(&document.entity_id)
+            .push_bind(StoredId(&document.entity_id))
             .push_bind(&document.family_code)
             .push_bind(fields);
     });
@@ -94,17 +96,17 @@ pub(crate) async fn upsert_documents(
     Ok(ids)
 }
 
-/// Indexes documents by rowid: `(rowid, tokens, family token)`, the tokens space-separated,
-/// replacing what the rowid had, in one statement.
+/// Indexes documents by rowid: `(rowid, tokens)`, the tokens (the family's among them)
+/// space-separated, replacing what the rowid had, in one statement.
 pub(crate) async fn index(
     conn: &mut SqliteConnection,
-    rows: &[(i64, String, String)],
+    rows: &[(i64, String)],
 ) -> anyhow::Result<()> {
     // A contentless table with `contentless_delete` replaces a rowid's tokens.
     let mut index =
-        QueryBuilder::<Sqlite>::new("INSERT OR REPLACE INTO search_index (rowid, tokens, family) ");
-    index.push_values(rows, |mut row, (id, tokens, family)| {
-        row.push_bind(*id).push_bind(tokens).push_bind(family);
+        QueryBuilder::<Sqlite>::new("INSERT OR REPLACE INTO search_index (rowid, tokens) ");
+    index.push_values(rows, |mut row, (id, tokens)| {
+        row.push_bind(*id).push_bind(tokens);
     });
     index.build().execute(&mut *conn).await?;
     Ok(())
@@ -178,7 +180,7 @@ pub(crate) async fn remove(
     delete.push_bind(tenant_key).push(" AND entity_id IN (");
     let mut list = delete.separated(", ");
     for entity_id in entity_ids {
-        list.push_bind(*entity_id);
+        list.push_bind(StoredId(entity_id));
     }
     delete.push(") RETURNING id");
     let ids: Vec<i64> = delete.build_query_scalar().fetch_all(&mut *conn).await?;
@@ -274,20 +276,21 @@ pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
 }
 
 /// One page of the candidate window of the tenant's documents matching `expression` (its
-/// first `window` matches in rowid order), best first, each row with the window's size:
-/// FTS5 stops after the window, ranks only its rows, and only the page's rows are joined to
-/// their documents (filtered by tenant once more).
+/// first `window` matches in rowid order; `terms` terms, for the score), best first, each row
+/// with the window's size: FTS5 stops after the window, ranks only its rows, and only the
+/// page's rows are joined to their documents (filtered by tenant once more).
 pub(crate) async fn page(
     pool: &SqlitePool,
     tenant_key: i64,
     expression: &str,
+    terms: usize,
     window: i64,
     limit: i64,
     offset: i64,
 ) -> anyhow::Result<Vec<HitRow>> {
     sqlx::query_as(
         "WITH candidates AS MATERIALIZED (
-           SELECT rowid AS id, search_rank(search_index) AS score
+           SELECT rowid AS id, search_rank(search_index, $6) AS score
            FROM search_index WHERE search_index MATCH $1 LIMIT $2)
          SELECT d.entity_id, d.family_code, d.fields, page.score,
                 (SELECT count(*) FROM candidates)
@@ -302,6 +305,7 @@ pub(crate) async fn page(
     .bind(limit)
     .bind(offset)
     .bind(tenant_key)
+    .bind(i64::try_from(terms).unwrap_or(i64::MAX))
     .fetch_all(pool)
     .await
     .context("searching")
