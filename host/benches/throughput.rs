@@ -11,7 +11,9 @@
 //! clients in one tenant, then each in its own; then a few minutes per database for the search
 //! part). `TESSERA_BENCH_SEARCH_ONLY=1` runs the search part alone,
 //! `TESSERA_BENCH_THROUGHPUT_ONLY=1` the first part alone, `TESSERA_BENCH_TENANTS=1` or `=16`
-//! the first part's runs with that many tenants alone.
+//! the first part's runs with that many tenants alone; `TESSERA_BENCH_CONTACTS=1000000` makes the
+//! first part's clients write that many contacts instead of writing for ten seconds (the bytes
+//! per entity of a database that size, its write-ahead log at its largest included).
 
 #[allow(dead_code)]
 #[path = "../../tests/it/components.rs"]
@@ -42,6 +44,19 @@ const CLIENTS: usize = 16;
 const TENANT_COUNTS: [usize; 2] = [1, CLIENTS];
 /// How long the clients write.
 const WINDOW: Duration = Duration::from_secs(10);
+
+/// How long the clients write and how many intentions they send at most: [`WINDOW`], or with
+/// `TESSERA_BENCH_CONTACTS=N` (a footprint run at scale: the bytes per entity of a million
+/// contacts, the write-ahead log at its largest included) until `N` were sent.
+fn writing_bounds() -> (Duration, u64) {
+    match std::env::var("TESSERA_BENCH_CONTACTS")
+        .ok()
+        .and_then(|contacts| contacts.parse().ok())
+    {
+        Some(contacts) => (Duration::from_secs(24 * 3600), contacts),
+        None => (WINDOW, u64::MAX),
+    }
+}
 /// The longest the platform may take to finish the window's work before the run fails.
 const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 
@@ -179,7 +194,8 @@ async fn run_backend(
     );
     let written_before = storage_writes();
     let started = Instant::now();
-    let deadline = started + WINDOW;
+    let (window, most) = writing_bounds();
+    let deadline = started + window;
     let clients: Vec<_> = (0..CLIENTS)
         .map(|client| {
             let token = tokens[client % tokens.len()].clone();
@@ -189,6 +205,9 @@ async fn run_backend(
                 let client = reqwest::Client::new();
                 while Instant::now() < deadline {
                     let n = counter.fetch_add(1, Ordering::Relaxed);
+                    if n >= most {
+                        break;
+                    }
                     let answer = client
                         .post(&url)
                         .bearer_auth(&token)
@@ -208,7 +227,7 @@ async fn run_backend(
     let wal = database.data_dir.join("tessera.db-wal");
     let wal_size = || std::fs::metadata(&wal).map_or(0, |metadata| metadata.len());
     let (mut peak_backlog, mut wal_bytes) = (0, 0);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !clients.iter().all(tokio::task::JoinHandle::is_finished) {
         peak_backlog = peak_backlog.max(unfinished(&server.state).await?.total());
         wal_bytes = wal_bytes.max(wal_size());
         tokio::time::sleep(Duration::from_millis(250)).await;
