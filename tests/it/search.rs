@@ -494,6 +494,55 @@ async fn index_database(backend: Backend) -> (TestDatabase, Database) {
     (test_database, database)
 }
 
+/// SQLite's page statement looks each row of the page up in `search_documents` by rowid, after
+/// ranking the candidate window: it never walks the tenant's documents (a plan that read every
+/// document of the tenant per search, 43 ms at a million contacts, BENCHMARKS.md issue 32).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_pages_look_documents_up_by_rowid_from_the_window() {
+    let (_guard, database) = index_database(Backend::Sqlite).await;
+    let mut log = Log::new();
+    for n in 0..500 {
+        let city = if n % 10 == 0 { "London" } else { "Paris" };
+        log.create(
+            "t1",
+            &format!("c{n}"),
+            "contact",
+            json!({"name": format!("Ada {n}"), "city": city}),
+        );
+    }
+    log.apply(&database).await;
+    let tessera_host::storage::Pool::Sqlite(pool) = database.pool() else {
+        panic!("a SQLite database");
+    };
+    let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN QUERY PLAN {}",
+        tessera_host::core::search::SQLITE_PAGE_STATEMENT
+    )))
+    .bind("\"00000001wlondon\"")
+    .bind(500_i64)
+    .bind(20_i64)
+    .bind(0_i64)
+    .bind(1_i64)
+    .bind(1_i64)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let steps: Vec<&str> = plan.iter().map(|step| step.3.as_str()).collect();
+    assert!(
+        steps.contains(&"SEARCH d USING INTEGER PRIMARY KEY (rowid=?)"),
+        "{steps:?}"
+    );
+    assert!(
+        !steps
+            .iter()
+            .any(|step| step.starts_with("SCAN d") || step.contains("search_documents")),
+        "{steps:?}"
+    );
+    let page = find(&database, "t1", "london", None).await;
+    assert_eq!(page.1, 50);
+    database.close().await;
+}
+
 struct Log {
     events: Vec<StoredEvent>,
 }

@@ -28,6 +28,9 @@ mod routes;
 mod sqlite;
 mod store;
 
+/// The SQLite index's page statement (its plan is checked by a test).
+pub use store::sqlite::PAGE as SQLITE_PAGE_STATEMENT;
+
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 

@@ -275,10 +275,8 @@ pub(crate) async fn clear(conn: &mut SqliteConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One page of the candidate window of the tenant's documents matching `expression` (its
-/// first `window` matches in rowid order; `terms` terms, for the score), best first, each row
-/// with the window's size: FTS5 stops after the window, ranks only its rows, and only the
-/// page's rows are joined to their documents (filtered by tenant once more).
+/// The ranked page of the MATCH `expression` (its tokens belong to the tenant with key
+/// `tenant_key`; `terms` terms, for the score): see [`PAGE`].
 pub(crate) async fn page(
     pool: &SqlitePool,
     tenant_key: i64,
@@ -288,28 +286,36 @@ pub(crate) async fn page(
     limit: i64,
     offset: i64,
 ) -> anyhow::Result<Vec<HitRow>> {
-    sqlx::query_as(
-        "WITH candidates AS MATERIALIZED (
-           SELECT rowid AS id, search_rank(search_index, $6) AS score
-           FROM search_index WHERE search_index MATCH $1 LIMIT $2)
-         SELECT d.entity_id, d.family_code, d.fields, page.score,
-                (SELECT count(*) FROM candidates)
-         FROM (SELECT id, score FROM candidates ORDER BY score DESC, id LIMIT $3 OFFSET $4)
-              AS page
-         JOIN search_documents AS d ON d.id = page.id
-         WHERE d.tenant_key = $5
-         ORDER BY page.score DESC, page.id",
-    )
-    .bind(expression)
-    .bind(window)
-    .bind(limit)
-    .bind(offset)
-    .bind(tenant_key)
-    .bind(i64::try_from(terms).unwrap_or(i64::MAX))
-    .fetch_all(pool)
-    .await
-    .context("searching")
+    sqlx::query_as(PAGE)
+        .bind(expression)
+        .bind(window)
+        .bind(limit)
+        .bind(offset)
+        .bind(tenant_key)
+        .bind(i64::try_from(terms).unwrap_or(i64::MAX))
+        .fetch_all(pool)
+        .await
+        .context("searching")
 }
+
+/// The ranked page of a MATCH expression (`$1`) over its candidate window (`$2`: the first
+/// matches in rowid order), `$3` rows from `$4`, best first by `search_rank` (`$6` terms),
+/// each row with the window's size: FTS5 stops after the window, ranks only its rows, and only
+/// the page's rows are looked up in `search_documents` by rowid (filtered by the tenant's key
+/// `$5` once more). `CROSS JOIN` keeps that order: left to choose, SQLite's planner may walk
+/// the tenant's documents by `(tenant_key, entity_id)` and probe the page for each (every
+/// document of the tenant read per search: 43 ms at a million contacts, where the page costs
+/// 0.3 ms; BENCHMARKS.md, issue 32, session 38). Public for the test that checks the plan.
+pub const PAGE: &str = "WITH candidates AS MATERIALIZED (
+       SELECT rowid AS id, search_rank(search_index, $6) AS score
+       FROM search_index WHERE search_index MATCH $1 LIMIT $2)
+     SELECT d.entity_id, d.family_code, d.fields, page.score,
+            (SELECT count(*) FROM candidates)
+     FROM (SELECT id, score FROM candidates ORDER BY score DESC, id LIMIT $3 OFFSET $4)
+          AS page
+     CROSS JOIN search_documents AS d ON d.id = page.id
+     WHERE d.tenant_key = $5
+     ORDER BY page.score DESC, page.id";
 
 /// The number of documents matching `expression` (whose tokens belong to one tenant), up to
 /// `window`.
