@@ -65,7 +65,7 @@ pub struct MetricsState {
 /// The process-wide recorder's handle: installed on first use, with every series described
 /// and a task draining histograms every [`UPKEEP_INTERVAL`] (call within a Tokio runtime).
 /// Until it is installed the crates' recording calls are no-ops, so a host with metrics off
-/// pays nothing for them.
+/// pays nothing for them (the request and engine-call series are not even looked up).
 pub fn recorder() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
@@ -83,6 +83,9 @@ pub fn recorder() -> PrometheusHandle {
                 }
             };
             describe_series();
+            // The hot paths' handles, bound to the recorder just installed.
+            crate::http::request_metrics::start_recording();
+            crate::runtime::call_metrics::start_recording();
             let upkeep = handle.clone();
             tokio::spawn(async move {
                 loop {

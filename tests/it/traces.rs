@@ -31,6 +31,8 @@ struct ExportedSpan {
     name: String,
     /// The `status` attribute, if the span has an integer one (a request's).
     status: Option<i64>,
+    /// The `outcome` attribute, if the span has a string one (an engine call's).
+    outcome: Option<String>,
 }
 
 /// What the receiver got: exported spans, and the `traceparent` of each request to `/target`.
@@ -40,17 +42,28 @@ struct Received {
     traceparents: Mutex<Vec<Option<String>>>,
 }
 
-/// The integer attribute `key` of an exported span, if it has one.
-fn integer_attribute(attributes: &[KeyValue], key: &str) -> Option<i64> {
+/// The value of the attribute `key` of an exported span, if it has one.
+fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
     attributes
         .iter()
         .find(|attribute| attribute.key == key)
-        .and_then(
-            |attribute| match attribute.value.as_ref()?.value.as_ref()? {
-                any_value::Value::IntValue(value) => Some(*value),
-                _ => None,
-            },
-        )
+        .and_then(|attribute| attribute.value.as_ref()?.value.as_ref())
+}
+
+/// The integer attribute `key` of an exported span, if it has one.
+fn integer_attribute(attributes: &[KeyValue], key: &str) -> Option<i64> {
+    match attribute(attributes, key)? {
+        any_value::Value::IntValue(value) => Some(*value),
+        _ => None,
+    }
+}
+
+/// The string attribute `key` of an exported span, if it has one.
+fn string_attribute(attributes: &[KeyValue], key: &str) -> Option<String> {
+    match attribute(attributes, key)? {
+        any_value::Value::StringValue(value) => Some(value.clone()),
+        _ => None,
+    }
 }
 
 /// An OTLP/HTTP collector (`POST /v1/traces`) and an outbound target (`GET /target`) on one
@@ -77,6 +90,7 @@ async fn receiver() -> (u16, Arc<Received>) {
                                     span_id: hex::encode(&span.span_id),
                                     parent_span_id: hex::encode(&span.parent_span_id),
                                     status: integer_attribute(&span.attributes, "status"),
+                                    outcome: string_attribute(&span.attributes, "outcome"),
                                     name: span.name,
                                 });
                             }
@@ -211,6 +225,7 @@ async fn fetch_is_one_trace(
     assert_eq!(request.parent_span_id, CALLER_SPAN, "{spans:?}");
     assert_eq!(request.status, Some(200), "the request's status: {spans:?}");
     assert_eq!(engine_call.parent_span_id, request.span_id, "{spans:?}");
+    assert_eq!(engine_call.outcome.as_deref(), Some("ok"), "{spans:?}");
     assert_eq!(outbound.parent_span_id, engine_call.span_id, "{spans:?}");
 
     // The target was called as a child of the outbound request's span.

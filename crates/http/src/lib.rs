@@ -13,6 +13,7 @@ pub mod conventions;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod metric_series;
 pub mod paging;
 pub mod rate_limit;
 pub mod request_metrics;

@@ -4,7 +4,11 @@
 //! those of loaded components, so the label sets stay bounded; no tenant or user id is ever a
 //! label.
 
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use metrics::{Counter, Histogram};
+use tessera_http::metric_series::SeriesByName;
 
 /// How an engine call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,42 +41,110 @@ impl CallOutcome {
 /// The label of calls outside any engine (`describe` before the code is known).
 const NO_ENGINE: &str = "none";
 
-fn engine_label(engine_code: &str) -> String {
+fn engine_label(engine_code: &str) -> &str {
     if engine_code.is_empty() {
-        NO_ENGINE.to_owned()
+        NO_ENGINE
     } else {
-        engine_code.to_owned()
+        engine_code
     }
+}
+
+/// The series of one engine and call outcome.
+struct CallSeries {
+    outcome: CallOutcome,
+    calls: Counter,
+    /// `None` for refused calls: they are counted, not timed (no empty histogram is shown).
+    duration: Option<Histogram>,
+}
+
+/// The series of one engine and outbound outcome.
+struct OutboundSeries {
+    outcome: &'static str,
+    requests: Counter,
+}
+
+/// What the recording functions record into, made once the recorder is installed.
+struct Series {
+    calls: SeriesByName<CallSeries>,
+    outbound: SeriesByName<OutboundSeries>,
+}
+
+static SERIES: OnceLock<Series> = OnceLock::new();
+
+/// Starts recording engine calls and outbound requests: called by the binary once it has
+/// installed the process-wide recorder (handles made before would stay bound to no recorder).
+/// Until then the recording functions do nothing.
+pub fn start_recording() {
+    SERIES.get_or_init(|| Series {
+        calls: SeriesByName::default(),
+        outbound: SeriesByName::default(),
+    });
+}
+
+fn call_series(engine_code: &str, outcome: CallOutcome, record: impl FnOnce(&CallSeries)) {
+    let Some(series) = SERIES.get() else {
+        return;
+    };
+    let engine = engine_label(engine_code);
+    series.calls.record(
+        engine,
+        |series| series.outcome == outcome,
+        || {
+            let labels = [
+                ("engine", engine.to_owned()),
+                ("outcome", outcome.label().to_owned()),
+            ];
+            CallSeries {
+                outcome,
+                calls: metrics::counter!("tessera_engine_calls_total", &labels),
+                duration: (outcome != CallOutcome::Rejected)
+                    .then(|| metrics::histogram!("tessera_engine_call_duration_seconds", &labels)),
+            }
+        },
+        record,
+    );
 }
 
 /// One call that ran (admitted), with how long it took, commit included.
 pub fn record_call(engine_code: &str, outcome: CallOutcome, elapsed: Duration) {
-    let labels = [
-        ("engine", engine_label(engine_code)),
-        ("outcome", outcome.label().to_owned()),
-    ];
-    metrics::counter!("tessera_engine_calls_total", &labels).increment(1);
-    metrics::histogram!("tessera_engine_call_duration_seconds", &labels).record(elapsed);
+    call_series(engine_code, outcome, |series| {
+        series.calls.increment(1);
+        if let Some(duration) = &series.duration {
+            duration.record(elapsed);
+        }
+    });
 }
 
 /// One call refused for capacity (it never started, so it has no duration).
 pub fn record_refused(engine_code: &str) {
-    let labels = [
-        ("engine", engine_label(engine_code)),
-        ("outcome", CallOutcome::Rejected.label().to_owned()),
-    ];
-    metrics::counter!("tessera_engine_calls_total", &labels).increment(1);
+    call_series(engine_code, CallOutcome::Rejected, |series| {
+        series.calls.increment(1);
+    });
 }
 
 /// One outbound HTTP request of an engine (a webhook delivery among them): `outcome` is the
 /// response's status class (`2xx` … `5xx`) or why there was none (`refused`, `dns`,
 /// `connect`, `tls`, `timeout`, `invalid`, `failed`).
 pub fn record_outbound(engine_code: &str, outcome: &'static str) {
-    let labels = [
-        ("engine", engine_label(engine_code)),
-        ("outcome", outcome.to_owned()),
-    ];
-    metrics::counter!("tessera_outbound_requests_total", &labels).increment(1);
+    let Some(series) = SERIES.get() else {
+        return;
+    };
+    let engine = engine_label(engine_code);
+    series.outbound.record(
+        engine,
+        |series| series.outcome == outcome,
+        || {
+            let labels = [
+                ("engine", engine.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ];
+            OutboundSeries {
+                outcome,
+                requests: metrics::counter!("tessera_outbound_requests_total", &labels),
+            }
+        },
+        |series| series.requests.increment(1),
+    );
 }
 
 /// The status class label of an HTTP status code.

@@ -511,11 +511,7 @@ impl EngineRuntime {
         let started = std::time::Instant::now();
         // One span per call (a trace's step into the engine, with what the engine does inside
         // it: its outbound requests are its children).
-        let span = tracing::info_span!(
-            "engine call",
-            engine = %engine_code,
-            outcome = tracing::field::Empty,
-        );
+        let span = tracing::info_span!("engine call", engine = %engine_code);
         let outcome = self
             .run_once(&permit, pre, scope, timeout, call)
             .instrument(span.clone())
@@ -550,7 +546,8 @@ impl EngineRuntime {
             Err(CallError::Busy(_)) => CallOutcome::Rejected,
         };
         crate::call_metrics::record_call(&engine_code, call_outcome, started.elapsed());
-        span.record("outcome", call_outcome.label());
+        // On the trace only: the call's outcome is in the metrics, and the callers log failures.
+        tessera_http::trace_context::set_attribute(&span, "outcome", call_outcome.label());
         outcome
     }
 
