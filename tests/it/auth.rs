@@ -812,3 +812,123 @@ database_test!(
         app.stop().await;
     }
 );
+
+const PASSWORD_CHANGE: &str = "/auth/api/v1/auth/password/change";
+
+database_test!(
+    a_password_change_checks_the_current_password_keeps_the_caller_and_ends_the_other_sessions,
+    |backend| async move {
+        let app = spawn(backend, |config| config.auth.lockout_max_attempts = 3).await;
+        tenant_with_user(&app, "acme", "ada@example.com");
+        let phone = logged_in(&app, "ada@example.com").await;
+        let laptop = logged_in(&app, "ada@example.com").await;
+        let change = |current: &str, password: &str| json!({ "current_password": current, "password": password });
+
+        // Bad input and a wrong current password change nothing.
+        let missing = json_with_status(
+            app.post_as(PASSWORD_CHANGE, &access(&laptop), &json!({}))
+                .await,
+            422,
+        )
+        .await;
+        assert!(
+            missing["errors"]["current_password"].is_array(),
+            "{missing}"
+        );
+        assert!(missing["errors"]["password"].is_array(), "{missing}");
+        let weak = json_with_status(
+            app.post_as(
+                PASSWORD_CHANGE,
+                &access(&laptop),
+                &change(PASSWORD, "short"),
+            )
+            .await,
+            422,
+        )
+        .await;
+        assert!(weak["errors"]["password"].is_array(), "{weak}");
+        json_with_status(
+            app.post_as(
+                PASSWORD_CHANGE,
+                &access(&laptop),
+                &change("Wrong1horse", "Newer1horse"),
+            )
+            .await,
+            401,
+        )
+        .await;
+        json_with_status(
+            app.post_json(PASSWORD_CHANGE, &change(PASSWORD, "Newer1horse"))
+                .await,
+            401,
+        )
+        .await;
+        json_with_status(app.get_as(ME, &access(&phone)).await, 200).await;
+
+        // The change: the caller's session goes on, the other ends, only the new password
+        // signs in.
+        let response = app
+            .post_as(
+                PASSWORD_CHANGE,
+                &access(&laptop),
+                &change(PASSWORD, "Newer1horse"),
+            )
+            .await;
+        assert_eq!(response.status(), 204);
+        json_with_status(app.get_as(ME, &access(&laptop)).await, 200).await;
+        json_with_status(
+            app.post_json(REFRESH, &json!({ "refresh_token": refresh_token(&laptop) }))
+                .await,
+            200,
+        )
+        .await;
+        json_with_status(app.get_as(ME, &access(&phone)).await, 401).await;
+        json_with_status(
+            app.post_json(REFRESH, &json!({ "refresh_token": refresh_token(&phone) }))
+                .await,
+            401,
+        )
+        .await;
+        json_with_status(login(&app, "ada@example.com", PASSWORD).await, 401).await;
+        let fresh =
+            json_with_status(login(&app, "ada@example.com", "Newer1horse").await, 200).await;
+
+        // Both outcomes are in the owner's trail, without either password.
+        let trail = json_with_status(
+            app.get_as("/auth/api/v1/audit?event=password.changed", &access(&fresh))
+                .await,
+            200,
+        )
+        .await;
+        let changed = &trail["data"][0];
+        assert_eq!(changed["details"]["sessions_ended"], 1, "{trail}");
+        let trail = json_with_status(
+            app.get_as(
+                "/auth/api/v1/audit?event=password.change_failed",
+                &access(&fresh),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(trail["data"].as_array().unwrap().len(), 1, "{trail}");
+        assert!(!trail.to_string().contains("Wrong1horse"), "{trail}");
+
+        // Wrong current passwords count toward the account's lockout, as failed logins do.
+        for _ in 0..3 {
+            json_with_status(
+                app.post_as(
+                    PASSWORD_CHANGE,
+                    &access(&fresh),
+                    &change("Wrong1horse", "Newest1horse"),
+                )
+                .await,
+                401,
+            )
+            .await;
+        }
+        let locked = login(&app, "ada@example.com", "Newer1horse").await;
+        assert_eq!(locked.status(), 429);
+        app.stop().await;
+    }
+);

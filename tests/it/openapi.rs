@@ -59,6 +59,7 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
         ("post", "/auth/api/v1/auth/mfa/totp/confirm"),
         ("post", "/auth/api/v1/auth/mfa/verify"),
         ("delete", "/auth/api/v1/auth/mfa/totp"),
+        ("post", "/auth/api/v1/auth/password/change"),
         ("get", "/auth/api/v1/audit"),
         ("post", "/core/api/internal/orchestration/provision/tenant"),
         ("post", "/core/api/internal/orchestration/provision/user"),

@@ -122,11 +122,19 @@ pub enum AuditEvent {
     /// `context.switched`: tokens re-issued for another tenant or workspace.
     #[serde(rename = "context.switched")]
     ContextSwitched,
+    /// `password.changed`: a user replaced their password; their other sessions ended
+    /// (`details.sessions_ended`).
+    #[serde(rename = "password.changed")]
+    PasswordChanged,
+    /// `password.change_failed`: a password change with a wrong current password (it counts
+    /// toward the lockout as a failed login).
+    #[serde(rename = "password.change_failed")]
+    PasswordChangeFailed,
 }
 
 impl AuditEvent {
     /// Every event, in documentation order.
-    pub const ALL: [AuditEvent; 15] = [
+    pub const ALL: [AuditEvent; 17] = [
         AuditEvent::LoginSucceeded,
         AuditEvent::LoginFailed,
         AuditEvent::LockedOut,
@@ -142,6 +150,8 @@ impl AuditEvent {
         AuditEvent::LoggedOutEverywhere,
         AuditEvent::SessionEvicted,
         AuditEvent::ContextSwitched,
+        AuditEvent::PasswordChanged,
+        AuditEvent::PasswordChangeFailed,
     ];
 
     /// The stable name stored and served, e.g. `login.failed`.
@@ -162,6 +172,8 @@ impl AuditEvent {
             AuditEvent::LoggedOutEverywhere => "session.logged_out_everywhere",
             AuditEvent::SessionEvicted => "session.evicted",
             AuditEvent::ContextSwitched => "context.switched",
+            AuditEvent::PasswordChanged => "password.changed",
+            AuditEvent::PasswordChangeFailed => "password.change_failed",
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod keys;
 mod lockout;
 mod mfa;
 pub mod password;
+mod password_change;
 mod routes;
 pub mod sessions;
 pub mod state;
@@ -51,6 +52,7 @@ where
         .merge(audit::router())
         .merge(routes::router())
         .merge(mfa::router())
+        .merge(password_change::router())
 }
 
 /// Liveness of the authentication service.

@@ -258,6 +258,33 @@ impl Sessions {
         Ok(())
     }
 
+    /// Stores a user's new password hash and ends every session of theirs but `keep`, in one
+    /// transaction (a password change: the session that made it goes on); returns how many
+    /// sessions ended.
+    pub async fn replace_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
+        keep: &str,
+        reason: &str,
+    ) -> anyhow::Result<usize> {
+        let ids: Vec<String> = store::unrevoked_sessions(&self.database, user_id)
+            .await?
+            .into_iter()
+            .filter(|id| id != keep)
+            .collect();
+        let mut tx = self.database.begin().await?;
+        crate::store::replace_password_hash(&mut tx, user_id, password_hash).await?;
+        for id in &ids {
+            store::revoke(&mut tx, id, reason).await?;
+        }
+        tx.commit().await?;
+        for id in &ids {
+            self.active.invalidate(id).await;
+        }
+        Ok(ids.len())
+    }
+
     /// Whether a session may still be used (not revoked, not expired).
     pub async fn is_active(&self, session_id: &str) -> anyhow::Result<bool> {
         if let Some(active) = self.active.get(session_id).await {

@@ -12,7 +12,7 @@ pub mod sessions;
 use anyhow::Context as _;
 
 use tessera_storage::Database;
-use tessera_storage::on_pool;
+use tessera_storage::{Tx, on_pool, on_tx};
 
 /// An account as login sees it.
 pub struct Account {
@@ -49,6 +49,24 @@ pub async fn email_of(database: &Database, user_id: &str) -> anyhow::Result<Opti
         .fetch_optional(pool)
         .await)
     .context("reading a user's e-mail")
+}
+
+/// Replaces a user's password hash inside `tx` (a password change, with its revocations).
+pub async fn replace_password_hash(
+    tx: &mut Tx,
+    user_id: &str,
+    password_hash: &str,
+) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
+        "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1",
+    )
+    .bind(user_id)
+    .bind(password_hash)
+    .bind(tessera_storage::time::now())
+    .execute(&mut **conn)
+    .await
+    .map(drop))
+    .context("storing a changed password")
 }
 
 pub async fn update_password_hash(
