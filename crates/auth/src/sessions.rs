@@ -247,15 +247,8 @@ impl Sessions {
     /// Ends every session of a user (logout everywhere).
     pub async fn revoke_all(&self, user_id: &str, reason: &str) -> anyhow::Result<()> {
         let ids = store::unrevoked_sessions(&self.database, user_id).await?;
-        let mut tx = self.database.begin().await?;
-        for id in &ids {
-            store::revoke(&mut tx, id, reason).await?;
-        }
-        tx.commit().await?;
-        for id in ids {
-            self.active.invalidate(&id).await;
-        }
-        Ok(())
+        let tx = self.database.begin().await?;
+        self.end_sessions(tx, &ids, reason).await
     }
 
     /// Stores a user's new password hash and ends every session of theirs but `keep`, in one
@@ -275,14 +268,21 @@ impl Sessions {
             .collect();
         let mut tx = self.database.begin().await?;
         crate::store::replace_password_hash(&mut tx, user_id, password_hash).await?;
-        for id in &ids {
+        self.end_sessions(tx, &ids, reason).await?;
+        Ok(ids.len())
+    }
+
+    /// Revokes these sessions in `tx` (with whatever it already holds), commits, and forgets
+    /// them in this host's cache, so their tokens are refused at once here.
+    async fn end_sessions(&self, mut tx: Tx, ids: &[String], reason: &str) -> anyhow::Result<()> {
+        for id in ids {
             store::revoke(&mut tx, id, reason).await?;
         }
         tx.commit().await?;
-        for id in &ids {
+        for id in ids {
             self.active.invalidate(id).await;
         }
-        Ok(ids.len())
+        Ok(())
     }
 
     /// Whether a session may still be used (not revoked, not expired).

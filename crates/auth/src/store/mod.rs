@@ -51,15 +51,17 @@ pub async fn email_of(database: &Database, user_id: &str) -> anyhow::Result<Opti
     .context("reading a user's e-mail")
 }
 
+/// The one statement that stores a user's password hash.
+const SET_PASSWORD_HASH: &str =
+    "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1";
+
 /// Replaces a user's password hash inside `tx` (a password change, with its revocations).
 pub async fn replace_password_hash(
     tx: &mut Tx,
     user_id: &str,
     password_hash: &str,
 ) -> anyhow::Result<()> {
-    on_tx!(tx, conn => sqlx::query(
-        "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1",
-    )
+    on_tx!(tx, conn => sqlx::query(SET_PASSWORD_HASH)
     .bind(user_id)
     .bind(password_hash)
     .bind(tessera_storage::time::now())
@@ -74,9 +76,7 @@ pub async fn update_password_hash(
     user_id: &str,
     password_hash: &str,
 ) -> anyhow::Result<()> {
-    on_pool!(database, pool => sqlx::query(
-        "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1",
-    )
+    on_pool!(database, pool => sqlx::query(SET_PASSWORD_HASH)
     .bind(user_id)
     .bind(password_hash)
     .bind(tessera_storage::time::now())
