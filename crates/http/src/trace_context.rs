@@ -119,6 +119,18 @@ pub fn inject_current(headers: &mut HeaderMap) {
     });
 }
 
+/// Whether a stored or received `traceparent` (`00-<trace id>-<span id>-<flags>`) names a
+/// sampled trace: its flags' lowest bit. A malformed value is not sampled.
+///
+/// Work that gathers several traces in one run (a pack of deliveries) continues a sampled one
+/// when it holds any: the traces left out are recorded nowhere, so they need not split it.
+pub fn is_sampled(traceparent: &str) -> bool {
+    let Some(flags) = traceparent.rsplit('-').next() else {
+        return false;
+    };
+    flags.len() == 2 && u8::from_str_radix(flags, 16).is_ok_and(|flags| flags & 1 == 1)
+}
+
 /// The current span's `traceparent`, to keep with work that runs later; `None` when tracing is
 /// off or nothing is traced.
 pub fn current_traceparent() -> Option<String> {
@@ -128,4 +140,21 @@ pub fn current_traceparent() -> Option<String> {
         .get("traceparent")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sampled;
+
+    #[test]
+    fn the_sampled_flag_is_the_lowest_bit_of_the_flags() {
+        let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331";
+        assert!(is_sampled(&format!("{trace}-01")));
+        assert!(is_sampled(&format!("{trace}-03")));
+        assert!(!is_sampled(&format!("{trace}-00")));
+        assert!(!is_sampled(&format!("{trace}-02")));
+        assert!(!is_sampled(&format!("{trace}-1")));
+        assert!(!is_sampled(&format!("{trace}-zz")));
+        assert!(!is_sampled(""));
+    }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use chrono::Utc;
+use tessera_http::trace_context::is_sampled;
 
 use super::bindings::v0_2::tessera::engine::types as wit;
 use super::work::{MAX_DELIVERY_BATCH, MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
@@ -233,14 +234,14 @@ fn packed_deliveries(
             match open.get(&key) {
                 Some(&index)
                     if packs[index].fits(&encoded, room_needed)
-                        && packs[index].traceparent == *traceparent =>
+                        && packs[index].takes_trace(traceparent.as_deref()) =>
                 {
-                    packs[index].push(&event.id, &encoded);
+                    packs[index].push(&event.id, &encoded, traceparent.as_deref());
                 }
                 _ => {
                     open.insert(key.clone(), packs.len());
-                    let mut pack = Pack::new(key.0, key.1, traceparent.clone());
-                    pack.push(&event.id, &encoded);
+                    let mut pack = Pack::new(key.0, key.1);
+                    pack.push(&event.id, &encoded, traceparent.as_deref());
                     packs.push(pack);
                 }
             }
@@ -263,6 +264,12 @@ pub struct Relayed {
 
 /// A delivery of several events to one engine in one tenant: its payload is the JSON array
 /// of the events, in order.
+///
+/// Its run continues one trace: the one sampled trace among its events' if there is one, else
+/// the first event's (left out, passed on as such). Events of traces left out join any pack;
+/// only two sampled traces keep their events apart, each delivery recorded in its own. (Split
+/// on every trace, a host with tracing on delivered each intention's events alone, whatever
+/// its sampling rate: 10–15 % of the core's write throughput, BENCHMARKS.md issue 28.)
 struct Pack {
     engine_code: String,
     tenant_id: String,
@@ -273,11 +280,11 @@ struct Pack {
 }
 
 impl Pack {
-    fn new(engine_code: String, tenant_id: String, traceparent: Option<String>) -> Self {
+    fn new(engine_code: String, tenant_id: String) -> Self {
         Self {
             engine_code,
             tenant_id,
-            traceparent,
+            traceparent: None,
             first_event_id: String::new(),
             events: 0,
             payload: vec![b'['],
@@ -292,7 +299,22 @@ impl Pack {
             && self.payload.len() + encoded.len() + 1 < MAX_PAYLOAD_BYTES
     }
 
-    fn push(&mut self, event_id: &str, encoded: &[u8]) {
+    /// Whether an event of `traceparent`'s trace may join: unless both it and the pack's are
+    /// sampled and differ.
+    fn takes_trace(&self, traceparent: Option<&str>) -> bool {
+        match (self.traceparent.as_deref(), traceparent) {
+            (Some(own), Some(other)) => own == other || !(is_sampled(own) && is_sampled(other)),
+            _ => true,
+        }
+    }
+
+    fn push(&mut self, event_id: &str, encoded: &[u8], traceparent: Option<&str>) {
+        let sampled = traceparent.is_some_and(is_sampled);
+        if self.traceparent.is_none()
+            || (sampled && !self.traceparent.as_deref().is_some_and(is_sampled))
+        {
+            self.traceparent = traceparent.map(str::to_owned);
+        }
         if self.events == 0 {
             self.first_event_id = event_id.to_owned();
         } else {
@@ -458,18 +480,29 @@ mod tests {
         events.extend(
             (0..MAX_DELIVERY_BATCH).map(|n| event(&format!("c{n}"), "t3", "entity.field_set")),
         );
-        // Two traces in one tenant: a pack each, carrying it.
-        let traced = |id: &str, trace: &str| Relayed {
+        // Traces: two sampled ones in one tenant keep their events apart, each pack carrying
+        // its own; events of traces left out join either. A pack begun by a trace left out
+        // takes the sampled trace of an event that joins it.
+        let sampled_1 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let sampled_2 = "00-1af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let left_out_1 = "00-2af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+        let left_out_2 = "00-3af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+        let traced = |id: &str, tenant: &str, trace: &str| Relayed {
             traceparent: Some(trace.to_owned()),
-            ..event(id, "t4", "entity.created")
+            ..event(id, tenant, "entity.created")
         };
         events.extend([
-            traced("d1", "trace-1"),
-            traced("d2", "trace-1"),
-            traced("d3", "trace-2"),
+            traced("d1", "t4", sampled_1),
+            traced("d2", "t4", left_out_1),
+            traced("d3", "t4", sampled_1),
+            traced("d4", "t4", sampled_2),
+            traced("d5", "t4", left_out_2),
+            traced("e1", "t5", left_out_1),
+            traced("e2", "t5", left_out_2),
+            traced("e3", "t5", sampled_2),
         ]);
         let (deliveries, delivered) = packed_deliveries(&subscriptions, &events).unwrap();
-        assert_eq!(delivered, 7 + MAX_DELIVERY_BATCH);
+        assert_eq!(delivered, 12 + MAX_DELIVERY_BATCH);
         let packed: Vec<(&str, &str, Vec<String>)> = deliveries
             .iter()
             .map(|work| {
@@ -482,6 +515,7 @@ mod tests {
             })
             .collect();
         let c = |range: std::ops::Range<usize>| range.map(|n| format!("c{n}")).collect::<Vec<_>>();
+        let names = |list: &[&str]| list.iter().map(|id| id.to_string()).collect::<Vec<_>>();
         assert_eq!(
             packed,
             [
@@ -489,8 +523,9 @@ mod tests {
                 ("activity", "t2", vec!["b1".to_owned()]),
                 ("notes", "t1", vec!["a2".to_owned()]),
                 ("activity", "t3", c(0..MAX_DELIVERY_BATCH)),
-                ("activity", "t4", vec!["d1".to_owned(), "d2".to_owned()]),
-                ("activity", "t4", vec!["d3".to_owned()]),
+                ("activity", "t4", names(&["d1", "d2", "d3"])),
+                ("activity", "t4", names(&["d4", "d5"])),
+                ("activity", "t5", names(&["e1", "e2", "e3"])),
             ]
         );
         let traces: Vec<Option<&str>> = deliveries
@@ -499,7 +534,15 @@ mod tests {
             .collect();
         assert_eq!(
             traces,
-            [None, None, None, None, Some("trace-1"), Some("trace-2")]
+            [
+                None,
+                None,
+                None,
+                None,
+                Some(sampled_1),
+                Some(sampled_2),
+                Some(sampled_2)
+            ]
         );
         // One event alone is stored as the delivery `deliveries` makes of it; a pack has an id
         // of its own, not its first event's.

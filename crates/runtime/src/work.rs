@@ -790,9 +790,13 @@ async fn run_one(
             return;
         }
     };
-    // The run continues the trace its first traced item was queued in (a job: the engine call
-    // that scheduled it; an engine's event: the call that published it).
-    let traceparent = run.iter().find_map(|item| item.traceparent.as_deref());
+    // The run continues the trace its first sampled item was queued in (a job: the engine
+    // call that scheduled it; an engine's event: the call that published it), else its first
+    // traced item's (left out, and passed on as such).
+    let traced = || run.iter().filter_map(|item| item.traceparent.as_deref());
+    let traceparent = traced()
+        .find(|traceparent| tessera_http::trace_context::is_sampled(traceparent))
+        .or_else(|| traced().next());
     let span = tessera_http::trace_context::span_continuing_stored(traceparent, || {
         tracing::info_span!(
             "engine work",
