@@ -15,6 +15,7 @@ use crate::runtime::RuntimeConfig;
 use crate::runtime::component_limits::Limit;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
+pub use tessera_auth::sign_in_mail::SignInMailConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env_var_or_alias};
 pub use tessera_runtime::config::{EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig};
 
@@ -105,6 +106,10 @@ pub struct Config {
     /// The operators' values of engines' declared settings (`TESSERA_ENGINES__<CODE>__<NAME>`).
     pub engine_settings: crate::runtime::engine_settings::OperatorSettings,
     pub smtp: SmtpConfig,
+    /// Sign-in mails through the relay of `smtp` (`TESSERA_MAIL_FROM`, `TESSERA_MAIL_TEMPLATES`,
+    /// `TESSERA_SIGN_IN_MAIL_INTERVAL`, `TESSERA_SIGN_IN_MAILS_PER_ADDRESS`,
+    /// `TESSERA_MAGIC_LINK_REDIRECT_ORIGINS`).
+    pub sign_in_mail: SignInMailConfig,
     /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`; its drain deadline is
     /// `TESSERA_SHUTDOWN_TIMEOUT`).
     pub work: crate::runtime::work::WorkerConfig,
@@ -192,7 +197,9 @@ impl Config {
             !shutdown_timeout.is_zero(),
             "TESSERA_SHUTDOWN_TIMEOUT must be above zero"
         );
+        let sign_in_mail = sign_in_mail_config(&public_url)?;
         Ok(Self {
+            sign_in_mail,
             listen: args.listen,
             data_dir: args.storage.data_dir.clone(),
             database: {
@@ -510,6 +517,42 @@ fn positive_duration(name: &str, default: Duration) -> anyhow::Result<Duration> 
     let value = env_var::<humantime::Duration>(name)?.map_or(default, Duration::from);
     anyhow::ensure!(!value.is_zero(), "{name} must be above zero");
     Ok(value)
+}
+
+/// Sign-in mail (through the relay of `TESSERA_SMTP_URL`), sent from `TESSERA_MAIL_FROM` (by
+/// default `Tessera <no-reply@<the public URL's host>>`).
+fn sign_in_mail_config(public_url: &str) -> anyhow::Result<SignInMailConfig> {
+    let host = url::Url::parse(public_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "localhost".to_owned());
+    let defaults = SignInMailConfig::new(
+        env_var::<String>("TESSERA_MAIL_FROM")?
+            .filter(|from| !from.trim().is_empty())
+            .unwrap_or_else(|| format!("Tessera <no-reply@{host}>")),
+    );
+    Ok(SignInMailConfig {
+        templates: env_var::<std::path::PathBuf>("TESSERA_MAIL_TEMPLATES")?,
+        login_interval: positive_duration(
+            "TESSERA_SIGN_IN_MAIL_INTERVAL",
+            defaults.login_interval,
+        )?,
+        per_address_per_hour: positive_count(
+            "TESSERA_SIGN_IN_MAILS_PER_ADDRESS",
+            defaults.per_address_per_hour,
+        )?,
+        redirect_origins: env_var::<String>("TESSERA_MAGIC_LINK_REDIRECT_ORIGINS")?
+            .map(|origins| {
+                origins
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|origin| !origin.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ..defaults
+    })
 }
 
 /// A count setting of at least 1, `default` when unset.

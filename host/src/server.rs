@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::auth::keys::SigningKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::sessions::Sessions;
+use crate::auth::sign_in_mail::SignInMailer;
 use crate::auth::tokens::AccessTokens;
 use crate::auth::{AuthServices, AuthState};
 use crate::config::Config;
@@ -74,6 +75,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
                 .await
                 .context("computing the dummy password hash")?,
         ),
+        sign_in_mailer: SignInMailer::new(config.smtp.url.as_ref(), &config.sign_in_mail)?
+            .map(Arc::new),
     });
     let cache = Cache::new(100_000, Duration::from_secs(60));
     let core = CoreState::new(CoreServices {

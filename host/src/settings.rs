@@ -443,6 +443,31 @@ pub const SETTINGS: &[Setting] = &[
         "the engines asking `send-mail`",
         "comma-separated codes of the engines that may send through the relay",
     ),
+    Setting::new(
+        "TESSERA_MAIL_FROM",
+        "Tessera <no-reply@<public host>>",
+        "the sender of sign-in mails (password resets, magic links, e-mail codes): `Name <address>` or an address",
+    ),
+    Setting::new(
+        "TESSERA_MAIL_TEMPLATES",
+        "the built-in templates",
+        "a folder of sign-in mail templates (`password_reset`, `magic_link`, `email_code`, each `.subject`, `.txt`, `.html`; MiniJinja, HTML escaped) replacing the built-in ones; a template that does not render stops the start",
+    ),
+    Setting::new(
+        "TESSERA_SIGN_IN_MAIL_INTERVAL",
+        "1m",
+        "above zero: at most one sign-in mail per login in this time; more are answered 429 with `Retry-After`, known and unknown logins alike",
+    ),
+    Setting::new(
+        "TESSERA_SIGN_IN_MAILS_PER_ADDRESS",
+        "20",
+        "at least 1: most sign-in mails asked for from one client address in an hour; more are answered 429",
+    ),
+    Setting::new(
+        "TESSERA_MAGIC_LINK_REDIRECT_ORIGINS",
+        "none (the public URL only)",
+        "comma-separated origins (`https://app.example.com`) a magic link's `redirect_url` may point at besides the public URL; any other is 422",
+    ),
 ];
 
 /// Older names still read when the current one is unset (`env_var_or_alias`): no flag or file

@@ -658,6 +658,13 @@ impl TestApp {
         tessera_host::on_pool!(database, pool => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap())
     }
 
+    /// Runs one statement straight on the database (moving a stored time into the past, say);
+    /// returns the rows it changed.
+    pub async fn execute(&self, sql: &'static str) -> u64 {
+        let database = &self.state().database;
+        tessera_host::on_pool!(database, pool => sqlx::query(sql).execute(pool).await.unwrap().rows_affected())
+    }
+
     /// Stops the server and hands back its database (to start another host on it).
     pub async fn stop_keeping_database(mut self) -> TestDatabase {
         self.stop.cancel();

@@ -1,17 +1,13 @@
 //! The mail engine (`engines/mail`) through the real host: internal delivery into the inboxes
 //! of the tenant's users, folders with counts, read marks, the trash and deletion, cursor paging
 //! with the unread filter, external recipients kept `queued` without a relay and handed to a
-//! real SMTP server on loopback (a small sink speaking enough SMTP) with one, a refusing relay
+//! real SMTP server on loopback (`smtp_sink`) with one, a refusing relay
 //! retried into `failed`, roles, tenant isolation, validation, the events published (observed
 //! through a bus subscription the test registers), provisioning and deprovisioning, and the
 //! OpenAPI entries.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
 use tessera_host::config::{Config, Secret};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::database_test;
 use crate::helpers::{
@@ -19,160 +15,13 @@ use crate::helpers::{
     json_with_status, limit_engine_scans, observe_events, observed_events, spawn_app_with,
     spawn_app_with_engines, without_rate_limits,
 };
+use crate::smtp_sink::SmtpSink;
 
 const MAIL: &str = "/mail/api/v1";
 const INTERNAL: &str = "/mail/api/internal/mail";
 /// The engine code the test subscribes to `mail.*` on the bus: no such engine is loaded, so
 /// each published mail event stays in `engine_work` for the test to read.
 const OBSERVER: &str = "mail-observer";
-
-// ---------------------------------------------------------------------------------------------
-// The SMTP sink
-// ---------------------------------------------------------------------------------------------
-
-/// One mail the sink accepted: the envelope and the message as sent after `DATA`.
-#[derive(Debug, Clone, Default)]
-struct SmtpMail {
-    sender: String,
-    recipients: Vec<String>,
-    data: String,
-}
-
-impl SmtpMail {
-    /// The value of header `name`.
-    fn header(&self, name: &str) -> Option<&str> {
-        let (headers, _) = self.data.split_once("\r\n\r\n")?;
-        headers.split("\r\n").find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.eq_ignore_ascii_case(name).then(|| value.trim())
-        })
-    }
-
-    fn body(&self) -> &str {
-        self.data
-            .split_once("\r\n\r\n")
-            .map_or("", |(_, body)| body.trim_end_matches("\r\n"))
-    }
-}
-
-/// An SMTP server on 127.0.0.1 speaking just enough of the protocol: greeting, `EHLO`/`HELO`,
-/// `MAIL FROM`, `RCPT TO` (answered 550 when refusing), `DATA` up to the lone dot, `QUIT`, and
-/// 250 for anything else (`RSET`, `NOOP`).
-struct SmtpSink {
-    port: u16,
-    mails: Arc<Mutex<Vec<SmtpMail>>>,
-    refused: Arc<AtomicUsize>,
-}
-
-impl SmtpSink {
-    async fn start(refuse_recipients: bool) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let mails: Arc<Mutex<Vec<SmtpMail>>> = Arc::default();
-        let refused: Arc<AtomicUsize> = Arc::default();
-        let (session_mails, session_refused) = (mails.clone(), refused.clone());
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (mails, refused) = (session_mails.clone(), session_refused.clone());
-                tokio::spawn(async move {
-                    let _ = smtp_session(stream, refuse_recipients, mails, refused).await;
-                });
-            }
-        });
-        Self {
-            port,
-            mails,
-            refused,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
-    }
-
-    fn mails(&self) -> Vec<SmtpMail> {
-        self.mails.lock().unwrap().clone()
-    }
-
-    /// `RCPT TO` commands answered 550.
-    fn refused(&self) -> usize {
-        self.refused.load(Ordering::SeqCst)
-    }
-}
-
-/// The address between `<` and `>` of a `MAIL FROM:`/`RCPT TO:` argument.
-fn path_address(argument: &str) -> String {
-    argument
-        .split_once('<')
-        .and_then(|(_, rest)| rest.split_once('>'))
-        .map_or_else(
-            || argument.trim().to_owned(),
-            |(address, _)| address.to_owned(),
-        )
-}
-
-async fn smtp_session(
-    stream: tokio::net::TcpStream,
-    refuse_recipients: bool,
-    mails: Arc<Mutex<Vec<SmtpMail>>>,
-    refused: Arc<AtomicUsize>,
-) -> std::io::Result<()> {
-    let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(reader);
-    writer.write_all(b"220 sink.test ESMTP\r\n").await?;
-    let mut current = SmtpMail::default();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(());
-        }
-        let command = line.trim_end().to_owned();
-        let upper = command.to_ascii_uppercase();
-        let reply = if upper.starts_with("EHLO") || upper.starts_with("HELO") {
-            "250 sink.test"
-        } else if upper.starts_with("MAIL FROM:") {
-            current = SmtpMail {
-                sender: path_address(&command["MAIL FROM:".len()..]),
-                ..SmtpMail::default()
-            };
-            "250 2.1.0 OK"
-        } else if upper.starts_with("RCPT TO:") {
-            if refuse_recipients {
-                refused.fetch_add(1, Ordering::SeqCst);
-                "550 5.1.1 mailbox unavailable"
-            } else {
-                current
-                    .recipients
-                    .push(path_address(&command["RCPT TO:".len()..]));
-                "250 2.1.5 OK"
-            }
-        } else if upper == "DATA" {
-            writer.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
-            let mut data = String::new();
-            loop {
-                line.clear();
-                if reader.read_line(&mut line).await? == 0 {
-                    return Ok(());
-                }
-                if line == ".\r\n" {
-                    break;
-                }
-                // Undo dot-stuffing.
-                data.push_str(line.strip_prefix('.').unwrap_or(&line));
-            }
-            current.data = data;
-            mails.lock().unwrap().push(std::mem::take(&mut current));
-            "250 2.0.0 queued"
-        } else if upper == "QUIT" {
-            writer.write_all(b"221 2.0.0 bye\r\n").await?;
-            return Ok(());
-        } else {
-            "250 2.0.0 OK"
-        };
-        writer.write_all(format!("{reply}\r\n").as_bytes()).await?;
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The host and a tenant

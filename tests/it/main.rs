@@ -5,6 +5,7 @@
 
 mod components;
 mod helpers;
+mod smtp_sink;
 
 mod activity;
 mod audit;
@@ -42,6 +43,7 @@ mod scaffold;
 mod scans;
 mod search;
 mod shutdown;
+mod sign_in_mail;
 mod slow_clients;
 mod storage;
 mod test_kit;

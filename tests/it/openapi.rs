@@ -60,6 +60,8 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
         ("post", "/auth/api/v1/auth/mfa/verify"),
         ("delete", "/auth/api/v1/auth/mfa/totp"),
         ("post", "/auth/api/v1/auth/password/change"),
+        ("post", "/auth/api/v1/auth/password/forgot"),
+        ("post", "/auth/api/v1/auth/password/reset"),
         ("get", "/auth/api/v1/audit"),
         ("post", "/core/api/internal/orchestration/provision/tenant"),
         ("post", "/core/api/internal/orchestration/provision/user"),

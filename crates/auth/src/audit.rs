@@ -130,11 +130,32 @@ pub enum AuditEvent {
     /// toward the lockout as a failed login).
     #[serde(rename = "password.change_failed")]
     PasswordChangeFailed,
+    /// `password.reset_requested`: a reset mail was asked for (`details.account`: `found` or
+    /// `unknown`; only `found` sends one).
+    #[serde(rename = "password.reset_requested")]
+    PasswordResetRequested,
+    /// `password.reset`: a reset token set a new password; every session of the user ended
+    /// (`details.sessions_ended`).
+    #[serde(rename = "password.reset")]
+    PasswordReset,
+    /// `password.reset_failed`: a reset with an unknown, used or expired token.
+    #[serde(rename = "password.reset_failed")]
+    PasswordResetFailed,
+    /// `magic_link.requested`: a sign-in link was asked for (`details.account`: `found` or
+    /// `unknown`; only `found` sends one).
+    #[serde(rename = "magic_link.requested")]
+    MagicLinkRequested,
+    /// `magic_link.used`: a magic link signed the user in (no second factor).
+    #[serde(rename = "magic_link.used")]
+    MagicLinkUsed,
+    /// `magic_link.failed`: a magic link with an unknown, used or expired token.
+    #[serde(rename = "magic_link.failed")]
+    MagicLinkFailed,
 }
 
 impl AuditEvent {
     /// Every event, in documentation order.
-    pub const ALL: [AuditEvent; 17] = [
+    pub const ALL: [AuditEvent; 23] = [
         AuditEvent::LoginSucceeded,
         AuditEvent::LoginFailed,
         AuditEvent::LockedOut,
@@ -152,6 +173,12 @@ impl AuditEvent {
         AuditEvent::ContextSwitched,
         AuditEvent::PasswordChanged,
         AuditEvent::PasswordChangeFailed,
+        AuditEvent::PasswordResetRequested,
+        AuditEvent::PasswordReset,
+        AuditEvent::PasswordResetFailed,
+        AuditEvent::MagicLinkRequested,
+        AuditEvent::MagicLinkUsed,
+        AuditEvent::MagicLinkFailed,
     ];
 
     /// The stable name stored and served, e.g. `login.failed`.
@@ -173,6 +200,12 @@ impl AuditEvent {
             AuditEvent::SessionEvicted => "session.evicted",
             AuditEvent::ContextSwitched => "context.switched",
             AuditEvent::PasswordChanged => "password.changed",
+            AuditEvent::PasswordResetRequested => "password.reset_requested",
+            AuditEvent::PasswordReset => "password.reset",
+            AuditEvent::PasswordResetFailed => "password.reset_failed",
+            AuditEvent::MagicLinkRequested => "magic_link.requested",
+            AuditEvent::MagicLinkUsed => "magic_link.used",
+            AuditEvent::MagicLinkFailed => "magic_link.failed",
             AuditEvent::PasswordChangeFailed => "password.change_failed",
         }
     }
@@ -392,6 +425,22 @@ fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
         details: serde_json::to_string(&details).context("serializing audit details")?,
         created_at: time::now(),
     })
+}
+
+/// An entry of `event` about `user_id`, in their (first) tenant's trail, where its owners read
+/// it (an entry without a tenant is in no one's).
+pub async fn entry_for_user(
+    database: &Database,
+    event: AuditEvent,
+    user_id: &str,
+) -> anyhow::Result<AuditEntry> {
+    let entry = AuditEntry::new(event).user(user_id);
+    Ok(
+        match crate::store::membership(database, user_id, None).await? {
+            Some(membership) => entry.tenant(membership.tenant_id),
+            None => entry,
+        },
+    )
 }
 
 /// Records one event in its own statement (committed at once, whatever the caller does next).

@@ -5,14 +5,19 @@
 pub mod audit;
 pub mod caller;
 pub mod config;
+mod email_code;
 pub mod identity;
 pub mod keys;
 mod lockout;
+mod magic_link;
+mod mailed_token;
 mod mfa;
 pub mod password;
 mod password_change;
+mod password_reset;
 mod routes;
 pub mod sessions;
+pub mod sign_in_mail;
 pub mod state;
 mod store;
 pub mod tokens;
@@ -53,6 +58,9 @@ where
         .merge(routes::router())
         .merge(mfa::router())
         .merge(password_change::router())
+        .merge(password_reset::router())
+        .merge(magic_link::router())
+        .merge(email_code::router())
 }
 
 /// Liveness of the authentication service.

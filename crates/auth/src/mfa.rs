@@ -34,9 +34,32 @@ fn sealing_key(state: &AuthState) -> [u8; 32] {
     totp::derive_key(state.service_secret.expose())
 }
 
-/// Whether the user logs in with a second factor.
-pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
+/// The second factors the user has on, in the order a login's 202 lists them.
+pub async fn enrolled_methods(
+    database: &Database,
+    user_id: &str,
+) -> anyhow::Result<Vec<&'static str>> {
+    let mut methods = Vec::new();
+    if totp_enabled(database, user_id).await? {
+        methods.push("totp");
+    }
+    if matches!(
+        store::email_code::enrolment(database, user_id).await?,
+        Some(Some(_))
+    ) {
+        methods.push("otp");
+    }
+    Ok(methods)
+}
+
+/// Whether the user has TOTP on.
+async fn totp_enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
     Ok(store::mfa::enabled_at(database, user_id).await?.is_some())
+}
+
+/// Whether the user logs in with a second factor (any of them).
+pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
+    Ok(!enrolled_methods(database, user_id).await?.is_empty())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,6 +85,7 @@ pub async fn challenge(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         rand::random::<[u8; 32]>(),
     );
+    let methods = enrolled_methods(&state.database, user_id).await?;
     let now = Utc::now();
     store::mfa::insert_challenge(
         &state.database,
@@ -72,21 +96,15 @@ pub async fn challenge(
         &time::format(now),
     )
     .await?;
-    audit::record(
-        &state.database,
-        &AuditEntry::new(AuditEvent::MfaChallenged)
-            .user(user_id)
-            .login(login)
-            .origin(origin),
-    )
-    .await?;
+    let entry = audit::entry_for_user(&state.database, AuditEvent::MfaChallenged, user_id)
+        .await?
+        .login(login)
+        .origin(origin);
+    audit::record(&state.database, &entry).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(MfaChallengeBody {
-            data: MfaChallenge {
-                mfa_token,
-                methods: vec!["totp"],
-            },
+            data: MfaChallenge { mfa_token, methods },
             message: "A second factor is required.",
         }),
     )
@@ -165,8 +183,8 @@ fn recovery_code_schema() -> utoipa::openapi::Object {
 }
 
 impl utoipa::PartialSchema for VerifyRequest {
-    /// One object per `method`: `totp` with a TOTP code, `recovery_code` with a recovery code;
-    /// all three fields required, `mfa_token` not blank.
+    /// One object per `method`: `totp` with a TOTP code, `recovery_code` with a recovery code,
+    /// `otp` with a mailed code; all three fields required, `mfa_token` not blank.
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         use tessera_http::schema::{NOT_BLANK, string, string_enum};
         use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
@@ -187,8 +205,10 @@ impl utoipa::PartialSchema for VerifyRequest {
         OneOfBuilder::new()
             .item(form("totp", totp_code_schema()))
             .item(form("recovery_code", recovery_code_schema()))
+            .item(form("otp", super::email_code::email_code_schema()))
             .description(Some(
-                "`mfa_token`, `method` (`totp` or `recovery_code`) and the `code` of that method",
+                "`mfa_token`, `method` (`totp`, `recovery_code` or `otp`, a mailed code) and the \
+                 `code` of that method",
             ))
             .into()
     }
@@ -205,14 +225,12 @@ impl ToSchema for VerifyRequest {}
     responses(
         (status = 200, description = "The secret and its otpauth URL", body = Data<TotpSetup>),
         (status = 401, description = "Unauthenticated"),
-        (status = 409, description = "MFA is already enabled"),
+        (status = 409, description = "TOTP is already enabled"),
     )
 )]
 async fn setup(State(state): State<AuthState>, caller: Caller) -> ApiResult<Json<Data<TotpSetup>>> {
-    if enabled(&state.database, &caller.user_id).await? {
-        return Err(ApiError::Conflict(
-            "Multi-factor authentication is already enabled.".into(),
-        ));
+    if totp_enabled(&state.database, &caller.user_id).await? {
+        return Err(ApiError::Conflict("TOTP is already enabled.".into()));
     }
     let email = store::email_of(&state.database, &caller.user_id)
         .await?
@@ -309,7 +327,8 @@ async fn confirm(
         &mut tx,
         &AuditEntry::new(AuditEvent::MfaEnabled)
             .caller(&caller)
-            .origin(&origin),
+            .origin(&origin)
+            .detail("method", "totp"),
     )
     .await?;
     tx.commit().await?;
@@ -321,7 +340,7 @@ async fn confirm(
     }))
 }
 
-/// The second step of a login with MFA: the `mfa_token` and a TOTP or recovery code.
+/// The second step of a login with MFA: the `mfa_token` and a TOTP, recovery or mailed code.
 #[utoipa::path(
     post,
     path = "/auth/api/v1/auth/mfa/verify",
@@ -343,7 +362,7 @@ async fn verify(
     let mfa_token = errors.required("mfa_token", body.mfa_token);
     let method = errors.required("method", body.method);
     let code = errors.required("code", body.code);
-    if !method.is_empty() && !["totp", "recovery_code"].contains(&method.as_str()) {
+    if !method.is_empty() && !["totp", "recovery_code", "otp"].contains(&method.as_str()) {
         errors.add("method", "in");
     }
     errors.into_result()?;
@@ -369,6 +388,8 @@ async fn verify(
             }
             None => false,
         }
+    } else if method == "otp" {
+        super::email_code::accept_login_code(&state, &user_id, &code).await?
     } else {
         store::mfa::use_recovery_code(
             &state.database,
@@ -379,8 +400,8 @@ async fn verify(
         .await?
     };
     if !accepted {
-        let entry = AuditEntry::new(AuditEvent::MfaFailed)
-            .user(&user_id)
+        let entry = audit::entry_for_user(&state.database, AuditEvent::MfaFailed, &user_id)
+            .await?
             .login(&login)
             .origin(&origin)
             .detail("method", method);
@@ -397,12 +418,12 @@ async fn verify(
     if !spent {
         return Err(ApiError::Unauthenticated);
     }
-    let event = if method == "totp" {
-        AuditEvent::MfaSucceeded
+    let entry = if method == "recovery_code" {
+        AuditEntry::new(AuditEvent::RecoveryCodeUsed)
     } else {
-        AuditEvent::RecoveryCodeUsed
+        AuditEntry::new(AuditEvent::MfaSucceeded).detail("method", method)
     };
-    open_session(&state, &user_id, &login, &origin, event).await
+    open_session(&state, &user_id, &login, &origin, entry).await
 }
 
 /// Turns TOTP off, given a current code.
@@ -439,7 +460,8 @@ async fn disable(
         &mut tx,
         &AuditEntry::new(AuditEvent::MfaDisabled)
             .caller(&caller)
-            .origin(&origin),
+            .origin(&origin)
+            .detail("method", "totp"),
     )
     .await?;
     tx.commit().await?;

@@ -108,12 +108,14 @@ async fn change_password(
     }
     lockout::clear(&state.database, &login).await?;
     let password_hash = state.password_hasher.hash(password).await?;
+    let tx = state.database.begin().await?;
     let ended = state
         .sessions
         .replace_password(
+            tx,
             &caller.user_id,
             &password_hash,
-            &caller.session_id,
+            Some(&caller.session_id),
             REVOKED_BY_CHANGE,
         )
         .await?;

@@ -259,19 +259,20 @@ async fn login(
         &account.user_id,
         &login,
         &origin,
-        AuditEvent::LoginSucceeded,
+        AuditEntry::new(AuditEvent::LoginSucceeded),
     )
     .await
 }
 
-/// The end of a successful login (password, or password and second factor): a session in the
-/// user's first tenant and its default workspace, answered with the token set and services.
+/// The end of a successful sign-in (password, a second factor, a magic link): a session in the
+/// user's first tenant and its default workspace, answered with the token set and services, and
+/// `entry` (the event and its details) recorded with the session.
 pub(super) async fn open_session(
     state: &AuthState,
     user_id: &str,
     login: &str,
     origin: &RequestOrigin,
-    event: AuditEvent,
+    entry: AuditEntry,
 ) -> ApiResult<Response> {
     let membership = store::membership(&state.database, user_id, None)
         .await?
@@ -287,7 +288,7 @@ pub(super) async fn open_session(
             user_type: membership.user_type,
         })
         .await?;
-    let entry = AuditEntry::new(event)
+    let entry = entry
         .tenant(membership.tenant_id)
         .user(user_id)
         .login(login)
@@ -486,7 +487,7 @@ async fn config(State(state): State<AuthState>, _: NoQuery) -> Json<Data<AuthCon
     let auth = &state.config;
     Json(Data {
         data: AuthConfiguration {
-            mfa_methods: vec!["totp"],
+            mfa_methods: state.offered_methods(),
             password_policy: auth.password_policy.clone(),
             session: SessionSettings {
                 token_lifetime: auth.token_lifetime.as_secs(),

@@ -251,22 +251,22 @@ impl Sessions {
         self.end_sessions(tx, &ids, reason).await
     }
 
-    /// Stores a user's new password hash and ends every session of theirs but `keep`, in one
-    /// transaction (a password change: the session that made it goes on); returns how many
-    /// sessions ended.
+    /// Stores a user's new password hash and ends every session of theirs but `keep`, in `tx`
+    /// (with whatever it already holds), and commits: a change keeps the session that made
+    /// it, a reset keeps none. Returns how many sessions ended.
     pub async fn replace_password(
         &self,
+        mut tx: Tx,
         user_id: &str,
         password_hash: &str,
-        keep: &str,
+        keep: Option<&str>,
         reason: &str,
     ) -> anyhow::Result<usize> {
         let ids: Vec<String> = store::unrevoked_sessions(&self.database, user_id)
             .await?
             .into_iter()
-            .filter(|id| id != keep)
+            .filter(|id| Some(id.as_str()) != keep)
             .collect();
-        let mut tx = self.database.begin().await?;
         crate::store::replace_password_hash(&mut tx, user_id, password_hash).await?;
         self.end_sessions(tx, &ids, reason).await?;
         Ok(ids.len())

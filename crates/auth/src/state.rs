@@ -13,6 +13,7 @@ use tessera_storage::Database;
 use crate::config::AuthConfig;
 use crate::password::PasswordHasher;
 use crate::sessions::Sessions;
+use crate::sign_in_mail::SignInMailer;
 use crate::tokens::AccessTokens;
 
 /// The authentication service's state: one `Arc`, cheap to clone per request.
@@ -55,4 +56,28 @@ pub struct AuthServices {
     pub engines: Arc<dyn EngineDirectory>,
     /// Checked when a login names no account, so unknown logins cost the same time.
     pub dummy_password_hash: Arc<str>,
+    /// Sign-in mails through the operator's relay; `None` without one (`TESSERA_SMTP_URL`).
+    pub sign_in_mailer: Option<Arc<SignInMailer>>,
+}
+
+impl AuthServices {
+    /// The sign-in methods this host offers (the config's `mfa_methods`): TOTP always, and the
+    /// e-mail methods with a relay.
+    pub fn offered_methods(&self) -> Vec<&'static str> {
+        let mut methods = vec!["totp"];
+        if self.sign_in_mailer.is_some() {
+            methods.extend(["otp", "magic_link"]);
+        }
+        methods
+    }
+
+    /// The mailer of the e-mail methods, or their 503 when no relay is configured.
+    pub fn sign_in_mailer(&self) -> Result<&Arc<SignInMailer>, tessera_http::ApiError> {
+        self.sign_in_mailer.as_ref().ok_or_else(|| {
+            tessera_http::ApiError::ServiceUnavailable(
+                "Sign-in by mail is not available: this host has no mail relay (TESSERA_SMTP_URL)."
+                    .into(),
+            )
+        })
+    }
 }

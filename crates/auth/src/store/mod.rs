@@ -4,10 +4,12 @@
 //! plain values, and return plain rows; the service modules keep the logic.
 
 pub mod audit;
+pub mod email_code;
 pub mod keys;
 pub mod lockout;
 pub mod mfa;
 pub mod sessions;
+pub mod sign_in;
 
 use anyhow::Context as _;
 
