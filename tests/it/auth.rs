@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use crate::database_test;
 use crate::helpers::{AppOptions, Backend, TestApp, json_with_status, spawn_app_with};
 
-const PASSWORD: &str = "Correct1horse";
+pub(crate) const PASSWORD: &str = "Correct1horse";
 const LOGIN: &str = "/auth/api/v1/auth/login";
-const REFRESH: &str = "/auth/api/v1/auth/refresh";
-const ME: &str = "/auth/api/v1/auth/me";
+pub(crate) const REFRESH: &str = "/auth/api/v1/auth/refresh";
+pub(crate) const ME: &str = "/auth/api/v1/auth/me";
 
 async fn spawn(
     backend: Backend,
@@ -52,7 +52,7 @@ pub(crate) fn tenant_with_user(app: &TestApp, slug: &str, email: &str) -> (Strin
     )
 }
 
-async fn login(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+pub(crate) async fn login(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
     app.post_json(LOGIN, &json!({ "login": email, "password": password }))
         .await
 }
@@ -61,7 +61,7 @@ async fn logged_in(app: &TestApp, email: &str) -> Value {
     json_with_status(login(app, email, PASSWORD).await, 200).await
 }
 
-fn access(body: &Value) -> String {
+pub(crate) fn access(body: &Value) -> String {
     body["data"]["access_token"].as_str().unwrap().to_owned()
 }
 

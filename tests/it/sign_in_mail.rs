@@ -9,15 +9,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tessera_host::config::{Config, Secret};
 
-use crate::auth::tenant_with_user;
+use crate::auth::{ME, PASSWORD, REFRESH, access, login, tenant_with_user};
 use crate::database_test;
 use crate::helpers::{AppOptions, Backend, TestApp, eventually, json_with_status, spawn_app_with};
 use crate::smtp_sink::{SmtpMail, SmtpSink};
 
-const PASSWORD: &str = "Correct1horse";
-const LOGIN: &str = "/auth/api/v1/auth/login";
-const REFRESH: &str = "/auth/api/v1/auth/refresh";
-const ME: &str = "/auth/api/v1/auth/me";
 const FORGOT: &str = "/auth/api/v1/auth/password/forgot";
 const RESET: &str = "/auth/api/v1/auth/password/reset";
 const OTP_ENABLE: &str = "/auth/api/v1/auth/mfa/otp/enable";
@@ -48,15 +44,6 @@ async fn spawn_with_relay(
         },
     )
     .await
-}
-
-async fn login(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
-    app.post_json(LOGIN, &json!({ "login": email, "password": password }))
-        .await
-}
-
-fn access(body: &Value) -> String {
-    body["data"]["access_token"].as_str().unwrap().to_owned()
 }
 
 /// The token a sign-in mail carries in its link (`…?token=<token>`), found in its text part;

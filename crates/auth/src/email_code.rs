@@ -24,6 +24,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use super::caller::Caller;
 use super::lockout;
+use super::mfa::invalid_code;
 use super::password_reset::MailAccepted;
 use super::sessions::hash_token;
 use super::sign_in_mail::{MailKind, MailValues};
@@ -254,12 +255,11 @@ async fn confirm_email_codes(
     let mut errors = ValidationErrors::new();
     let code = errors.required("code", body.code);
     errors.into_result()?;
-    let invalid = || ApiError::Validation(ValidationErrors::single("code", "invalid"));
     if !matches!(
         store::email_code::enrolment(&state.database, &caller.user_id).await?,
         Some(None)
     ) {
-        return Err(invalid());
+        return Err(invalid_code());
     }
     let login = store::email_of(&state.database, &caller.user_id)
         .await?
@@ -275,7 +275,7 @@ async fn confirm_email_codes(
     .into_result()?;
     if !spend(&state, &caller.user_id, ENROL, &code).await? {
         // The guess stays counted: its reservation is the failure.
-        return Err(invalid());
+        return Err(invalid_code());
     }
     lockout::release(&state.database, &login, auth.lockout_max_attempts).await?;
     let mut tx = state.database.begin().await?;

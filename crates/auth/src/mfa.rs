@@ -283,7 +283,8 @@ async fn accept_code(
     Ok(store::mfa::advance_last_step(&state.database, user_id, step).await?)
 }
 
-fn invalid_code() -> ApiError {
+/// The 422 of a wrong or missing code at an enrolment (`{code: [invalid]}`).
+pub(crate) fn invalid_code() -> ApiError {
     ApiError::Validation(ValidationErrors::single("code", "invalid"))
 }
 
