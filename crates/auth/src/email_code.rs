@@ -33,7 +33,7 @@ use crate::state::AuthState;
 use tessera_http::envelope::Data;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
-use tessera_storage::time;
+use tessera_storage::{Database, time};
 
 /// How long a mailed code works.
 pub const CODE_LIFETIME: chrono::Duration = chrono::Duration::minutes(10);
@@ -115,9 +115,9 @@ where
 }
 
 /// Whether the user has e-mail codes on.
-pub async fn enabled(state: &AuthState, user_id: &str) -> anyhow::Result<bool> {
+pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
     Ok(matches!(
-        store::email_code::enrolment(&state.database, user_id).await?,
+        store::email_code::enrolment(database, user_id).await?,
         Some(Some(_))
     ))
 }
@@ -186,7 +186,7 @@ pub(crate) async fn accept_login_code(
     user_id: &str,
     code: &str,
 ) -> anyhow::Result<bool> {
-    Ok(enabled(state, user_id).await? && spend(state, user_id, LOGIN, code).await?)
+    Ok(enabled(&state.database, user_id).await? && spend(state, user_id, LOGIN, code).await?)
 }
 
 fn mail_on_its_way() -> Response {
@@ -220,7 +220,7 @@ async fn enable_email_codes(
     caller: Caller,
 ) -> ApiResult<Response> {
     state.sign_in_mailer()?;
-    if enabled(&state, &caller.user_id).await? {
+    if enabled(&state.database, &caller.user_id).await? {
         return Err(ApiError::Conflict(
             "E-mail codes are already enabled.".into(),
         ));
@@ -323,7 +323,7 @@ async fn send_email_code(
         store::mfa::challenge(&state.database, &hash_token(&mfa_token), &time::now())
             .await?
             .ok_or(ApiError::Unauthenticated)?;
-    if !enabled(&state, &user_id).await? {
+    if !enabled(&state.database, &user_id).await? {
         return Err(ApiError::Conflict(
             "This account has no e-mail codes.".into(),
         ));

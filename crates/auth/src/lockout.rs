@@ -113,6 +113,33 @@ pub async fn reserve(
     Ok(Lock::Open)
 }
 
+/// [`reserve`] with the lockout's settings, as a route uses it: when the login is locked,
+/// `locked_out` (the caller's entry, recorded as `account.locked_out`) goes into the trail and
+/// the answer is the 429.
+pub async fn reserve_or_refuse(
+    database: &Database,
+    config: &crate::config::AuthConfig,
+    login: &str,
+    locked_out: crate::audit::AuditEntry,
+) -> tessera_http::ApiResult<()> {
+    let reserved = reserve(
+        database,
+        login,
+        config.lockout_max_attempts,
+        config.lockout_duration,
+    )
+    .await?;
+    if let Err(locked) = reserved.into_result() {
+        let entry = crate::audit::AuditEntry {
+            event: crate::audit::AuditEvent::LockedOut,
+            ..locked_out
+        };
+        crate::audit::record(database, &entry).await?;
+        return Err(locked.into());
+    }
+    Ok(())
+}
+
 /// A right second factor gives back the slot its guess reserved (one conditional statement):
 /// the wrong guesses before it stay counted, and a lock that only this guess completed is
 /// lifted. (A right password [`clear`]s the whole count instead.)

@@ -43,10 +43,7 @@ pub async fn enrolled_methods(
     if totp_enabled(database, user_id).await? {
         methods.push("totp");
     }
-    if matches!(
-        store::email_code::enrolment(database, user_id).await?,
-        Some(Some(_))
-    ) {
+    if super::email_code::enabled(database, user_id).await? {
         methods.push("otp");
     }
     Ok(methods)

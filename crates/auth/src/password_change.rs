@@ -73,23 +73,12 @@ async fn change_password(
     let login = store::email_of(&state.database, &caller.user_id)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
-    let auth = &state.config;
     // Counted before it is evaluated, as a login's guess is: parallel guesses cannot pass it.
-    let reserved = lockout::reserve(
-        &state.database,
-        &login,
-        auth.lockout_max_attempts,
-        auth.lockout_duration,
-    )
-    .await?;
-    if let Err(locked) = reserved.into_result() {
-        let entry = AuditEntry::new(AuditEvent::LockedOut)
-            .caller(&caller)
-            .login(&login)
-            .origin(&origin);
-        audit::record(&state.database, &entry).await?;
-        return Err(locked.into());
-    }
+    let locked_out = AuditEntry::new(AuditEvent::LockedOut)
+        .caller(&caller)
+        .login(&login)
+        .origin(&origin);
+    lockout::reserve_or_refuse(&state.database, &state.config, &login, locked_out).await?;
     let account = store::account_by_email(&state.database, &login)
         .await?
         .ok_or(ApiError::Unauthenticated)?;

@@ -204,21 +204,7 @@ async fn login(
         .login(&login)
         .origin(&origin);
     // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
-    let reserved = lockout::reserve(
-        &state.database,
-        &login,
-        auth.lockout_max_attempts,
-        auth.lockout_duration,
-    )
-    .await?;
-    if let Err(locked) = reserved.into_result() {
-        let entry = AuditEntry {
-            event: AuditEvent::LockedOut,
-            ..attempt
-        };
-        audit::record(&state.database, &entry).await?;
-        return Err(locked.into());
-    }
+    lockout::reserve_or_refuse(&state.database, auth, &login, attempt.clone()).await?;
     let account = store::account_by_email(&state.database, &login).await?;
     // An unknown account is checked against a dummy hash: the same work, the same answer.
     let phc = account.as_ref().map_or_else(
