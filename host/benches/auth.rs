@@ -1,12 +1,22 @@
-//! Benchmark of the authentication service (`cargo bench -p tessera-host --bench auth`): logins
-//! per second on this machine, the p99 latency of a cheap authenticated GET during a burst of
-//! logins compared with none, and the cost of verifying a bearer token (signature, claims and
-//! the session check, warm cache). One run, printed as Markdown tables for BENCHMARKS.md.
+//! Benchmark of the authentication service (`cargo bench -p tessera-host --bench auth`): sign-ins
+//! per second on this machine and their latency, with a password (argon2id) and with a passkey
+//! (passwordless: the discoverable-credential ceremony, the software authenticator of the tests
+//! signing as the browser would), the p99 latency of a cheap authenticated GET during each burst
+//! compared with none, and the cost of verifying a bearer token (signature, claims and the
+//! session check, warm cache). One run, printed as Markdown tables for BENCHMARKS.md.
+
+// The software passkey of the tests (their clone helper is not used here).
+#[allow(dead_code)]
+#[path = "../../tests/it/soft_passkey.rs"]
+mod soft_passkey;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use soft_passkey::SoftPasskey;
 use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::server::Application;
@@ -68,6 +78,118 @@ async fn sample_gets(url: String, token: String) -> anyhow::Result<Vec<Duration>
         Ok(samples)
     })
     .await?
+}
+
+/// One client's sign-in, repeated during a burst.
+type SignIn = Box<dyn FnMut() -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+
+/// What a burst of sign-ins measured.
+struct Burst {
+    per_second: f64,
+    /// Each successful sign-in's latency.
+    sign_ins: Vec<Duration>,
+    /// The cheap GET's latencies meanwhile.
+    gets: Vec<Duration>,
+}
+
+/// Runs every client's sign-in in a loop for [`LOGIN_WINDOW`] while sampling the GET.
+async fn burst(clients: Vec<SignIn>, me_url: &str, token: &str) -> anyhow::Result<Burst> {
+    let bursting = Arc::new(AtomicBool::new(true));
+    let failures = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut sign_in| {
+            let (bursting, failures) = (bursting.clone(), failures.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while bursting.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    match sign_in().await {
+                        Ok(()) => latencies.push(started.elapsed()),
+                        Err(_) => {
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                latencies
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let gets = sample_gets(me_url.to_owned(), token.to_owned()).await?;
+    tokio::time::sleep(LOGIN_WINDOW.saturating_sub(started.elapsed())).await;
+    bursting.store(false, Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    let mut sign_ins = Vec::new();
+    for task in tasks {
+        sign_ins.extend(task.await?);
+    }
+    let failed = failures.load(Ordering::Relaxed);
+    anyhow::ensure!(failed == 0, "{failed} sign-ins failed during the burst");
+    Ok(Burst {
+        per_second: sign_ins.len() as f64 / elapsed.as_secs_f64(),
+        sign_ins,
+        gets,
+    })
+}
+
+/// Registers `authenticator`'s passkey for the bearer of `token`.
+async fn register_passkey(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    authenticator: &mut SoftPasskey,
+) -> anyhow::Result<()> {
+    let started: Value = client
+        .post(format!(
+            "{base}/auth/api/v1/auth/mfa/webauthn/register/start"
+        ))
+        .bearer_auth(token)
+        .json(&json!({}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let credential = authenticator.create(&started["data"]["options"]).await;
+    client
+        .post(format!(
+            "{base}/auth/api/v1/auth/mfa/webauthn/register/finish"
+        ))
+        .bearer_auth(token)
+        .json(&json!({ "credential": credential }))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(())
+}
+
+/// One passwordless sign-in: start, the authenticator's assertion, finish.
+async fn passkey_sign_in(
+    client: &reqwest::Client,
+    base: &str,
+    authenticator: &mut SoftPasskey,
+) -> anyhow::Result<()> {
+    let started: Value = client
+        .post(format!("{base}/auth/api/v1/auth/passkey/start"))
+        .json(&json!({}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let credential = authenticator.get(&started["data"]["options"]).await;
+    let finished = client
+        .post(format!("{base}/auth/api/v1/auth/passkey/finish"))
+        .json(&json!({ "challenge_id": started["data"]["challenge_id"], "credential": credential }))
+        .send()
+        .await?;
+    anyhow::ensure!(
+        finished.status() == 200,
+        "passkey/finish answered {}",
+        finished.status()
+    );
+    Ok(())
 }
 
 #[tokio::main]
@@ -151,42 +273,40 @@ async fn main() -> anyhow::Result<()> {
     }
     let mut quiet = sample_gets(me_url.clone(), token.clone()).await?;
 
-    // 3. The same GET during a burst of logins from LOGIN_CLIENTS clients, which also gives
-    // logins per second.
-    let logins = Arc::new(AtomicU64::new(0));
-    let bursting = Arc::new(AtomicBool::new(true));
-    let burst: Vec<_> = emails
+    // 3. The same GET during a burst of password logins from LOGIN_CLIENTS clients, which also
+    // gives logins per second and their latency.
+    let password_logins = emails
         .iter()
         .map(|email| {
-            let (logins, bursting, url, email) = (
-                logins.clone(),
-                bursting.clone(),
-                login_url.clone(),
-                email.clone(),
-            );
-            tokio::spawn(async move {
-                let client = reqwest::Client::new();
-                while bursting.load(Ordering::Relaxed) {
-                    if login(&client, &url, &email).await.is_ok() {
-                        logins.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
+            let (client, url, email) = (reqwest::Client::new(), login_url.clone(), email.clone());
+            Box::new(move || {
+                let (client, url, email) = (client.clone(), url.clone(), email.clone());
+                Box::pin(async move { login(&client, &url, &email).await.map(drop) })
+                    as BoxFuture<'static, anyhow::Result<()>>
+            }) as SignIn
         })
         .collect();
-    let burst_started = Instant::now();
-    let mut during = sample_gets(me_url.clone(), token.clone()).await?;
-    let remaining = LOGIN_WINDOW.saturating_sub(burst_started.elapsed());
-    tokio::time::sleep(remaining).await;
-    bursting.store(false, Ordering::Relaxed);
-    let burst_elapsed = burst_started.elapsed();
-    for task in burst {
-        task.await?;
-    }
-    let logins_per_second = logins.load(Ordering::Relaxed) as f64 / burst_elapsed.as_secs_f64();
+    let password = burst(password_logins, &me_url, &token).await?;
 
-    let (quiet_p50, quiet_p99) = (percentile(&mut quiet, 0.5), percentile(&mut quiet, 0.99));
-    let (during_p50, during_p99) = (percentile(&mut during, 0.5), percentile(&mut during, 0.99));
+    // 4. The same with passkeys: each user registers one, then signs in without a password.
+    let base = format!("http://{address}");
+    let mut passkey_sign_ins = Vec::with_capacity(emails.len());
+    for email in &emails {
+        let bearer = login(&client, &login_url, email).await?;
+        let mut authenticator = SoftPasskey::new(address.port());
+        register_passkey(&client, &base, &bearer, &mut authenticator).await?;
+        let authenticator = Arc::new(tokio::sync::Mutex::new(authenticator));
+        let (client, base) = (reqwest::Client::new(), base.clone());
+        passkey_sign_ins.push(Box::new(move || {
+            let (client, base, authenticator) =
+                (client.clone(), base.clone(), authenticator.clone());
+            Box::pin(async move {
+                passkey_sign_in(&client, &base, &mut *authenticator.lock().await).await
+            }) as BoxFuture<'static, anyhow::Result<()>>
+        }) as SignIn);
+    }
+    let passkeys = burst(passkey_sign_ins, &me_url, &token).await?;
+
     println!("| measurement | p50 | p99 |");
     println!("|---|---|---|");
     println!(
@@ -194,25 +314,45 @@ async fn main() -> anyhow::Result<()> {
         micros(percentile(&mut verify, 0.5)),
         micros(percentile(&mut verify, 0.99))
     );
+    let quiet_p99 = percentile(&mut quiet, 0.99);
     println!(
-        "| `GET /auth/api/v1/auth/me`, no logins running | {} | {} |",
-        micros(quiet_p50),
+        "| `GET /auth/api/v1/auth/me`, no sign-ins running | {} | {} |",
+        micros(percentile(&mut quiet, 0.5)),
         micros(quiet_p99)
     );
-    println!(
-        "| `GET /auth/api/v1/auth/me` during a burst of logins ({LOGIN_CLIENTS} clients) | {} | {} |",
-        micros(during_p50),
-        micros(during_p99)
-    );
+    for (name, burst) in [
+        ("password logins", &password),
+        ("passwordless passkey sign-ins", &passkeys),
+    ] {
+        let mut gets = burst.gets.clone();
+        println!(
+            "| `GET /auth/api/v1/auth/me` during {name} ({LOGIN_CLIENTS} clients) | {} | {} |",
+            micros(percentile(&mut gets, 0.5)),
+            micros(percentile(&mut gets, 0.99))
+        );
+    }
     println!();
     println!(
-        "p99 during the burst / p99 without: {:.2}×",
-        during_p99.as_secs_f64() / quiet_p99.as_secs_f64()
+        "| sign-in ({LOGIN_CLIENTS} clients, {} s each) | per second | p50 | p99 | `/me` p99 during / without |",
+        LOGIN_WINDOW.as_secs()
     );
-    println!(
-        "logins per second ({LOGIN_CLIENTS} clients, {:.1} s): {logins_per_second:.1}",
-        burst_elapsed.as_secs_f64()
-    );
+    println!("|---|---|---|---|---|");
+    for (name, mut burst) in [
+        ("password (`POST …/login`, argon2id)", password),
+        (
+            "passkey, passwordless (`…/passkey/start` + `…/passkey/finish`)",
+            passkeys,
+        ),
+    ] {
+        let gets_p99 = percentile(&mut burst.gets, 0.99);
+        println!(
+            "| {name} | {:.1} | {} | {} | {:.2}× |",
+            burst.per_second,
+            micros(percentile(&mut burst.sign_ins, 0.5)),
+            micros(percentile(&mut burst.sign_ins, 0.99)),
+            gets_p99.as_secs_f64() / quiet_p99.as_secs_f64()
+        );
+    }
 
     stop.cancel();
     server.await??;

@@ -15,6 +15,7 @@ use crate::runtime::RuntimeConfig;
 use crate::runtime::component_limits::Limit;
 use crate::storage::DatabaseConfig;
 pub use tessera_auth::config::AuthConfig;
+pub use tessera_auth::passkeys::RelyingPartyConfig;
 pub use tessera_auth::sign_in_mail::SignInMailConfig;
 pub use tessera_http::config::{HttpConfig, RateLimitConfig, Secret, env_var, env_var_or_alias};
 pub use tessera_runtime::config::{EngineScanConfig, OutboundConfig, SmtpConfig, WebhookConfig};
@@ -110,6 +111,9 @@ pub struct Config {
     /// `TESSERA_SIGN_IN_MAIL_INTERVAL`, `TESSERA_SIGN_IN_MAILS_PER_ADDRESS`,
     /// `TESSERA_MAGIC_LINK_REDIRECT_ORIGINS`).
     pub sign_in_mail: SignInMailConfig,
+    /// Passkeys' relying party (`TESSERA_WEBAUTHN_RP_ID`, `TESSERA_WEBAUTHN_ORIGINS`,
+    /// `TESSERA_WEBAUTHN_RP_NAME`, `TESSERA_WEBAUTHN_MAX_CREDENTIALS`).
+    pub webauthn: RelyingPartyConfig,
     /// The engine work worker (`TESSERA_ENGINE_WORK_CONCURRENCY`; its drain deadline is
     /// `TESSERA_SHUTDOWN_TIMEOUT`).
     pub work: crate::runtime::work::WorkerConfig,
@@ -200,6 +204,7 @@ impl Config {
         let sign_in_mail = sign_in_mail_config(&public_url)?;
         Ok(Self {
             sign_in_mail,
+            webauthn: webauthn_config()?,
             listen: args.listen,
             data_dir: args.storage.data_dir.clone(),
             database: {
@@ -552,6 +557,33 @@ fn sign_in_mail_config(public_url: &str) -> anyhow::Result<SignInMailConfig> {
             })
             .unwrap_or_default(),
         ..defaults
+    })
+}
+
+/// Passkeys' relying party; what is unset comes from the public URL when the host starts.
+fn webauthn_config() -> anyhow::Result<RelyingPartyConfig> {
+    let defaults = RelyingPartyConfig::default();
+    Ok(RelyingPartyConfig {
+        rp_id: env_var::<String>("TESSERA_WEBAUTHN_RP_ID")?
+            .map(|rp_id| rp_id.trim().to_owned())
+            .filter(|rp_id| !rp_id.is_empty()),
+        origins: env_var::<String>("TESSERA_WEBAUTHN_ORIGINS")?
+            .map(|origins| {
+                origins
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|origin| !origin.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        rp_name: env_var::<String>("TESSERA_WEBAUTHN_RP_NAME")?
+            .filter(|name| !name.trim().is_empty())
+            .unwrap_or(defaults.rp_name),
+        max_credentials_per_user: positive_count(
+            "TESSERA_WEBAUTHN_MAX_CREDENTIALS",
+            defaults.max_credentials_per_user,
+        )?,
     })
 }
 

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::keys::SigningKeys;
+use crate::auth::passkeys::RelyingParty;
 use crate::auth::password::PasswordHasher;
 use crate::auth::sessions::Sessions;
 use crate::auth::sign_in_mail::SignInMailer;
@@ -77,6 +78,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         ),
         sign_in_mailer: SignInMailer::new(config.smtp.url.as_ref(), &config.sign_in_mail)?
             .map(Arc::new),
+        relying_party: RelyingParty::new(&config.public_url, &config.webauthn)?.map(Arc::new),
     });
     let cache = Cache::new(100_000, Duration::from_secs(60));
     let core = CoreState::new(CoreServices {

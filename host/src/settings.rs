@@ -468,6 +468,26 @@ pub const SETTINGS: &[Setting] = &[
         "none (the public URL only)",
         "comma-separated origins (`https://app.example.com`) a magic link's `redirect_url` may point at besides the public URL; any other is 422",
     ),
+    Setting::new(
+        "TESSERA_WEBAUTHN_RP_ID",
+        "the public URL's host (`localhost` for a loopback address)",
+        "the passkeys' relying-party id, a domain: credentials are bound to it, so changing it strands every registered passkey; with a public URL on another bare IP address passkeys are off unless this is set",
+    ),
+    Setting::new(
+        "TESSERA_WEBAUTHN_ORIGINS",
+        "the public URL's origin",
+        "comma-separated origins (`https://app.example.com`) browsers may register and use passkeys from, each on the relying-party id's domain; another stops the start",
+    ),
+    Setting::new(
+        "TESSERA_WEBAUTHN_RP_NAME",
+        "Tessera",
+        "the relying party's name authenticators show",
+    ),
+    Setting::new(
+        "TESSERA_WEBAUTHN_MAX_CREDENTIALS",
+        "20",
+        "at least 1: passkeys one user may register; more are answered 409",
+    ),
 ];
 
 /// Older names still read when the current one is unset (`env_var_or_alias`): no flag or file

@@ -490,7 +490,7 @@ database_test!(the_config_reports_the_real_settings, |backend| async move {
     assert_eq!(
         config["data"],
         json!({
-            "mfa_methods": ["totp"],
+            "mfa_methods": ["totp", "webauthn"],
             "password_policy": {
                 "min_length": 8, "require_uppercase": true, "require_lowercase": true,
                 "require_number": true, "require_special": false,

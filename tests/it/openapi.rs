@@ -62,6 +62,19 @@ async fn the_openapi_document_is_3_1_and_lists_every_endpoint() {
         ("post", "/auth/api/v1/auth/password/change"),
         ("post", "/auth/api/v1/auth/password/forgot"),
         ("post", "/auth/api/v1/auth/password/reset"),
+        ("post", "/auth/api/v1/auth/mfa/otp/enable"),
+        ("post", "/auth/api/v1/auth/mfa/otp/confirm"),
+        ("post", "/auth/api/v1/auth/mfa/otp/send"),
+        ("delete", "/auth/api/v1/auth/mfa/otp"),
+        ("post", "/auth/api/v1/auth/magic-link"),
+        ("post", "/auth/api/v1/auth/magic-link/verify"),
+        ("post", "/auth/api/v1/auth/mfa/webauthn/register/start"),
+        ("post", "/auth/api/v1/auth/mfa/webauthn/register/finish"),
+        ("get", "/auth/api/v1/auth/mfa/webauthn/credentials"),
+        ("delete", "/auth/api/v1/auth/mfa/webauthn/credentials/{id}"),
+        ("post", "/auth/api/v1/auth/mfa/webauthn/challenge"),
+        ("post", "/auth/api/v1/auth/passkey/start"),
+        ("post", "/auth/api/v1/auth/passkey/finish"),
         ("get", "/auth/api/v1/audit"),
         ("post", "/core/api/internal/orchestration/provision/tenant"),
         ("post", "/core/api/internal/orchestration/provision/user"),
@@ -410,15 +423,27 @@ async fn hand_checked_bodies_are_documented_as_checked() {
     assert_eq!(confirm["properties"]["code"]["maxLength"], 24);
     let verify = body_schema(&document, "post", "/auth/api/v1/auth/mfa/verify");
     let verify_forms = forms(verify, "method");
-    assert_eq!(verify_forms[0].0, "totp");
-    assert_eq!(verify_forms[1].0, "recovery_code");
+    let methods: Vec<&str> = verify_forms
+        .iter()
+        .map(|(method, _)| method.as_str())
+        .collect();
+    assert_eq!(methods, ["totp", "recovery_code", "otp", "webauthn"]);
     for (method, form) in &verify_forms {
+        let answer = if method == "webauthn" {
+            "credential"
+        } else {
+            "code"
+        };
         assert_eq!(
             form["required"],
-            json!(["mfa_token", "method", "code"]),
+            json!(["mfa_token", "method", answer]),
             "{method}"
         );
     }
+    assert_eq!(
+        verify_forms[3].1["properties"]["credential"]["type"],
+        "object"
+    );
     assert_eq!(
         verify_forms[0].1["properties"]["code"],
         confirm["properties"]["code"]

@@ -570,7 +570,7 @@ async fn the_auth_policy_is_the_operators_and_the_config_endpoint_reports_it() {
     assert_eq!(
         config["data"],
         json!({
-            "mfa_methods": ["totp"],
+            "mfa_methods": ["totp", "webauthn"],
             "password_policy": {
                 "min_length": 12, "require_uppercase": true, "require_lowercase": true,
                 "require_number": true, "require_special": true,

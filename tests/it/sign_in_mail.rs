@@ -360,7 +360,7 @@ database_test!(
         )
         .await;
         let config = json_with_status(app.get(CONFIG).await, 200).await;
-        assert_eq!(config["data"]["mfa_methods"], json!(["totp"]));
+        assert_eq!(config["data"]["mfa_methods"], json!(["totp", "webauthn"]));
         app.stop().await;
     }
 );
@@ -376,7 +376,7 @@ database_test!(
         let config = json_with_status(app.get(CONFIG).await, 200).await;
         assert_eq!(
             config["data"]["mfa_methods"],
-            json!(["totp", "otp", "magic_link"])
+            json!(["totp", "webauthn", "otp", "magic_link"])
         );
         tenant_with_user(&app, "acme", "ada@example.com");
         tenant_with_user(&app, "globex", "bob@example.com");

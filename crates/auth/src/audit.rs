@@ -151,11 +151,18 @@ pub enum AuditEvent {
     /// `magic_link.failed`: a magic link with an unknown, used or expired token.
     #[serde(rename = "magic_link.failed")]
     MagicLinkFailed,
+    /// `passkey.used`: a passkey signed the user in without a password (`details.credential`).
+    #[serde(rename = "passkey.used")]
+    PasskeyUsed,
+    /// `passkey.failed`: a passwordless sign-in was refused (`details.reason`: `invalid`, or
+    /// `counter` when the signature counter did not advance: a cloned authenticator).
+    #[serde(rename = "passkey.failed")]
+    PasskeyFailed,
 }
 
 impl AuditEvent {
     /// Every event, in documentation order.
-    pub const ALL: [AuditEvent; 23] = [
+    pub const ALL: [AuditEvent; 25] = [
         AuditEvent::LoginSucceeded,
         AuditEvent::LoginFailed,
         AuditEvent::LockedOut,
@@ -179,6 +186,8 @@ impl AuditEvent {
         AuditEvent::MagicLinkRequested,
         AuditEvent::MagicLinkUsed,
         AuditEvent::MagicLinkFailed,
+        AuditEvent::PasskeyUsed,
+        AuditEvent::PasskeyFailed,
     ];
 
     /// The stable name stored and served, e.g. `login.failed`.
@@ -206,6 +215,8 @@ impl AuditEvent {
             AuditEvent::MagicLinkRequested => "magic_link.requested",
             AuditEvent::MagicLinkUsed => "magic_link.used",
             AuditEvent::MagicLinkFailed => "magic_link.failed",
+            AuditEvent::PasskeyUsed => "passkey.used",
+            AuditEvent::PasskeyFailed => "passkey.failed",
             AuditEvent::PasswordChangeFailed => "password.change_failed",
         }
     }

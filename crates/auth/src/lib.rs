@@ -12,6 +12,7 @@ mod lockout;
 mod magic_link;
 mod mailed_token;
 mod mfa;
+pub mod passkeys;
 pub mod password;
 mod password_change;
 mod password_reset;
@@ -61,6 +62,7 @@ where
         .merge(password_reset::router())
         .merge(magic_link::router())
         .merge(email_code::router())
+        .merge(passkeys::router())
 }
 
 /// Liveness of the authentication service.

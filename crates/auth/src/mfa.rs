@@ -43,6 +43,9 @@ pub async fn enrolled_methods(
     if totp_enabled(database, user_id).await? {
         methods.push("totp");
     }
+    if super::passkeys::enabled(database, user_id).await? {
+        methods.push("webauthn");
+    }
     if super::email_code::enabled(database, user_id).await? {
         methods.push("otp");
     }
@@ -148,6 +151,8 @@ pub struct VerifyRequest {
     pub mfa_token: Option<String>,
     pub method: Option<String>,
     pub code: Option<String>,
+    /// The passkey's answer to `…/mfa/webauthn/challenge` (`method: "webauthn"`).
+    pub credential: Option<serde_json::Value>,
 }
 
 /// A TOTP code as `totp::verify` reads it: six ASCII digits, spaces allowed between them and
@@ -181,11 +186,12 @@ fn recovery_code_schema() -> utoipa::openapi::Object {
 
 impl utoipa::PartialSchema for VerifyRequest {
     /// One object per `method`: `totp` with a TOTP code, `recovery_code` with a recovery code,
-    /// `otp` with a mailed code; all three fields required, `mfa_token` not blank.
+    /// `otp` with a mailed code (all three fields required), `webauthn` with a `credential`
+    /// instead of a code; `mfa_token` not blank.
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         use tessera_http::schema::{NOT_BLANK, string, string_enum};
         use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-        let form = |method: &str, code: utoipa::openapi::Object| {
+        let form = |method: &str, field: &str, value: utoipa::openapi::Object| {
             ObjectBuilder::new()
                 .schema_type(Type::Object)
                 .property(
@@ -196,22 +202,36 @@ impl utoipa::PartialSchema for VerifyRequest {
                 .required("mfa_token")
                 .property("method", string_enum(&[method]))
                 .required("method")
-                .property("code", code)
-                .required("code")
+                .property(field, value)
+                .required(field)
         };
         OneOfBuilder::new()
-            .item(form("totp", totp_code_schema()))
-            .item(form("recovery_code", recovery_code_schema()))
-            .item(form("otp", super::email_code::email_code_schema()))
+            .item(form("totp", "code", totp_code_schema()))
+            .item(form("recovery_code", "code", recovery_code_schema()))
+            .item(form("otp", "code", super::email_code::email_code_schema()))
+            .item(form(
+                "webauthn",
+                "credential",
+                super::passkeys::credential_schema(),
+            ))
             .description(Some(
-                "`mfa_token`, `method` (`totp`, `recovery_code` or `otp`, a mailed code) and the \
-                 `code` of that method",
+                "`mfa_token`, `method` (`totp`, `recovery_code`, `otp`: a mailed code, or \
+                 `webauthn`: a passkey) and the `code` of that method, or for `webauthn` the \
+                 `credential` answering `…/mfa/webauthn/challenge`",
             ))
             .into()
     }
 }
 
 impl ToSchema for VerifyRequest {}
+
+/// What a verify request answers its challenge with.
+enum Answer {
+    /// A TOTP, recovery or mailed code.
+    Code(String),
+    /// A passkey's assertion.
+    Credential(serde_json::Value),
+}
 
 /// Starts a TOTP enrolment: a new secret, pending until confirmed.
 #[utoipa::path(
@@ -346,7 +366,7 @@ async fn confirm(
     request_body = VerifyRequest,
     responses(
         (status = 200, description = "Token set and service map, as a login", body = TokenSetWithServices),
-        (status = 401, description = "Unknown, expired or used mfa_token, or a wrong code (counts toward the lockout)"),
+        (status = 401, description = "Unknown, expired or used mfa_token, or a wrong code or passkey answer (counts toward the lockout)"),
         (status = 422, description = "Missing fields or unknown method"),
         (status = 429, description = "Locked after too many failures"),
     )
@@ -359,8 +379,20 @@ async fn verify(
     let mut errors = ValidationErrors::new();
     let mfa_token = errors.required("mfa_token", body.mfa_token);
     let method = errors.required("method", body.method);
-    let code = errors.required("code", body.code);
-    if !method.is_empty() && !["totp", "recovery_code", "otp"].contains(&method.as_str()) {
+    let answer = if method == "webauthn" {
+        match body.credential.filter(serde_json::Value::is_object) {
+            Some(credential) => Answer::Credential(credential),
+            None => {
+                errors.add("credential", "required");
+                Answer::Credential(serde_json::Value::Null)
+            }
+        }
+    } else {
+        Answer::Code(errors.required("code", body.code))
+    };
+    if !method.is_empty()
+        && !["totp", "recovery_code", "otp", "webauthn"].contains(&method.as_str())
+    {
         errors.add("method", "in");
     }
     errors.into_result()?;
@@ -379,23 +411,34 @@ async fn verify(
     )
     .await?
     .into_result()?;
-    let accepted = if method == "totp" {
-        match secret_of(&state, &user_id, false).await? {
+    let accepted = match (method.as_str(), &answer) {
+        (_, Answer::Credential(credential)) => {
+            super::passkeys::accept_second_factor(
+                &state,
+                &user_id,
+                &hash_token(&mfa_token),
+                credential,
+            )
+            .await?
+        }
+        ("totp", Answer::Code(code)) => match secret_of(&state, &user_id, false).await? {
             Some((secret, last_step)) => {
-                accept_code(&state, &user_id, &secret, last_step, &code).await?
+                accept_code(&state, &user_id, &secret, last_step, code).await?
             }
             None => false,
+        },
+        ("otp", Answer::Code(code)) => {
+            super::email_code::accept_login_code(&state, &user_id, code).await?
         }
-    } else if method == "otp" {
-        super::email_code::accept_login_code(&state, &user_id, &code).await?
-    } else {
-        store::mfa::use_recovery_code(
-            &state.database,
-            &user_id,
-            &totp::hash_recovery_code(&code),
-            &time::now(),
-        )
-        .await?
+        (_, Answer::Code(code)) => {
+            store::mfa::use_recovery_code(
+                &state.database,
+                &user_id,
+                &totp::hash_recovery_code(code),
+                &time::now(),
+            )
+            .await?
+        }
     };
     if !accepted {
         let entry = audit::entry_for_user(&state.database, AuditEvent::MfaFailed, &user_id)

@@ -11,6 +11,7 @@ use tessera_http::config::Secret;
 use tessera_storage::Database;
 
 use crate::config::AuthConfig;
+use crate::passkeys::RelyingParty;
 use crate::password::PasswordHasher;
 use crate::sessions::Sessions;
 use crate::sign_in_mail::SignInMailer;
@@ -58,17 +59,34 @@ pub struct AuthServices {
     pub dummy_password_hash: Arc<str>,
     /// Sign-in mails through the operator's relay; `None` without one (`TESSERA_SMTP_URL`).
     pub sign_in_mailer: Option<Arc<SignInMailer>>,
+    /// The WebAuthn relying party of passkeys; `None` when the public URL cannot name one (a
+    /// bare IP address other than loopback, and no `TESSERA_WEBAUTHN_RP_ID`).
+    pub relying_party: Option<Arc<RelyingParty>>,
 }
 
 impl AuthServices {
-    /// The sign-in methods this host offers (the config's `mfa_methods`): TOTP always, and the
-    /// e-mail methods with a relay.
+    /// The sign-in methods this host offers (the config's `mfa_methods`): TOTP always,
+    /// passkeys with a relying party, and the e-mail methods with a relay.
     pub fn offered_methods(&self) -> Vec<&'static str> {
         let mut methods = vec!["totp"];
+        if self.relying_party.is_some() {
+            methods.push("webauthn");
+        }
         if self.sign_in_mailer.is_some() {
             methods.extend(["otp", "magic_link"]);
         }
         methods
+    }
+
+    /// The relying party of passkeys, or their 503 when this host offers none.
+    pub fn relying_party(&self) -> Result<&RelyingParty, tessera_http::ApiError> {
+        self.relying_party.as_deref().ok_or_else(|| {
+            tessera_http::ApiError::ServiceUnavailable(
+                "Passkeys are not available: this host's public URL is a bare IP address; the \
+                 operator sets TESSERA_WEBAUTHN_RP_ID to offer them."
+                    .into(),
+            )
+        })
     }
 
     /// The mailer of the e-mail methods, or their 503 when no relay is configured.

@@ -10,6 +10,7 @@ pub mod lockout;
 pub mod mfa;
 pub mod sessions;
 pub mod sign_in;
+pub mod webauthn;
 
 use anyhow::Context as _;
 
