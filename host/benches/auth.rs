@@ -133,6 +133,21 @@ async fn burst(clients: Vec<SignIn>, me_url: &str, token: &str) -> anyhow::Resul
     })
 }
 
+/// POSTs `body` (as the bearer of `token`, if any) and reads the 2xx answer's JSON.
+async fn post(
+    client: &reqwest::Client,
+    url: String,
+    token: Option<&str>,
+    body: &Value,
+) -> anyhow::Result<Value> {
+    let request = client.post(url).json(body);
+    let request = match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    };
+    Ok(request.send().await?.error_for_status()?.json().await?)
+}
+
 /// Registers `authenticator`'s passkey for the bearer of `token`.
 async fn register_passkey(
     client: &reqwest::Client,
@@ -140,27 +155,11 @@ async fn register_passkey(
     token: &str,
     authenticator: &mut SoftPasskey,
 ) -> anyhow::Result<()> {
-    let started: Value = client
-        .post(format!(
-            "{base}/auth/api/v1/auth/mfa/webauthn/register/start"
-        ))
-        .bearer_auth(token)
-        .json(&json!({}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let register = format!("{base}/auth/api/v1/auth/mfa/webauthn/register");
+    let started = post(client, format!("{register}/start"), Some(token), &json!({})).await?;
     let credential = authenticator.create(&started["data"]["options"]).await;
-    client
-        .post(format!(
-            "{base}/auth/api/v1/auth/mfa/webauthn/register/finish"
-        ))
-        .bearer_auth(token)
-        .json(&json!({ "credential": credential }))
-        .send()
-        .await?
-        .error_for_status()?;
+    let body = json!({ "credential": credential });
+    post(client, format!("{register}/finish"), Some(token), &body).await?;
     Ok(())
 }
 
@@ -170,25 +169,11 @@ async fn passkey_sign_in(
     base: &str,
     authenticator: &mut SoftPasskey,
 ) -> anyhow::Result<()> {
-    let started: Value = client
-        .post(format!("{base}/auth/api/v1/auth/passkey/start"))
-        .json(&json!({}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let passkey = format!("{base}/auth/api/v1/auth/passkey");
+    let started = post(client, format!("{passkey}/start"), None, &json!({})).await?;
     let credential = authenticator.get(&started["data"]["options"]).await;
-    let finished = client
-        .post(format!("{base}/auth/api/v1/auth/passkey/finish"))
-        .json(&json!({ "challenge_id": started["data"]["challenge_id"], "credential": credential }))
-        .send()
-        .await?;
-    anyhow::ensure!(
-        finished.status() == 200,
-        "passkey/finish answered {}",
-        finished.status()
-    );
+    let body = json!({ "challenge_id": started["data"]["challenge_id"], "credential": credential });
+    post(client, format!("{passkey}/finish"), None, &body).await?;
     Ok(())
 }
 

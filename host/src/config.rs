@@ -450,14 +450,8 @@ impl Config {
                 url: env_var::<String>("TESSERA_SMTP_URL")?
                     .filter(|url| !url.is_empty())
                     .map(Secret::new),
-                engines: env_var::<String>("TESSERA_SMTP_ENGINES")?.map(|codes| {
-                    codes
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|code| !code.is_empty())
-                        .map(str::to_owned)
-                        .collect()
-                }),
+                engines: env_var::<String>("TESSERA_SMTP_ENGINES")?
+                    .map(|codes| comma_separated(&codes)),
             },
         })
     }
@@ -489,12 +483,7 @@ impl FromStr for EngineOutboundHosts {
             if code.is_empty() {
                 return Err(format!("{entry:?} names no engine"));
             }
-            let patterns: Vec<String> = patterns
-                .split(',')
-                .map(str::trim)
-                .filter(|pattern| !pattern.is_empty())
-                .map(str::to_owned)
-                .collect();
+            let patterns = comma_separated(patterns);
             crate::runtime::outbound::AllowedHosts::parse(&patterns)?;
             if engines.insert(code.to_owned(), patterns).is_some() {
                 return Err(format!("the engine {code:?} is named twice"));
@@ -502,6 +491,15 @@ impl FromStr for EngineOutboundHosts {
         }
         Ok(Self(engines))
     }
+}
+
+/// The items of a comma-separated list, trimmed, empty ones left out.
+fn comma_separated(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `30s,2m,10m,30m` → four delays (humantime units: `ms`, `s`, `m`, `h`).
@@ -547,14 +545,7 @@ fn sign_in_mail_config(public_url: &str) -> anyhow::Result<SignInMailConfig> {
             defaults.per_address_per_hour,
         )?,
         redirect_origins: env_var::<String>("TESSERA_MAGIC_LINK_REDIRECT_ORIGINS")?
-            .map(|origins| {
-                origins
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|origin| !origin.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
+            .map(|origins| comma_separated(&origins))
             .unwrap_or_default(),
         ..defaults
     })
@@ -568,14 +559,7 @@ fn webauthn_config() -> anyhow::Result<RelyingPartyConfig> {
             .map(|rp_id| rp_id.trim().to_owned())
             .filter(|rp_id| !rp_id.is_empty()),
         origins: env_var::<String>("TESSERA_WEBAUTHN_ORIGINS")?
-            .map(|origins| {
-                origins
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|origin| !origin.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
+            .map(|origins| comma_separated(&origins))
             .unwrap_or_default(),
         rp_name: env_var::<String>("TESSERA_WEBAUTHN_RP_NAME")?
             .filter(|name| !name.trim().is_empty())

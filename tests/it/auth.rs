@@ -61,6 +61,11 @@ async fn logged_in(app: &TestApp, email: &str) -> Value {
     json_with_status(login(app, email, PASSWORD).await, 200).await
 }
 
+/// The access token of a password login of `email` (with [`PASSWORD`]).
+pub(crate) async fn bearer(app: &TestApp, email: &str) -> String {
+    access(&json_with_status(login(app, email, PASSWORD).await, 200).await)
+}
+
 pub(crate) fn access(body: &Value) -> String {
     body["data"]["access_token"].as_str().unwrap().to_owned()
 }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use tessera_host::auth::totp::{TotpSecret, code_at, step_at};
 
-use crate::auth::{ME, PASSWORD, access, login, tenant_with_user};
+use crate::auth::{ME, PASSWORD, access, bearer, login, tenant_with_user};
 use crate::database_test;
 use crate::helpers::{Backend, TestApp, json_with_status, spawn_app};
 use crate::soft_passkey::SoftPasskey;
@@ -121,8 +121,7 @@ database_test!(
         let config = json_with_status(app.get("/auth/api/v1/auth/config").await, 200).await;
         assert_eq!(config["data"]["mfa_methods"], json!(["totp", "webauthn"]));
         tenant_with_user(&app, "acme", "ada@example.com");
-        let ada =
-            access(&json_with_status(login(&app, "ada@example.com", PASSWORD).await, 200).await);
+        let ada = bearer(&app, "ada@example.com").await;
         let mut laptop = SoftPasskey::new(app.address.port());
         let registered = register(&app, &ada, &mut laptop, "Laptop").await;
         let listed = json_with_status(app.get_as(CREDENTIALS, &ada).await, 200).await;
@@ -178,8 +177,7 @@ database_test!(
     |backend| async move {
         let app = spawn_app(backend).await;
         tenant_with_user(&app, "acme", "ada@example.com");
-        let ada =
-            access(&json_with_status(login(&app, "ada@example.com", PASSWORD).await, 200).await);
+        let ada = bearer(&app, "ada@example.com").await;
         let mut original = SoftPasskey::new(app.address.port());
         register(&app, &ada, &mut original, "Key").await;
         let mut clone = original.cloned();
@@ -224,10 +222,8 @@ database_test!(
         let app = spawn_app(backend).await;
         tenant_with_user(&app, "acme", "ada@example.com");
         tenant_with_user(&app, "globex", "bob@example.com");
-        let ada =
-            access(&json_with_status(login(&app, "ada@example.com", PASSWORD).await, 200).await);
-        let bob =
-            access(&json_with_status(login(&app, "bob@example.com", PASSWORD).await, 200).await);
+        let ada = bearer(&app, "ada@example.com").await;
+        let bob = bearer(&app, "bob@example.com").await;
 
         // Ada's registration cannot be finished by Bob, and finishes once.
         let started =
@@ -316,8 +312,7 @@ database_test!(
         )
         .await;
         tenant_with_user(&app, "acme", "ada@example.com");
-        let ada =
-            access(&json_with_status(login(&app, "ada@example.com", PASSWORD).await, 200).await);
+        let ada = bearer(&app, "ada@example.com").await;
         // Three registrations started at once; two may finish.
         let mut started = Vec::new();
         for _ in 0..3 {
@@ -347,8 +342,7 @@ database_test!(
 
         // An account without a passkey gets no passkey challenge.
         tenant_with_user(&app, "globex", "bob@example.com");
-        let bob =
-            access(&json_with_status(login(&app, "bob@example.com", PASSWORD).await, 200).await);
+        let bob = bearer(&app, "bob@example.com").await;
         let setup = json_with_status(
             app.post_as("/auth/api/v1/auth/mfa/totp/setup", &bob, &json!({}))
                 .await,

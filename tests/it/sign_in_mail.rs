@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tessera_host::config::{Config, Secret};
 
-use crate::auth::{ME, PASSWORD, REFRESH, access, login, tenant_with_user};
+use crate::auth::{ME, PASSWORD, REFRESH, access, bearer, login, tenant_with_user};
 use crate::database_test;
 use crate::helpers::{AppOptions, Backend, TestApp, eventually, json_with_status, spawn_app_with};
 use crate::smtp_sink::{SmtpMail, SmtpSink};
@@ -281,8 +281,7 @@ database_test!(
         tenant_with_user(&app, "globex", "carol@example.com");
 
         // E-mail codes: one a minute, so a login's code right after the enrolment's waits.
-        let carol =
-            access(&json_with_status(login(&app, "carol@example.com", PASSWORD).await, 200).await);
+        let carol = bearer(&app, "carol@example.com").await;
         json_with_status(app.post_as(OTP_ENABLE, &carol, &json!({})).await, 202).await;
         let code = mailed_code(&nth_mail_to(&sink, "carol@example.com", 1).await);
         json_with_status(
@@ -380,10 +379,8 @@ database_test!(
         );
         tenant_with_user(&app, "acme", "ada@example.com");
         tenant_with_user(&app, "globex", "bob@example.com");
-        let ada =
-            access(&json_with_status(login(&app, "ada@example.com", PASSWORD).await, 200).await);
-        let bob =
-            access(&json_with_status(login(&app, "bob@example.com", PASSWORD).await, 200).await);
+        let ada = bearer(&app, "ada@example.com").await;
+        let bob = bearer(&app, "bob@example.com").await;
 
         // Enrolment: a wrong code is refused, the mailed one turns it on, once.
         json_with_status(app.post_as(OTP_ENABLE, &ada, &json!({})).await, 202).await;
