@@ -704,6 +704,21 @@ database_test!(
         .await;
         assert_eq!(locked.status(), 429, "even the right code");
         assert_eq!(login(&app, "ada@example.com", PASSWORD).await.status(), 429);
+        // The refused second factor is in the account's trail (the refused login that follows
+        // names no account: it is refused before the account is looked up).
+        let trail = json_with_status(
+            app.get_as("/auth/api/v1/audit?event=account.locked_out", &token)
+                .await,
+            200,
+        )
+        .await;
+        let methods: Vec<&Value> = trail["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| &entry["details"]["method"])
+            .collect();
+        assert_eq!(methods, [&json!("totp")], "{trail}");
         app.stop().await;
     }
 );

@@ -265,14 +265,11 @@ async fn confirm_email_codes(
         .await?
         .ok_or(ApiError::Unauthenticated)?;
     let auth = &state.config;
-    lockout::reserve(
-        &state.database,
-        &login,
-        auth.lockout_max_attempts,
-        auth.lockout_duration,
-    )
-    .await?
-    .into_result()?;
+    let attempt = AuditEntry::new(AuditEvent::MfaFailed)
+        .caller(&caller)
+        .origin(&origin)
+        .detail("method", "otp");
+    lockout::reserve_or_refuse(&state.database, auth, &login, attempt).await?;
     if !spend(&state, &caller.user_id, ENROL, &code).await? {
         // The guess stays counted: its reservation is the failure.
         return Err(invalid_code());

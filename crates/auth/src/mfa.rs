@@ -402,15 +402,13 @@ async fn verify(
             .await?
             .ok_or(ApiError::Unauthenticated)?;
     let auth = &state.config;
+    let attempt = audit::entry_for_user(&state.database, AuditEvent::MfaFailed, &user_id)
+        .await?
+        .login(&login)
+        .origin(&origin)
+        .detail("method", method.clone());
     // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
-    lockout::reserve(
-        &state.database,
-        &login,
-        auth.lockout_max_attempts,
-        auth.lockout_duration,
-    )
-    .await?
-    .into_result()?;
+    lockout::reserve_or_refuse(&state.database, auth, &login, attempt.clone()).await?;
     let accepted = match (method.as_str(), &answer) {
         (_, Answer::Credential(credential)) => {
             super::passkeys::accept_second_factor(
@@ -441,13 +439,8 @@ async fn verify(
         }
     };
     if !accepted {
-        let entry = audit::entry_for_user(&state.database, AuditEvent::MfaFailed, &user_id)
-            .await?
-            .login(&login)
-            .origin(&origin)
-            .detail("method", method);
         // The guess stays counted: its reservation is the failure.
-        audit::record(&state.database, &entry).await?;
+        audit::record(&state.database, &attempt).await?;
         return Err(ApiError::Unauthenticated);
     }
     // A right code gives its slot back; earlier wrong codes stay counted until the next
