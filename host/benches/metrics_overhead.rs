@@ -11,12 +11,17 @@
 //!   `OTEL_TRACES_SAMPLER_ARG=0.1`), and with one in a hundred (`0.01`).
 //!
 //! All run at once and are measured in turn, round by round (one round of each host, then the
-//! next), so a machine that slows down slows every host alike: requests per second from 16
+//! next, each round starting with the next host), so a machine that slows down slows every host
+//! alike; after each round the benchmark
+//! waits until that host is idle again, so the work its writes left behind (projections,
+//! deliveries to engines) neither slows the next host's round nor goes uncounted in its own CPU
+//! time: requests per second from 16
 //! clients over real HTTP through an engine route (`echo`'s `GET /api/v1/noop`) and core writes
 //! (`POST /core/api/v1/intentions`, a five-field contact), the median of the rounds compared with
 //! the logs-only host's.
 //!
-//! `cargo bench -p tessera-host --bench metrics_overhead` (about four minutes).
+//! `cargo bench -p tessera-host --bench metrics_overhead` (about six minutes;
+//! `TESSERA_BENCH_ROUNDS=N` measures N rounds instead of 7, for a noisy machine).
 //! `TESSERA_BENCH_CALLGRIND=1` counts instructions per request instead (valgrind's callgrind,
 //! about ten minutes): the figure this machine's noise moves least. Under valgrind SHA-256 runs
 //! its portable code (no SHA extensions), so the counted base is larger than the native one;
@@ -50,7 +55,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const CLIENTS: usize = 16;
 const ROUND: Duration = Duration::from_secs(2);
-const ROUNDS: usize = 7;
+/// Rounds of each host and workload, after a warm-up round (`TESSERA_BENCH_ROUNDS`, default 7).
+fn rounds() -> usize {
+    std::env::var("TESSERA_BENCH_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .filter(|&rounds: &usize| rounds > 0)
+        .unwrap_or(7)
+}
 const METRICS_TOKEN: &str = "benchmark-metrics-token-0123456789";
 
 #[derive(Clone, Copy)]
@@ -289,8 +301,30 @@ impl Target {
 /// The clock ticks of `/proc` per second.
 const TICKS_PER_SECOND: f64 = 100.0;
 
+/// How long [`settle`] watches the host's CPU at a time, and how many clock ticks it may use
+/// in that time and still count as idle (8 % of a core: its pollers and a scrape).
+const SETTLE_WINDOW: Duration = Duration::from_millis(250);
+const IDLE_TICKS: u64 = 2;
+
+/// Waits until the host has been idle for a [`SETTLE_WINDOW`] (at most a minute) and returns
+/// its CPU ticks then.
+async fn settle(host: &Host) -> anyhow::Result<u64> {
+    let process = host.child.id().to_string();
+    let mut ticks = ticks_of_process(&process).context("the host's CPU time")?;
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        tokio::time::sleep(SETTLE_WINDOW).await;
+        let now = ticks_of_process(&process).context("the host's CPU time")?;
+        if now - ticks <= IDLE_TICKS || Instant::now() > give_up {
+            return Ok(now);
+        }
+        ticks = now;
+    }
+}
+
 /// One round of a host: requests answered 2xx per second, and the host process's CPU time per
-/// request (µs): less disturbed than throughput by whatever else the machine runs.
+/// request (µs) from the round's start until the host is idle again (the work a request leaves
+/// behind included): less disturbed than throughput by whatever else the machine runs.
 struct Measured {
     rate: f64,
     cpu_per_request: f64,
@@ -330,13 +364,15 @@ async fn round(
     for client in clients {
         client.await?;
     }
-    let ticks = ticks_of_process(&host.child.id().to_string()).context("the host's CPU time")?
-        - ticks_before;
+    let elapsed = started.elapsed();
+    // A write leaves work behind (projections, deliveries to engines): wait until the host is
+    // idle again, so it neither slows the next host's round nor goes uncounted in its own CPU.
+    let ticks = settle(host).await? - ticks_before;
     let failed = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failed == 0, "{failed} requests failed");
     let answered = answered.load(Ordering::Relaxed) as f64;
     Ok(Measured {
-        rate: answered / started.elapsed().as_secs_f64(),
+        rate: answered / elapsed.as_secs_f64(),
         cpu_per_request: ticks as f64 / TICKS_PER_SECOND * 1e6 / answered.max(1.0),
     })
 }
@@ -553,11 +589,16 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let counter = Arc::new(AtomicU64::new(0));
     // rates[workload][host], cpu[workload][host]: one per round.
-    let mut rates = vec![vec![Vec::with_capacity(ROUNDS); hosts.len()]; Workload::ALL.len()];
+    let rounds = rounds();
+    let mut rates = vec![vec![Vec::with_capacity(rounds); hosts.len()]; Workload::ALL.len()];
     let mut cpu = rates.clone();
-    for round_number in 0..=ROUNDS {
+    for round_number in 0..=rounds {
         for (slot, workload) in Workload::ALL.into_iter().enumerate() {
-            for (index, host) in hosts.iter().enumerate() {
+            // Each round starts with the next host, so no host is always the one measured
+            // first (after another workload) or right after a given other host.
+            for offset in 0..hosts.len() {
+                let index = (round_number + offset) % hosts.len();
+                let host = &hosts[index];
                 let measured = round(host, workload, &counter).await?;
                 // Round 0 warms every host up.
                 if round_number > 0 {
@@ -582,10 +623,15 @@ async fn main() -> anyhow::Result<()> {
 
     for (title, unit, values, sign) in [
         ("Requests per second", "req/s", &rates, 1.0),
-        ("The host's CPU time per request", "µs", &cpu, -1.0),
+        (
+            "The host's CPU time per request, the work it leaves behind included",
+            "µs",
+            &cpu,
+            -1.0,
+        ),
     ] {
         println!(
-            "\n{title} ({CLIENTS} clients, median of {ROUNDS} rounds of {ROUND:?}; the cost against logs only):\n"
+            "\n{title} ({CLIENTS} clients, median of {rounds} rounds of {ROUND:?}; the cost against logs only):\n"
         );
         print!("| workload |");
         for host in &hosts {
@@ -607,7 +653,7 @@ async fn main() -> anyhow::Result<()> {
             println!();
         }
     }
-    println!("\nEvery round (req/s · µs of CPU per request), in the order they ran:");
+    println!("\nEvery round (req/s · µs of CPU per request), round by round:");
     for (slot, workload) in Workload::ALL.into_iter().enumerate() {
         for (index, host) in hosts.iter().enumerate() {
             let values: Vec<String> = rates[slot][index]
