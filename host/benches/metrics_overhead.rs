@@ -328,6 +328,42 @@ async fn settle(host: &Host) -> anyhow::Result<u64> {
 struct Measured {
     rate: f64,
     cpu_per_request: f64,
+    /// Of which in the kernel (system time), µs per request.
+    system_per_request: f64,
+    /// Context switches of all the host's threads per request.
+    switches_per_request: f64,
+}
+
+/// The host's system time in clock ticks (`/proc/<pid>/stat`, field 15).
+fn system_ticks(process: &str) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat"))?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("a stat line")?
+        .1
+        .split_whitespace()
+        .collect();
+    Ok(fields.get(12).context("stime")?.parse()?)
+}
+
+/// Context switches of every thread of the host, voluntary and not
+/// (`/proc/<pid>/task/*/status`; threads that ended since are not counted).
+fn context_switches(process: &str) -> anyhow::Result<u64> {
+    let mut switches = 0;
+    for task in std::fs::read_dir(format!("/proc/{process}/task"))? {
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+            continue;
+        };
+        for line in status.lines() {
+            if let Some(count) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                switches += count.trim().parse::<u64>()?;
+            }
+        }
+    }
+    Ok(switches)
 }
 
 /// One round of [`CLIENTS`] clients.
@@ -336,8 +372,9 @@ async fn round(
     workload: Workload,
     counter: &Arc<AtomicU64>,
 ) -> anyhow::Result<Measured> {
-    let ticks_before =
-        ticks_of_process(&host.child.id().to_string()).context("the host's CPU time")?;
+    let process = host.child.id().to_string();
+    let ticks_before = ticks_of_process(&process).context("the host's CPU time")?;
+    let (system_before, switches_before) = (system_ticks(&process)?, context_switches(&process)?);
     let answered = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -368,12 +405,16 @@ async fn round(
     // A write leaves work behind (projections, deliveries to engines): wait until the host is
     // idle again, so it neither slows the next host's round nor goes uncounted in its own CPU.
     let ticks = settle(host).await? - ticks_before;
+    let system = system_ticks(&process)? - system_before;
+    let switches = context_switches(&process)?.saturating_sub(switches_before);
     let failed = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failed == 0, "{failed} requests failed");
     let answered = answered.load(Ordering::Relaxed) as f64;
     Ok(Measured {
         rate: answered / elapsed.as_secs_f64(),
         cpu_per_request: ticks as f64 / TICKS_PER_SECOND * 1e6 / answered.max(1.0),
+        system_per_request: system as f64 / TICKS_PER_SECOND * 1e6 / answered.max(1.0),
+        switches_per_request: switches as f64 / answered.max(1.0),
     })
 }
 
@@ -592,6 +633,8 @@ async fn main() -> anyhow::Result<()> {
     let rounds = rounds();
     let mut rates = vec![vec![Vec::with_capacity(rounds); hosts.len()]; Workload::ALL.len()];
     let mut cpu = rates.clone();
+    let mut system = rates.clone();
+    let mut switches = rates.clone();
     for round_number in 0..=rounds {
         for (slot, workload) in Workload::ALL.into_iter().enumerate() {
             // Each round starts with the next host, so no host is always the one measured
@@ -604,6 +647,8 @@ async fn main() -> anyhow::Result<()> {
                 if round_number > 0 {
                     rates[slot][index].push(measured.rate);
                     cpu[slot][index].push(measured.cpu_per_request);
+                    system[slot][index].push(measured.system_per_request);
+                    switches[slot][index].push(measured.switches_per_request);
                 }
             }
         }
@@ -627,6 +672,13 @@ async fn main() -> anyhow::Result<()> {
             "The host's CPU time per request, the work it leaves behind included",
             "µs",
             &cpu,
+            -1.0,
+        ),
+        ("Of which system time", "µs", &system, -1.0),
+        (
+            "Context switches of the host's threads per request",
+            "switches",
+            &switches,
             -1.0,
         ),
     ] {
