@@ -47,6 +47,7 @@ use tessera_host::tenancy::Role;
 
 use support::{
     Backend, BenchDatabase, Server, engine_probes, provisioned_tenant, ticks_of_process,
+    user_and_system_ticks,
 };
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
@@ -334,16 +335,11 @@ struct Measured {
     switches_per_request: f64,
 }
 
-/// The host's system time in clock ticks (`/proc/<pid>/stat`, field 15).
+/// The host's system time in clock ticks.
 fn system_ticks(process: &str) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{process}/stat"))?;
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("a stat line")?
-        .1
-        .split_whitespace()
-        .collect();
-    Ok(fields.get(12).context("stime")?.parse()?)
+    user_and_system_ticks(process)
+        .map(|(_, system)| system)
+        .context("the host's system time")
 }
 
 /// Context switches of every thread of the host, voluntary and not

@@ -277,9 +277,15 @@ pub fn cpu_ticks() -> Ticks {
 /// CPU time (user and system, in clock ticks) of the process `/proc/<process>` names: `self`
 /// or a pid.
 pub fn ticks_of_process(process: &str) -> Option<u64> {
+    let (user, system) = user_and_system_ticks(process)?;
+    Some(user + system)
+}
+
+/// User and system CPU time (clock ticks) of the process `/proc/<process>` names, apart.
+pub fn user_and_system_ticks(process: &str) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).ok()?;
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    Some((fields.get(11)?.parse().ok()?, fields.get(12)?.parse().ok()?))
 }
 
 /// Average cores between two [`cpu_ticks`] readings: (this process, everything else, stolen

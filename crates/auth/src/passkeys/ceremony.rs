@@ -145,8 +145,8 @@ pub(super) async fn take_ceremony<T: DeserializeOwned>(
     kind: &str,
     user_id: Option<&str>,
     binding: Option<&str>,
-) -> anyhow::Result<Option<(Option<String>, T)>> {
-    let Some(taken) = store::webauthn::take_ceremony(
+) -> anyhow::Result<Option<T>> {
+    let Some(sealed_state) = store::webauthn::take_ceremony(
         &state.database,
         key_hash,
         kind,
@@ -159,8 +159,7 @@ pub(super) async fn take_ceremony<T: DeserializeOwned>(
         return Ok(None);
     };
     let key = sealing_key(state.service_secret.expose());
-    let ceremony = open_state(&key, key_hash, &taken.sealed_state)?;
-    Ok(Some((taken.user_id, ceremony)))
+    open_state(&key, key_hash, &sealed_state).map(Some)
 }
 
 #[cfg(test)]

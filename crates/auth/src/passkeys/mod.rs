@@ -265,6 +265,30 @@ async fn record_use(
     })
 }
 
+/// The outcome of a finished ceremony for `user_id`: its credential's use recorded, or why it
+/// was refused (logged once, here).
+async fn accept_result(
+    database: &Database,
+    user_id: &str,
+    result: Result<AuthenticationResult, WebauthnError>,
+) -> anyhow::Result<Result<(), Refusal>> {
+    let refusal = match result {
+        Ok(result) => match record_use(database, user_id, &result).await? {
+            Ok(()) => return Ok(Ok(())),
+            Err(refusal) => {
+                log_refusal(refusal, None);
+                refusal
+            }
+        },
+        Err(error) => {
+            let refusal = Refusal::from_error(&error);
+            log_refusal(refusal, Some(&error));
+            refusal
+        }
+    };
+    Ok(Err(refusal))
+}
+
 /// The second step of a login with a passkey: whether `credential` answers the challenge
 /// started for `mfa_token_hash` and the user (the ceremony is spent either way). The caller
 /// reserved the guess.
@@ -283,7 +307,7 @@ pub(crate) async fn accept_second_factor(
     let Ok(answer) = serde_json::from_value::<PublicKeyCredential>(credential.clone()) else {
         return Ok(false);
     };
-    let Some((_, ceremony)) = take_ceremony::<PasskeyAuthentication>(
+    let Some(ceremony) = take_ceremony::<PasskeyAuthentication>(
         state,
         &key_hash,
         SECOND_FACTOR,
@@ -294,23 +318,12 @@ pub(crate) async fn accept_second_factor(
     else {
         return Ok(false);
     };
-    let result = match relying_party
+    let result = relying_party
         .webauthn
-        .finish_passkey_authentication(&answer, &ceremony)
-    {
-        Ok(result) => result,
-        Err(error) => {
-            log_refusal(Refusal::from_error(&error), Some(&error));
-            return Ok(false);
-        }
-    };
-    match record_use(&state.database, user_id, &result).await? {
-        Ok(()) => Ok(true),
-        Err(refusal) => {
-            log_refusal(refusal, None);
-            Ok(false)
-        }
-    }
+        .finish_passkey_authentication(&answer, &ceremony);
+    Ok(accept_result(&state.database, user_id, result)
+        .await?
+        .is_ok())
 }
 
 /// The 422 of a credential that is missing or not the answer of a pending ceremony.
@@ -352,8 +365,8 @@ async fn start_registration(
     caller: Caller,
 ) -> ApiResult<Json<Data<CeremonyOptions>>> {
     let relying_party = state.relying_party()?;
-    let count = store::webauthn::count_credentials(&state.database, &caller.user_id).await?;
-    if count >= i64::from(relying_party.max_credentials_per_user) {
+    let registered = passkeys_of(&state.database, &caller.user_id).await?;
+    if registered.len() >= relying_party.max_credentials_per_user as usize {
         return Err(too_many_passkeys(relying_party));
     }
     let login = store::email_of(&state.database, &caller.user_id)
@@ -368,8 +381,7 @@ async fn start_registration(
     };
     let user_handle = Uuid::parse_str(&user_handle)
         .map_err(|error| anyhow::anyhow!("a stored WebAuthn user handle: {error}"))?;
-    let registered = passkeys_of(&state.database, &caller.user_id)
-        .await?
+    let registered = registered
         .iter()
         .map(|passkey| passkey.cred_id().clone())
         .collect();
@@ -439,7 +451,7 @@ async fn finish_registration(
     let key_hash = credential_challenge_key(&credential).ok_or_else(invalid_credential)?;
     let answer = serde_json::from_value::<RegisterPublicKeyCredential>(credential)
         .map_err(|_| invalid_credential())?;
-    let (_, registration) = take_ceremony::<PasskeyRegistration>(
+    let registration = take_ceremony::<PasskeyRegistration>(
         &state,
         &key_hash,
         REGISTER,
@@ -697,7 +709,7 @@ async fn finish_passwordless(
             .origin(&origin)
             .detail("reason", refusal.as_str())
     };
-    let Some((_, ceremony)) = take_ceremony::<DiscoverableAuthentication>(
+    let Some(ceremony) = take_ceremony::<DiscoverableAuthentication>(
         &state,
         &hash_token(challenge_id.trim()),
         PASSWORDLESS,
@@ -744,21 +756,10 @@ async fn finish_passwordless(
     // The answer is a guess at the account like a password: counted before it is checked.
     lockout::reserve_or_refuse(&state.database, &state.config, &login, failed.clone()).await?;
     let passkey: Passkey = serde_json::from_str(&stored.passkey).map_err(anyhow::Error::from)?;
-    let checked = match relying_party
+    let result = relying_party
         .webauthn
-        .finish_discoverable_authentication_v2(&answer, ceremony, &passkey)
-    {
-        Ok(result) => record_use(&state.database, &user_id, &result).await?,
-        Err(error) => {
-            let refusal = Refusal::from_error(&error);
-            log_refusal(refusal, Some(&error));
-            Err(refusal)
-        }
-    };
-    if let Err(refusal) = checked {
-        if refusal == Refusal::Counter {
-            log_refusal(refusal, None);
-        }
+        .finish_discoverable_authentication_v2(&answer, ceremony, &passkey);
+    if let Err(refusal) = accept_result(&state.database, &user_id, result).await? {
         // The guess stays counted: its reservation is the failure.
         audit::record(&state.database, &failed.detail("reason", refusal.as_str())).await?;
         return Err(ApiError::Unauthenticated);

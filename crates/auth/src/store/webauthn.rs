@@ -25,13 +25,6 @@ pub struct StoredPasskey {
     pub passkey: String,
 }
 
-/// A ceremony as its finish takes it.
-#[derive(sqlx::FromRow)]
-pub struct TakenCeremony {
-    pub user_id: Option<String>,
-    pub sealed_state: String,
-}
-
 /// A new ceremony's row.
 pub struct NewCeremony<'a> {
     pub key_hash: &'a str,
@@ -273,8 +266,9 @@ pub async fn insert_ceremony(
     Ok(())
 }
 
-/// Takes (deletes and returns) the unexpired ceremony of `key_hash` and `kind`, if it is bound
-/// to `user_id` and `binding` where those are given: a ceremony finishes at most once.
+/// Takes (deletes and returns the sealed state of) the unexpired ceremony of `key_hash` and
+/// `kind`, if it is bound to `user_id` and `binding` where those are given: a ceremony
+/// finishes at most once.
 pub async fn take_ceremony(
     database: &Database,
     key_hash: &str,
@@ -282,12 +276,12 @@ pub async fn take_ceremony(
     user_id: Option<&str>,
     binding: Option<&str>,
     now: &str,
-) -> anyhow::Result<Option<TakenCeremony>> {
-    on_pool!(database, pool => sqlx::query_as(
+) -> anyhow::Result<Option<String>> {
+    on_pool!(database, pool => sqlx::query_scalar(
         "DELETE FROM webauthn_ceremonies
          WHERE key_hash = $1 AND kind = $2 AND expires_at > $5
            AND ($3 IS NULL OR user_id = $3) AND ($4 IS NULL OR binding = $4)
-         RETURNING user_id, sealed_state",
+         RETURNING sealed_state",
     )
     .bind(key_hash)
     .bind(kind)
