@@ -38,10 +38,17 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::core::router())
         .merge(crate::runtime::routes::core_router())
         .merge(crate::orchestrator::routes::router())
+        .merge(crate::cluster::routes::router())
         .merge(crate::probes::router())
         .merge(crate::metrics::router())
         .split_for_parts();
+    // Publishing takes a whole component as its body: its routes get their own limit.
+    let component_limit = state.config.runtime.max_component_bytes;
+    let (published_routes, published_openapi) = OpenApiRouter::new()
+        .merge(crate::runtime::published::routes::router())
+        .split_for_parts();
     let mut openapi = openapi;
+    openapi.merge(published_openapi);
     crate::openapi::add_standard_responses(&mut openapi);
     let openapi = Arc::new(crate::openapi::ServedDocument::new(
         &openapi,
@@ -49,7 +56,15 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     ));
     let body_limit = state.config.http.max_body_bytes;
     let body_timeout = state.config.http.body_timeout;
-    let rate_limits = rate_limit::RateLimits::new(&state.config.rate_limits);
+    let rate_limits = match state.config.rate_limit_scope {
+        crate::config::RateLimitScope::Host => {
+            rate_limit::RateLimits::new(&state.config.rate_limits)
+        }
+        crate::config::RateLimitScope::Cluster => rate_limit::RateLimits::shared(
+            &state.config.rate_limits,
+            Arc::new(DatabaseBuckets(state.database.clone())),
+        ),
+    };
     let backpressure = state.core.backpressure.clone();
     let trusted_proxies = state.config.http.trusted_proxies.clone();
 
@@ -65,6 +80,11 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(RequestBodyLimitLayer::new(body_limit))
         .merge(engine_routes)
+        .merge(
+            published_routes
+                .layer(DefaultBodyLimit::max(component_limit))
+                .layer(RequestBodyLimitLayer::new(component_limit)),
+        )
         .route(
             "/api/openapi.json",
             get(move || {
@@ -111,6 +131,57 @@ pub struct LoadedEngines(pub Arc<crate::runtime::registry::EngineRegistry>);
 impl crate::auth::state::EngineDirectory for LoadedEngines {
     fn engine_codes(&self) -> Vec<String> {
         self.0.codes()
+    }
+}
+
+/// The cluster's view of what this host runs (its heartbeats): the engine registry.
+impl crate::cluster::EngineInventory for LoadedEngines {
+    fn running(&self) -> Vec<crate::cluster::RunningEngine> {
+        self.0
+            .loaded()
+            .iter()
+            .map(|engine| crate::cluster::RunningEngine {
+                code: engine.descriptor.code.clone(),
+                version: engine.descriptor.version.clone(),
+                sha256: engine.sha256.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The rate limits' buckets shared by a cluster: `rate_limit_buckets` in the database.
+pub struct DatabaseBuckets(pub crate::storage::Database);
+
+impl rate_limit::SharedBuckets for DatabaseBuckets {
+    fn draw(&self, draws: Vec<rate_limit::BucketDraw>) -> rate_limit::DrawFuture<'_> {
+        use crate::storage::rate_limit_buckets::{self, Draw};
+        Box::pin(async move {
+            let draws = draws
+                .into_iter()
+                .map(|draw| Draw {
+                    key: draw.key,
+                    wanted: draw.wanted,
+                    burst: draw.burst,
+                    interval_us: draw.interval_us,
+                })
+                .collect();
+            Ok(rate_limit_buckets::draw(&self.0, draws)
+                .await?
+                .into_iter()
+                .map(|grant| rate_limit::BucketGrant {
+                    key: grant.key,
+                    granted: u32::try_from(grant.granted).unwrap_or(0),
+                    remaining: u32::try_from(grant.remaining).unwrap_or(u32::MAX),
+                    retry_after: std::time::Duration::from_micros(
+                        u64::try_from(grant.retry_after_us).unwrap_or(0),
+                    ),
+                })
+                .collect())
+        })
+    }
+
+    fn sweep(&self) -> Pin<Box<dyn Future<Output = anyhow::Result<u64>> + Send + '_>> {
+        Box::pin(crate::storage::rate_limit_buckets::delete_full(&self.0))
     }
 }
 

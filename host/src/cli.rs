@@ -134,6 +134,18 @@ pub enum AdminCommand {
         #[arg(long)]
         from: PathBuf,
     },
+    /// Engines published to the cluster: every host runs each code's active version (it wins
+    /// over a plugins-dir file of the same code).
+    #[command(subcommand)]
+    Engine(EngineCommand),
+    /// The hosts of the cluster sharing this database: live (heartbeating), stopped, or gone
+    /// (no heartbeat within TESSERA_CLUSTER_HOST_TIMEOUT), each with its listen address and the
+    /// engines it runs.
+    Hosts,
+    /// Print the operator token, the bearer credential of the operator endpoints
+    /// (`/core/api/operator/…`): derived from the service secret, so it changes only with it.
+    /// Keep it as secret as the service secret.
+    OperatorToken,
     /// Make a new token signing key; servers sign with it within TESSERA_SIGNING_KEYS_REFRESH
     /// (30 s). Tokens signed before stay valid until they expire, unless --revoke-previous.
     RotateKeys {
@@ -142,6 +154,32 @@ pub enum AdminCommand {
         #[arg(long)]
         revoke_previous: bool,
     },
+}
+
+/// `tessera admin engine …`: the engines published to the cluster (CONTRACT §8).
+#[derive(Debug, Subcommand)]
+pub enum EngineCommand {
+    /// Check a component as a host would load it and store it as the next version of the code
+    /// it describes (the same bytes again: their existing version); active at once unless
+    /// --inactive, and every host swaps it in within seconds.
+    Publish {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Store it without activating it (`engine activate` later).
+        #[arg(long)]
+        inactive: bool,
+    },
+    /// Every published code with its active and previous version.
+    List,
+    /// Every published version of a code, newest first.
+    Versions { code: String },
+    /// Make a published version the code's active one.
+    Activate { code: String, version: i64 },
+    /// Leave a code without an active version: hosts unload it (or load their plugins dir's
+    /// file of it).
+    Deactivate { code: String },
+    /// Make the previous version active again (twice: forward again).
+    Rollback { code: String },
 }
 
 /// The admin commands that manage tenants, users and workspaces (and so load the engines to
@@ -371,6 +409,26 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<Value> {
             database.close().await;
             return rotated;
         }
+        AdminCommand::Engine(command) => {
+            let database = Database::connect_and_migrate(&config.database).await?;
+            let done = engine_command(&config, &database, command).await;
+            database.close().await;
+            return done;
+        }
+        AdminCommand::Hosts => {
+            let database = Database::connect_and_migrate(&config.database).await?;
+            let hosts = crate::cluster::ClusterHosts {
+                database: database.clone(),
+            }
+            .list()
+            .await;
+            database.close().await;
+            return json(hosts?);
+        }
+        AdminCommand::OperatorToken => {
+            let token = crate::secrets::operator_token(&crate::secrets::service_secret(&config)?);
+            return Ok(serde_json::json!({ "operator_token": token.expose() }));
+        }
         AdminCommand::Tenancy(command) => command,
     };
     let database = Database::connect_and_migrate(&config.database).await?;
@@ -395,6 +453,54 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<Value> {
 
 fn json(value: impl Serialize) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(value)?)
+}
+
+/// `admin engine …`.
+async fn engine_command(
+    config: &Config,
+    database: &Database,
+    command: EngineCommand,
+) -> anyhow::Result<Value> {
+    use crate::runtime::published;
+    let refused = |error: published::PublishError| anyhow::anyhow!("{error}");
+    match command {
+        EngineCommand::Publish { file, inactive } => {
+            let component = tokio::fs::read(&file)
+                .await
+                .with_context(|| format!("reading {}", file.display()))?;
+            let registry = crate::runtime::start_registry(
+                config.runtime_setup(&crate::secrets::service_secret(config)?),
+                database,
+                RegistryRole::Borrowing,
+            )?;
+            json(
+                published::publish(&registry, component, !inactive)
+                    .await
+                    .map_err(refused)?,
+            )
+        }
+        EngineCommand::List => json(published::releases(database).await?),
+        EngineCommand::Versions { code } => json(
+            published::versions(database, &code)
+                .await
+                .map_err(refused)?,
+        ),
+        EngineCommand::Activate { code, version } => json(
+            published::activate(database, &code, version)
+                .await
+                .map_err(refused)?,
+        ),
+        EngineCommand::Deactivate { code } => json(
+            published::deactivate(database, &code)
+                .await
+                .map_err(refused)?,
+        ),
+        EngineCommand::Rollback { code } => json(
+            published::rollback(database, &code)
+                .await
+                .map_err(refused)?,
+        ),
+    }
 }
 
 /// `admin rotate-keys`: a new signing key (the servers' copies are reread within

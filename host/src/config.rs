@@ -97,6 +97,8 @@ pub struct Config {
     pub webhook: WebhookConfig,
     pub outbound: OutboundConfig,
     pub rate_limits: RateLimitConfig,
+    /// Where the rate limits' buckets live (`TESSERA_RATE_LIMIT_SCOPE`).
+    pub rate_limit_scope: RateLimitScope,
     pub auth: AuthConfig,
     pub runtime: RuntimeConfig,
     pub projections: ProjectionConfig,
@@ -132,6 +134,52 @@ pub struct Config {
     pub backlog: crate::http::backpressure::BacklogBound,
     /// Who may read `/metrics` (`TESSERA_METRICS_TOKEN`, `TESSERA_METRICS_LISTEN`).
     pub metrics: MetricsConfig,
+    /// Cluster membership (`TESSERA_CLUSTER_HEARTBEAT_INTERVAL`, `TESSERA_CLUSTER_HOST_TIMEOUT`).
+    pub cluster: crate::cluster::ClusterConfig,
+}
+
+/// Where the rate limits' buckets live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateLimitScope {
+    /// In each host's memory: behind a load balancer over N hosts a client gets N times each
+    /// limit.
+    Host,
+    /// In the database every host shares (PostgreSQL): a limit holds for the cluster.
+    Cluster,
+}
+
+/// `TESSERA_RATE_LIMIT_SCOPE`: `cluster` by default on PostgreSQL, `host` on SQLite (which no
+/// two hosts share); `cluster` on SQLite stops the start.
+fn rate_limit_scope(database: &DatabaseConfig) -> anyhow::Result<RateLimitScope> {
+    let on_postgres = database.kind() == crate::storage::DatabaseKind::Postgres;
+    match env_var::<String>("TESSERA_RATE_LIMIT_SCOPE")?.as_deref() {
+        None | Some("") => Ok(if on_postgres {
+            RateLimitScope::Cluster
+        } else {
+            RateLimitScope::Host
+        }),
+        Some("host") => Ok(RateLimitScope::Host),
+        Some("cluster") if on_postgres => Ok(RateLimitScope::Cluster),
+        Some("cluster") => anyhow::bail!(
+            "TESSERA_RATE_LIMIT_SCOPE=cluster needs a PostgreSQL database (hosts share no SQLite file)"
+        ),
+        Some(other) => {
+            anyhow::bail!("TESSERA_RATE_LIMIT_SCOPE must be `host` or `cluster`, not {other:?}")
+        }
+    }
+}
+
+/// Cluster membership's settings, checked together (the timeout must outlast two heartbeats).
+fn cluster_config() -> anyhow::Result<crate::cluster::ClusterConfig> {
+    let defaults = crate::cluster::ClusterConfig::default();
+    let config = crate::cluster::ClusterConfig {
+        heartbeat_interval: env_var::<humantime::Duration>("TESSERA_CLUSTER_HEARTBEAT_INTERVAL")?
+            .map_or(defaults.heartbeat_interval, Duration::from),
+        host_timeout: env_var::<humantime::Duration>("TESSERA_CLUSTER_HOST_TIMEOUT")?
+            .map_or(defaults.host_timeout, Duration::from),
+    };
+    config.validate()?;
+    Ok(config)
 }
 
 /// Access to the Prometheus metrics: neither set, metrics are off and `/metrics` answers 404.
@@ -262,6 +310,7 @@ impl Config {
                 read_per_minute: env_var("TESSERA_RATE_LIMIT_READ")?.unwrap_or(600),
                 write_per_minute: env_var("TESSERA_RATE_LIMIT_WRITE")?.unwrap_or(120),
             },
+            rate_limit_scope: rate_limit_scope(&args.storage.database_config())?,
             auth: auth_config()?,
             runtime: {
                 let mut runtime = RuntimeConfig::with_defaults(
@@ -304,6 +353,22 @@ impl Config {
                 }
                 if let Some(elements) = count(Limit::MaxTableElements)? {
                     runtime.max_table_elements = narrow(elements);
+                }
+                if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MAX_COMPONENT_BYTES")? {
+                    anyhow::ensure!(
+                        bytes >= 1024,
+                        "TESSERA_ENGINE_MAX_COMPONENT_BYTES must be at least 1024"
+                    );
+                    runtime.max_component_bytes = bytes;
+                }
+                if let Some(interval) =
+                    env_var::<humantime::Duration>("TESSERA_ENGINE_RECONCILE_INTERVAL")?
+                {
+                    anyhow::ensure!(
+                        !interval.is_zero(),
+                        "TESSERA_ENGINE_RECONCILE_INTERVAL must be above zero"
+                    );
+                    runtime.reconcile_interval = interval.into();
                 }
                 if let Some(bytes) = env_var::<usize>("TESSERA_ENGINE_MAX_BODY_BYTES")? {
                     runtime.max_request_bytes = bytes;
@@ -389,6 +454,7 @@ impl Config {
                 backlog
             },
             metrics: MetricsConfig::from_env()?,
+            cluster: cluster_config()?,
             work: {
                 let mut work = crate::runtime::work::WorkerConfig::default();
                 if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {

@@ -18,6 +18,8 @@ pub mod telemetry;
 
 /// The authentication service (crates/auth), under the path the host's modules use.
 pub use tessera_auth as auth;
+/// Cluster membership (crates/cluster), under the path the host's modules use.
+pub use tessera_cluster as cluster;
 /// The core service (crates/core), under the path the host's modules use.
 pub use tessera_core as core;
 /// The HTTP kit (crates/http), under the path the host's modules use.

@@ -18,8 +18,6 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use sha2::{Digest as _, Sha256};
-use subtle::ConstantTimeEq as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -193,7 +191,7 @@ pub async fn scrape(
     match &state.access {
         MetricsAccess::Open => {}
         MetricsAccess::Token(token) => {
-            if !bearer_matches(&headers, token) {
+            if !crate::http::operator::bearer_matches(&headers, token) {
                 return Err(ApiError::Unauthenticated);
             }
         }
@@ -208,21 +206,6 @@ pub async fn scrape(
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     Ok(response)
-}
-
-/// Whether `Authorization: Bearer …` carries `token`; the digests are compared in constant
-/// time, so neither the token's bytes nor its length leak through timing.
-fn bearer_matches(headers: &HeaderMap, token: &Secret) -> bool {
-    let Some(presented) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let presented = Sha256::digest(presented.trim().as_bytes());
-    let expected = Sha256::digest(token.expose().as_bytes());
-    bool::from(presented.ct_eq(&expected))
 }
 
 /// The gauges read at scrape time: the engine instance pool and the database pool.
@@ -261,24 +244,4 @@ pub fn record_backlog(
             .set(sample.oldest_age.as_secs_f64());
     }
     metrics::gauge!("tessera_backlog_refusing_writes").set(if refusing_writes { 1.0 } else { 0.0 });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_exact_bearer_token_matches() {
-        let token = Secret::new("s3cret-token".into());
-        let with = |value: &str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
-            headers
-        };
-        assert!(bearer_matches(&with("Bearer s3cret-token"), &token));
-        assert!(!bearer_matches(&with("Bearer s3cret-toke"), &token));
-        assert!(!bearer_matches(&with("Bearer s3cret-token2"), &token));
-        assert!(!bearer_matches(&with("Basic s3cret-token"), &token));
-        assert!(!bearer_matches(&HeaderMap::new(), &token));
-    }
 }

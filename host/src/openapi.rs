@@ -32,6 +32,7 @@ use crate::http::rate_limit;
         (name = "health", description = "Health and liveness"),
         (name = "engines", description = "The engine registry and engine routes"),
         (name = "orchestration", description = "Provisioning tenants and users across engines (internal, signed)"),
+        (name = "operator", description = "The cluster's operator surface, for a bearer of the operator token (`tessera admin operator-token`)"),
     )
 )]
 pub struct ApiDoc;
@@ -137,6 +138,19 @@ impl utoipa::Modify for BearerAuth {
                     .build(),
             ),
         );
+        // The operator endpoints (`/core/api/operator/…`): the token `tessera admin
+        // operator-token` prints, derived from the service secret.
+        components.add_security_scheme(
+            "operator_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The operator token: `tessera admin operator-token` prints it",
+                    ))
+                    .build(),
+            ),
+        );
     }
 }
 
@@ -195,8 +209,11 @@ pub fn add_standard_responses(document: &mut utoipa::openapi::OpenApi) {
                     "Rate limit exceeded; `Retry-After` says when to retry",
                 ));
             }
-            if is_bearer_secured(operation) {
+            if is_secured_by(operation, "bearer") {
                 standard.push(("401", "Missing, invalid or expired bearer token"));
+            }
+            if is_secured_by(operation, "operator_token") {
+                standard.push(("401", "No bearer token, or not the operator token"));
             }
             if crate::http::backpressure::applies_to(&method, path) {
                 standard.push((
@@ -219,16 +236,12 @@ pub fn add_standard_responses(document: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// Whether `operation` requires the `bearer` scheme.
-fn is_bearer_secured(operation: &utoipa::openapi::path::Operation) -> bool {
+/// Whether `operation` requires the security scheme `scheme`.
+fn is_secured_by(operation: &utoipa::openapi::path::Operation, scheme: &str) -> bool {
     operation.security.iter().flatten().any(|requirement| {
         serde_json::to_value(requirement)
             .ok()
-            .and_then(|value| {
-                value
-                    .as_object()
-                    .map(|object| object.contains_key("bearer"))
-            })
+            .and_then(|value| value.as_object().map(|object| object.contains_key(scheme)))
             .unwrap_or(false)
     })
 }

@@ -22,6 +22,19 @@ pub fn service_secret(config: &crate::config::Config) -> anyhow::Result<Secret> 
     }
 }
 
+/// The operator token (CONTRACT §8, `tessera admin operator-token`): a key derived from the
+/// service secret (HKDF-SHA256, its own label), hex. Whoever holds the service secret (every
+/// host and the admin CLI) derives the same token; the token reveals nothing of the secret.
+/// Changing the service secret changes it.
+pub fn operator_token(service_secret: &Secret) -> Secret {
+    let derivation = hkdf::Hkdf::<sha2::Sha256>::new(None, service_secret.expose().as_bytes());
+    let mut token = [0u8; 32];
+    derivation
+        .expand(b"tessera/operator-token/v1", &mut token)
+        .expect("32 bytes is a valid HKDF-SHA256 output length");
+    Secret::new(format!("tessera-operator-{}", hex::encode(token)))
+}
+
 /// Reads `data_dir/name`, or creates it with 32 random bytes (hex) when it does not exist.
 pub fn load_or_generate(data_dir: &Path, name: &str) -> anyhow::Result<Secret> {
     create_private_dir(data_dir)?;

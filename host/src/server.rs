@@ -102,6 +102,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         auth,
         core,
         runtime,
+        operator_token: secrets::operator_token(&service_secret),
         service_secret,
         engines,
         orchestrator,
@@ -204,6 +205,12 @@ impl Application {
                 tracing::error!(error = format!("{error:#}"), "the plugins watcher stopped");
             }
         });
+        background.spawn(crate::runtime::published::run_reconciler(
+            state.engines.clone(),
+            state.config.plugins_dir.clone(),
+            state.config.runtime.reconcile_interval,
+            shutdown.clone(),
+        ));
         background.spawn(crate::runtime::work::run_worker(
             state.engines.clone(),
             state.engines.runtime().services().queue.clone(),
@@ -223,6 +230,19 @@ impl Application {
                     .await;
             });
         }
+        // In the cluster's list of hosts from now until it stops (crates/cluster).
+        let membership = crate::cluster::Membership::join(
+            state.database.clone(),
+            &crate::cluster::HostIdentity {
+                listen_address: listener.local_addr()?.to_string(),
+                public_url: state.config.public_url.clone(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            state.config.cluster,
+            Arc::new(crate::app::LoadedEngines(state.engines.clone())),
+        )
+        .await?;
+        background.spawn(membership.clone().run(shutdown.clone()));
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         // `stop` ends the listener (its own token) and tells the workers to stop; from then
         // on, in-flight requests and work have `shutdown_timeout` to finish (the work worker
@@ -260,6 +280,12 @@ impl Application {
                 () = deadline => false,
             }
         });
+        if let Err(error) = membership.leave().await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "marking this host stopped failed"
+            );
+        }
         if drained {
             state.database.close().await;
             tracing::info!("stopped");

@@ -204,6 +204,11 @@ pub const SETTINGS: &[Setting] = &[
         "writes per 60 s per token (per client address without one)",
     ),
     Setting::new(
+        "TESSERA_RATE_LIMIT_SCOPE",
+        "cluster on PostgreSQL, host on SQLite",
+        "`host`: each host keeps its rate-limit buckets in memory (behind a load balancer over N hosts a client gets N times each limit); `cluster` (PostgreSQL only): every host draws from the same buckets in the database, in batches, so each limit holds exactly for the cluster",
+    ),
+    Setting::new(
         "TESSERA_AUTH_TOKEN_LIFETIME",
         "1h",
         "above zero: access tokens' lifetime (`expires_in`)",
@@ -267,6 +272,16 @@ pub const SETTINGS: &[Setting] = &[
         "TESSERA_METRICS_LISTEN",
         "none",
         "an address of its own (e.g. `10.0.0.5:9464`) serving `/metrics` without a token, and nothing else; put it on a management network",
+    ),
+    Setting::new(
+        "TESSERA_CLUSTER_HEARTBEAT_INTERVAL",
+        "5s",
+        "above zero: how often a host writes its heartbeat (with the engines it runs) to the cluster's list of hosts",
+    ),
+    Setting::new(
+        "TESSERA_CLUSTER_HOST_TIMEOUT",
+        "30s",
+        "more than twice the heartbeat interval: a host whose last heartbeat is older is listed as gone (`tessera admin hosts`); its claimed work returns to the others when its leases end",
     ),
     Setting::new(
         "TESSERA_LOG",
@@ -347,6 +362,16 @@ pub const SETTINGS: &[Setting] = &[
         "TESSERA_ENGINE_MAX_BODY_BYTES",
         "8388608",
         "largest request body an engine route accepts (413 beyond) and largest response an engine may return",
+    ),
+    Setting::new(
+        "TESSERA_ENGINE_MAX_COMPONENT_BYTES",
+        "67108864",
+        "at least 1024: largest component `tessera admin engine publish` and `POST /core/api/operator/engines` accept (413 beyond)",
+    ),
+    Setting::new(
+        "TESSERA_ENGINE_RECONCILE_INTERVAL",
+        "5s",
+        "above zero: how often a host checks the engines published to the cluster besides being told (PostgreSQL tells at once; hosts on SQLite learn of a publication made by another process within it)",
     ),
     Setting::new(
         "TESSERA_ENGINE_WORK_CONCURRENCY",

@@ -81,6 +81,22 @@ impl AppState {
     }
 }
 
+/// The cluster's hosts, for the operator endpoints.
+impl axum::extract::FromRef<AppState> for crate::cluster::ClusterHosts {
+    fn from_ref(state: &AppState) -> Self {
+        Self {
+            database: state.database.clone(),
+        }
+    }
+}
+
+/// The operator token the operator endpoints check (derived from the service secret).
+impl axum::extract::FromRef<AppState> for crate::http::operator::OperatorCredential {
+    fn from_ref(state: &AppState) -> Self {
+        Self(state.operator_token.clone())
+    }
+}
+
 /// The runtime routes' state.
 impl axum::extract::FromRef<AppState> for RuntimeState {
     fn from_ref(state: &AppState) -> Self {
@@ -112,6 +128,8 @@ pub struct Services {
     pub database: Database,
     pub cache: Cache,
     pub service_secret: Secret,
+    /// The operator endpoints' bearer token (`secrets::operator_token`).
+    pub operator_token: Secret,
     /// The authentication service: tokens, sessions, the password hasher (`state.auth.…`).
     pub auth: AuthState,
     pub engines: Arc<EngineRegistry>,

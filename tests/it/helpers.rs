@@ -900,6 +900,17 @@ impl ServeProcess {
         format!("http://{address}{path}")
     }
 
+    /// SIGKILL (no shutdown of any kind), and wait for the process to end.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The address it serves on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
     /// SIGTERM, then the exit status.
     pub fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();

@@ -16,6 +16,7 @@ mod backup;
 mod chat;
 mod chat_webhook_chunks;
 mod cli;
+mod cluster;
 mod configuration;
 mod conventions;
 mod data_dir;

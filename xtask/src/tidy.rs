@@ -69,6 +69,11 @@ const LAYERS: &[CrateLayer] = &[
         builds_for_wasm: true,
     },
     CrateLayer {
+        name: "tessera-cluster",
+        layer: 2,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
         name: "tessera-auth",
         layer: 2,
         builds_for_wasm: false,

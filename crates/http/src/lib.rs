@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod metric_series;
+pub mod operator;
 pub mod paging;
 pub mod rate_limit;
 pub mod request_metrics;

@@ -29,6 +29,10 @@
 //! - **Exempt.** The health endpoints and `/api/openapi.json` are neither counted nor limited,
 //!   so monitors never see a 429 and never use up a client's budget.
 //! - **0 disables** a class (no limit, no headers), e.g. for benchmarks.
+//! - **Scope.** By default each host keeps its buckets in memory; with
+//!   `TESSERA_RATE_LIMIT_SCOPE=cluster` (the default on PostgreSQL) every host of a cluster
+//!   draws from the same buckets in the database, in batches ([`shared`]), so a limit holds
+//!   for the cluster, whichever host a request reaches.
 //! - **Algorithm and memory.** `governor`'s GCRA: a bucket of `limit` requests refilled
 //!   evenly over 60 s (one request every `60 s / limit`), so a burst of `limit` is allowed and
 //!   the long-run rate is `limit` per minute. Each limiter keeps one small entry per key seen;
@@ -52,6 +56,10 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use sha2::{Digest, Sha256};
+
+mod shared;
+
+pub use shared::{BucketDraw, BucketGrant, DrawFuture, SharedBuckets};
 
 use super::error::ApiError;
 use crate::client_address::ClientAddress;
@@ -237,13 +245,37 @@ struct Limiters {
     next_sweep_ms: AtomicU64,
 }
 
+impl Limiters {
+    /// Counts one request of `class` from `address` (already through [`client_address`]) with
+    /// the bearer token digest `token` in this host's buckets; `None` when the class is off.
+    fn check(&self, class: Class, address: IpAddr, token: Option<[u8; 32]>) -> Option<Decision> {
+        match class {
+            Class::Auth => self.auth.as_ref().map(|bucket| bucket.check(&address)),
+            Class::Read => self.read.as_ref().map(|c| c.check(address, token)),
+            Class::Write => self.write.as_ref().map(|c| c.check(address, token)),
+        }
+    }
+
+    /// The limit of `class` per 60 s; `None` when it is off.
+    fn limit(&self, class: Class) -> Option<u32> {
+        match class {
+            Class::Auth => self.auth.as_ref().map(|bucket| bucket.limit),
+            Class::Read => self.read.as_ref().map(|c| c.client.limit),
+            Class::Write => self.write.as_ref().map(|c| c.client.limit),
+        }
+    }
+}
+
 /// The limiters of one router, built from the configuration; cheap to clone.
 #[derive(Clone)]
 pub struct RateLimits {
     inner: Arc<Limiters>,
+    /// The cluster's buckets, when the limits hold for the cluster.
+    shared: Option<shared::SharedLimiter>,
 }
 
 impl RateLimits {
+    /// Limits kept in this host's memory.
     pub fn new(config: &RateLimitConfig) -> Self {
         Self {
             inner: Arc::new(Limiters {
@@ -253,25 +285,30 @@ impl RateLimits {
                 started: Instant::now(),
                 next_sweep_ms: AtomicU64::new(millis(SWEEP_INTERVAL)),
             }),
+            shared: None,
         }
+    }
+
+    /// Limits that hold for a cluster: drawn from `buckets`, which every host shares (this
+    /// host's own buckets decide while they cannot be reached). Starts the batching task on the
+    /// current tokio runtime.
+    pub fn shared(config: &RateLimitConfig, buckets: Arc<dyn SharedBuckets>) -> Self {
+        let mut limits = Self::new(config);
+        limits.shared = Some(shared::SharedLimiter::start(buckets, limits.inner.clone()));
+        limits
     }
 
     /// Counts one request of `class` from `address` (already through [`client_address`]) with
     /// the bearer token digest `token`; `None` when the class is off.
-    pub fn check(
+    pub async fn check(
         &self,
         class: Class,
         address: IpAddr,
         token: Option<[u8; 32]>,
     ) -> Option<Decision> {
-        match class {
-            Class::Auth => self
-                .inner
-                .auth
-                .as_ref()
-                .map(|bucket| bucket.check(&address)),
-            Class::Read => self.inner.read.as_ref().map(|c| c.check(address, token)),
-            Class::Write => self.inner.write.as_ref().map(|c| c.check(address, token)),
+        match &self.shared {
+            Some(shared) => shared.check(&self.inner, class, address, token).await,
+            None => self.inner.check(class, address, token),
         }
     }
 
@@ -315,6 +352,21 @@ impl RateLimits {
         {
             return;
         }
+        if let Some(shared) = &self.shared {
+            let buckets = shared.buckets.clone();
+            tokio::spawn(async move {
+                match buckets.sweep().await {
+                    Ok(deleted) => {
+                        tracing::debug!(deleted, "full shared rate-limit buckets deleted")
+                    }
+                    Err(error) => tracing::warn!(
+                        error = format!("{error:#}"),
+                        "deleting full shared rate-limit buckets failed"
+                    ),
+                }
+            });
+            return;
+        }
         let limits = self.clone();
         tokio::task::spawn_blocking(move || {
             let before = limits.tracked_keys();
@@ -353,7 +405,7 @@ pub async fn enforce(State(limits): State<RateLimits>, request: Request, next: N
         Class::Auth => None,
         Class::Read | Class::Write => bearer_token_key(request.headers()),
     };
-    let decision = limits.check(class, client_address(peer), token);
+    let decision = limits.check(class, client_address(peer), token).await;
     limits.sweep_when_due();
     match decision {
         None => next.run(request).await,
@@ -462,14 +514,14 @@ mod tests {
         let limits = RateLimits::new(&config(60, 600, 2));
         let token = Some([7; 32]);
         assert_eq!(
-            limits.check(Class::Write, HOME, token),
+            limits.inner.check(Class::Write, HOME, token),
             Some(Decision::Allowed {
                 limit: 2,
                 remaining: 1
             })
         );
         assert_eq!(
-            limits.check(Class::Write, HOME, token),
+            limits.inner.check(Class::Write, HOME, token),
             Some(Decision::Allowed {
                 limit: 2,
                 remaining: 0
@@ -478,7 +530,7 @@ mod tests {
         let Some(Decision::Refused {
             limit,
             retry_after_seconds,
-        }) = limits.check(Class::Write, HOME, token)
+        }) = limits.inner.check(Class::Write, HOME, token)
         else {
             panic!("the third write is refused");
         };
@@ -490,15 +542,15 @@ mod tests {
         );
         // Reads, other tokens and anonymous clients have budgets of their own.
         assert!(matches!(
-            limits.check(Class::Read, HOME, token),
+            limits.inner.check(Class::Read, HOME, token),
             Some(Decision::Allowed { limit: 600, .. })
         ));
         assert!(matches!(
-            limits.check(Class::Write, HOME, Some([8; 32])),
+            limits.inner.check(Class::Write, HOME, Some([8; 32])),
             Some(Decision::Allowed { .. })
         ));
         assert!(matches!(
-            limits.check(Class::Write, HOME, None),
+            limits.inner.check(Class::Write, HOME, None),
             Some(Decision::Allowed { .. })
         ));
     }
@@ -509,17 +561,17 @@ mod tests {
         for n in 0..PER_IP_CEILING_FACTOR {
             let token = Some([n as u8; 32]);
             assert!(matches!(
-                limits.check(Class::Write, HOME, token),
+                limits.inner.check(Class::Write, HOME, token),
                 Some(Decision::Allowed { limit: 1, .. })
             ));
         }
         assert!(matches!(
-            limits.check(Class::Write, HOME, Some([255; 32])),
+            limits.inner.check(Class::Write, HOME, Some([255; 32])),
             Some(Decision::Refused { limit, .. }) if limit == PER_IP_CEILING_FACTOR
         ));
         let elsewhere = IpAddr::V4(Ipv4Addr::new(198, 51, 100, 7));
         assert!(matches!(
-            limits.check(Class::Write, elsewhere, Some([254; 32])),
+            limits.inner.check(Class::Write, elsewhere, Some([254; 32])),
             Some(Decision::Allowed { .. })
         ));
     }
@@ -528,10 +580,10 @@ mod tests {
     fn a_limit_of_zero_turns_the_class_off() {
         let limits = RateLimits::new(&config(0, 0, 1));
         for _ in 0..100 {
-            assert_eq!(limits.check(Class::Auth, HOME, None), None);
-            assert_eq!(limits.check(Class::Read, HOME, Some([1; 32])), None);
+            assert_eq!(limits.inner.check(Class::Auth, HOME, None), None);
+            assert_eq!(limits.inner.check(Class::Read, HOME, Some([1; 32])), None);
         }
-        assert!(limits.check(Class::Write, HOME, None).is_some());
+        assert!(limits.inner.check(Class::Write, HOME, None).is_some());
     }
 
     /// The middleware alone, in front of a 204, as seen from `peer`.
@@ -600,8 +652,10 @@ mod tests {
         // 60 000 per minute: one request comes back every millisecond.
         let limits = RateLimits::new(&config(60_000, 60_000, 60_000));
         for n in 0..50u8 {
-            limits.check(Class::Read, HOME, Some([n; 32]));
-            limits.check(Class::Auth, IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)), None);
+            limits.inner.check(Class::Read, HOME, Some([n; 32]));
+            limits
+                .inner
+                .check(Class::Auth, IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)), None);
         }
         assert_eq!(limits.tracked_keys(), 50 + 1 + 50);
         std::thread::sleep(Duration::from_millis(20));

@@ -81,6 +81,12 @@ pub struct RuntimeConfig {
     pub cache_dir: PathBuf,
     /// Instances kept warm between calls of one engine in one tenant (`warm_instances.rs`).
     pub warm_instances: WarmInstanceConfig,
+    /// Largest component that may be published to the cluster
+    /// (`TESSERA_ENGINE_MAX_COMPONENT_BYTES`, default 64 MiB; 413 beyond).
+    pub max_component_bytes: usize,
+    /// How often a host checks the published engines besides being told
+    /// (`TESSERA_ENGINE_RECONCILE_INTERVAL`, default 5 s).
+    pub reconcile_interval: Duration,
 }
 
 /// The default of `TESSERA_ENGINE_MAX_CORE_INSTANCES`: a componentize-py component creates 14.
@@ -112,6 +118,8 @@ impl RuntimeConfig {
             tenant_queue_timeout: Duration::from_secs(5),
             cache_dir,
             warm_instances: WarmInstanceConfig::default(),
+            max_component_bytes: 64 * 1024 * 1024,
+            reconcile_interval: Duration::from_secs(5),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod registry;
 pub mod lifecycle;
 pub mod mail_transport;
 pub mod outbound;
+pub mod published;
 pub mod routes;
 pub mod state;
 mod store;
@@ -39,9 +40,27 @@ pub use registry::{EngineDescriptor, EngineRegistry, LoadedEngine, RegistryRole}
 pub use crate::config::RuntimeSetup;
 use tessera_storage::Database;
 
-/// Starts the runtime and loads every engine of the plugins dir. A serving host first marks
-/// every recorded engine inactive, so the engine list shows what it actually serves.
+/// Starts the runtime and loads every engine of the plugins dir, then the versions published
+/// to the cluster (which win over files of the same code). A serving host first marks every
+/// recorded engine inactive, so the engine list shows what it actually serves.
 pub async fn start_engines(
+    config: RuntimeSetup<'_>,
+    database: &Database,
+    role: RegistryRole,
+) -> anyhow::Result<Arc<EngineRegistry>> {
+    let engines = start_registry(config, database, role)?;
+    if role == RegistryRole::Serving {
+        engines.mark_all_inactive().await?;
+    }
+    // The published versions first: the plugins dir's files of their codes are then left aside.
+    published::reconcile(&engines, config.plugins_dir).await?;
+    engines.load_directory(config.plugins_dir).await?;
+    Ok(engines)
+}
+
+/// Starts the runtime with an empty registry (what `admin engine publish` checks a component
+/// with).
+pub fn start_registry(
     config: RuntimeSetup<'_>,
     database: &Database,
     role: RegistryRole,
@@ -50,15 +69,10 @@ pub async fn start_engines(
         config.runtime.clone(),
         imports::HostServices::new(config, database.clone())?,
     )?;
-    let engines = Arc::new(EngineRegistry::new(
+    Ok(Arc::new(EngineRegistry::new(
         Arc::new(runtime),
         database.clone(),
         role,
         config.engine_settings.clone(),
-    ));
-    if role == RegistryRole::Serving {
-        engines.mark_all_inactive().await?;
-    }
-    engines.load_directory(config.plugins_dir).await?;
-    Ok(engines)
+    )))
 }

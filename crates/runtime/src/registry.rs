@@ -1,9 +1,12 @@
-//! The engine registry: which components are loaded, under which code, from which file. Loads
+//! The engine registry: which components are loaded, under which code, from which source (a
+//! file of the plugins dir, or a version published to the cluster, `published.rs`). Loads
 //! every `*.wasm` of the plugins dir; a broken file, a component over a sandbox limit
 //! (`component_limits.rs`), or a second file claiming a code already loaded, is logged and
-//! skipped. The `engines` table mirrors it for the engine list.
+//! skipped. A code the cluster publishes is the published version's: a file of that code waits
+//! in the plugins dir until the code is deactivated. The `engines` table mirrors it for the
+//! engine list.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -32,7 +35,8 @@ pub type EngineDescriptor = tessera_wire::engine::Descriptor;
 /// engine finishes its in-flight calls on the old version.
 pub struct LoadedEngine {
     pub descriptor: EngineDescriptor,
-    pub path: PathBuf,
+    /// Where its component came from.
+    pub source: EngineSource,
     pub sha256: String,
     pub pre: EnginePre,
     /// `descriptor.outbound_hosts`, parsed; handed to every call's scope.
@@ -63,6 +67,68 @@ impl LoadedEngine {
     pub fn world(&self) -> WorldVersion {
         self.pre.world()
     }
+}
+
+/// Where a loaded engine's component came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineSource {
+    /// A `*.wasm` file of this host's plugins dir.
+    File(PathBuf),
+    /// A version published to the cluster (`engine_versions`), the code's active one.
+    Published { version: i64 },
+}
+
+impl EngineSource {
+    /// The file, for an engine of the plugins dir.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Self::File(path) => Some(path),
+            Self::Published { .. } => None,
+        }
+    }
+
+    /// `plugins` or `published`, as the engine list says it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::File(_) => "plugins",
+            Self::Published { .. } => "published",
+        }
+    }
+
+    /// The published version, for a published engine.
+    pub fn published_version(&self) -> Option<i64> {
+        match self {
+            Self::File(_) => None,
+            Self::Published { version } => Some(*version),
+        }
+    }
+
+    fn label(&self, code_hint: Option<&str>) -> String {
+        match self {
+            Self::File(path) => path.file_name().map_or_else(
+                || path.display().to_string(),
+                |name| name.to_string_lossy().into_owned(),
+            ),
+            Self::Published { version } => {
+                format!(
+                    "{} version {version} (published)",
+                    code_hint.unwrap_or("an engine")
+                )
+            }
+        }
+    }
+}
+
+/// A component compiled, described and checked: what loading registers.
+pub struct InspectedComponent {
+    pub descriptor: EngineDescriptor,
+    pub sha256: String,
+    pre: EnginePre,
+    outbound_hosts: AllowedHosts,
+    api: ApiDescription,
+    settings: EngineSettingValues,
+    may_send_mail: bool,
+    figures: ComponentFigures,
 }
 
 /// `GET /core/api/v1/engines/{code}`: an engine as this host loaded it.
@@ -96,6 +162,18 @@ pub struct EngineRecord {
     pub is_active: bool,
     pub requires_tenant_provision: bool,
     pub requires_user_provision: bool,
+    /// The version its descriptor declares (of the component last loaded).
+    pub version: String,
+    /// The SHA-256 of the component last loaded (hex).
+    #[sqlx(rename = "component_sha256")]
+    pub sha256: String,
+    /// Where this host loaded it from: `plugins` (a file of its plugins dir) or `published`
+    /// (published to the cluster); `null` when this host has not loaded it.
+    #[sqlx(skip)]
+    pub source: Option<String>,
+    /// The published version this host runs, for a published engine.
+    #[sqlx(skip)]
+    pub published_version: Option<i64>,
 }
 
 /// Whether a registry speaks for a serving host.
@@ -117,6 +195,14 @@ pub struct EngineRegistry {
     operator_settings: OperatorSettings,
     /// Bumped whenever an engine is loaded, replaced or unloaded (the document is rebuilt).
     generation: AtomicU64,
+    /// The codes the cluster publishes (an active version): a plugins-dir file of one of them
+    /// is not loaded.
+    published_codes: RwLock<HashSet<String>>,
+    /// Held by whatever changes the loaded set (a plugins-dir scan, a reconciliation with the
+    /// published versions), so the two never interleave.
+    loading: tokio::sync::Mutex<()>,
+    /// Wakes the reconciler (`published::run_reconciler`) after this host changed a release.
+    release_wake: Arc<tokio::sync::Notify>,
 }
 
 fn valid_code(code: &str) -> bool {
@@ -142,7 +228,44 @@ impl EngineRegistry {
             engines: RwLock::new(HashMap::new()),
             operator_settings,
             generation: AtomicU64::new(0),
+            published_codes: RwLock::new(HashSet::new()),
+            loading: tokio::sync::Mutex::new(()),
+            release_wake: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// Tells this host's reconciler that a release changed (other hosts hear it from the
+    /// database).
+    pub fn releases_changed(&self) {
+        self.release_wake.notify_one();
+    }
+
+    pub(crate) fn release_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.release_wake.clone()
+    }
+
+    /// The database the registry records in.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// Whether `code` is published to the cluster (an active version), so a file of that code
+    /// in the plugins dir is not loaded.
+    pub fn is_published(&self, code: &str) -> bool {
+        self.published_codes
+            .read()
+            .expect("published codes lock")
+            .contains(code)
+    }
+
+    /// Holds off plugins-dir scans while `published.rs` reconciles.
+    pub(crate) async fn lock_loading(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.loading.lock().await
+    }
+
+    /// Names the codes the cluster publishes (see [`Self::is_published`]).
+    pub(crate) fn set_published_codes(&self, codes: HashSet<String>) {
+        *self.published_codes.write().expect("published codes lock") = codes;
     }
 
     /// Changes whenever the set of loaded engines does (a load, a replacement, an unload).
@@ -186,8 +309,14 @@ impl EngineRegistry {
     }
 
     /// Loads every `*.wasm` in `directory` (in name order, so the first file wins a code), and
-    /// marks engines of this registry that are no longer there inactive.
+    /// unloads engines of this registry loaded from files no longer there.
     pub async fn load_directory(&self, directory: &Path) -> anyhow::Result<()> {
+        let _loading = self.loading.lock().await;
+        self.load_directory_locked(directory).await
+    }
+
+    /// [`Self::load_directory`], with the loading lock already held.
+    pub(crate) async fn load_directory_locked(&self, directory: &Path) -> anyhow::Result<()> {
         let mut files = Vec::new();
         match std::fs::read_dir(directory) {
             Ok(entries) => {
@@ -211,14 +340,19 @@ impl EngineRegistry {
         }
         files.sort();
         for path in &files {
-            if let Err(error) = self.load_file(path).await {
+            if let Err(error) = self.load_file_locked(path).await {
                 tracing::error!(file = %path.display(), error = format!("{error:#}"), "skipping an engine that cannot be loaded");
             }
         }
         let gone: Vec<String> = self
             .loaded()
             .into_iter()
-            .filter(|engine| !files.contains(&engine.path))
+            .filter(|engine| {
+                engine
+                    .source
+                    .file()
+                    .is_some_and(|path| !files.iter().any(|file| file == path))
+            })
             .map(|engine| engine.descriptor.code.clone())
             .collect();
         for code in gone {
@@ -229,24 +363,94 @@ impl EngineRegistry {
 
     /// Compiles (or loads from cache), describes and registers one component file. A file
     /// whose code is taken by another file is refused; the same file with new bytes replaces
-    /// its previous version.
+    /// its previous version; a file of a code the cluster publishes is left aside.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<EngineDescriptor> {
+        let _loading = self.loading.lock().await;
+        self.load_file_locked(path).await
+    }
+
+    async fn load_file_locked(&self, path: &Path) -> anyhow::Result<EngineDescriptor> {
         let bytes = tokio::fs::read(path)
             .await
             .with_context(|| format!("reading {}", path.display()))?;
         let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-        if let Some(existing) = self.loaded().into_iter().find(|engine| engine.path == path)
+        let source = EngineSource::File(path.to_path_buf());
+        if let Some(existing) = self
+            .loaded()
+            .into_iter()
+            .find(|engine| engine.source == source)
             && existing.sha256 == sha256
         {
             return Ok(existing.descriptor.clone());
         }
+        let inspected = self.inspect(bytes, sha256, &source).await?;
+        let code = inspected.descriptor.code.clone();
+        if self.is_published(&code) {
+            tracing::info!(
+                engine = %code,
+                file = %path.display(),
+                "not loading a plugins-dir file of an engine the cluster publishes"
+            );
+            return Ok(inspected.descriptor);
+        }
+        {
+            let engines = self.engines.read().expect("engine registry lock");
+            if let Some(other) = engines.get(&code)
+                && other.source != source
+            {
+                match &other.source {
+                    EngineSource::File(other_path) => anyhow::bail!(
+                        "the engine code {code:?} is already loaded from {}",
+                        other_path.display()
+                    ),
+                    // Published in the meantime: the published version stays.
+                    EngineSource::Published { .. } => return Ok(inspected.descriptor),
+                }
+            }
+        }
+        // A file that changed its code: drop the old code first.
+        if let Some(previous) = self
+            .loaded()
+            .into_iter()
+            .find(|engine| engine.source == source)
+            && previous.descriptor.code != code
+        {
+            self.unload(&previous.descriptor.code).await?;
+        }
+        self.register(inspected, source).await
+    }
+
+    /// Registers a published version of `code` (its bytes already checked against their
+    /// digest), in place of whatever serves the code now. In-flight calls finish on the old one.
+    pub(crate) async fn load_published(
+        &self,
+        code: &str,
+        version: i64,
+        bytes: Vec<u8>,
+        sha256: String,
+    ) -> anyhow::Result<EngineDescriptor> {
+        let source = EngineSource::Published { version };
+        let inspected = self.inspect(bytes, sha256, &source).await?;
+        anyhow::ensure!(
+            inspected.descriptor.code == code,
+            "version {version} of {code:?} describes itself as {:?}",
+            inspected.descriptor.code
+        );
+        self.register(inspected, source).await
+    }
+
+    /// Compiles (or loads from the cache), describes and checks a component without
+    /// registering it: what publishing checks before it stores a component.
+    pub async fn inspect(
+        &self,
+        bytes: Vec<u8>,
+        sha256: String,
+        source: &EngineSource,
+    ) -> anyhow::Result<InspectedComponent> {
         // Its figures, read before wasmtime compiles it: a component over the limits no engine
         // exceeds is refused here by name (wasmtime's pool would refuse it with its own words),
         // and over its own engine's limits once `describe` named the engine.
-        let file = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |name| name.to_string_lossy().into_owned(),
-        );
+        let file = source.label(None);
         let (bytes, figures) = tokio::task::spawn_blocking(move || {
             let figures = ComponentFigures::of(&bytes);
             (bytes, figures)
@@ -312,28 +516,40 @@ impl EngineRegistry {
             &descriptor.code,
             permissions.contains(&tessera_wire::engine::Permission::SendMail),
         );
-        {
-            let engines = self.engines.read().expect("engine registry lock");
-            if let Some(other) = engines.get(&descriptor.code)
-                && other.path != path
-            {
-                anyhow::bail!(
-                    "the engine code {:?} is already loaded from {}",
-                    descriptor.code,
-                    other.path.display()
-                );
-            }
-        }
-        // A file that changed its code: drop the old code first.
-        if let Some(previous) = self.loaded().into_iter().find(|engine| engine.path == path)
-            && previous.descriptor.code != descriptor.code
-        {
-            self.unload(&previous.descriptor.code).await?;
-        }
+        Ok(InspectedComponent {
+            descriptor,
+            sha256,
+            pre,
+            outbound_hosts,
+            api,
+            settings,
+            may_send_mail,
+            figures,
+        })
+    }
+
+    /// Makes `inspected` the engine of its code, replacing the one loaded (whose in-flight
+    /// calls finish on it).
+    async fn register(
+        &self,
+        inspected: InspectedComponent,
+        source: EngineSource,
+    ) -> anyhow::Result<EngineDescriptor> {
+        let InspectedComponent {
+            descriptor,
+            sha256,
+            pre,
+            outbound_hosts,
+            api,
+            settings,
+            may_send_mail,
+            figures,
+        } = inspected;
         self.record(&descriptor, &sha256, true).await?;
+        let origin = source.label(Some(&descriptor.code));
         let loaded = Arc::new(LoadedEngine {
             descriptor: descriptor.clone(),
-            path: path.to_path_buf(),
+            source,
             sha256,
             pre,
             outbound_hosts: Arc::new(outbound_hosts),
@@ -358,7 +574,7 @@ impl EngineRegistry {
         tracing::info!(
             engine = %descriptor.code,
             version = %descriptor.version,
-            file = %path.display(),
+            source = %origin,
             core_instances = figures.core_instances,
             memories = figures.memories,
             tables = figures.tables,
@@ -444,6 +660,13 @@ impl EngineRegistry {
         let mut records = store::list(&self.database).await?;
         for record in &mut records {
             record.url = format!("{public_url}/{}", record.code);
+            if let Some(loaded) = self.get(&record.code) {
+                // This host's own view, whatever another host recorded last.
+                record.version = loaded.descriptor.version.clone();
+                record.sha256 = loaded.sha256.clone();
+                record.source = Some(loaded.source.kind().to_owned());
+                record.published_version = loaded.source.published_version();
+            }
         }
         Ok(records)
     }

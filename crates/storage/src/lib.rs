@@ -13,6 +13,7 @@ pub mod compact;
 pub mod engine_blobs;
 pub mod engine_kv;
 pub mod files;
+pub mod rate_limit_buckets;
 pub mod sqlite_backup;
 mod sqlite_library;
 mod sqlite_search_rank;
@@ -132,6 +133,15 @@ pub struct DatabaseConfig {
 
 impl DatabaseConfig {
     /// The embedded default: `sqlite://<data-dir>/tessera.db`.
+    /// The database this configuration names (by its URL's scheme).
+    pub fn kind(&self) -> DatabaseKind {
+        if self.url.starts_with("postgres://") || self.url.starts_with("postgresql://") {
+            DatabaseKind::Postgres
+        } else {
+            DatabaseKind::Sqlite
+        }
+    }
+
     pub fn default_url(data_dir: &Path) -> String {
         format!("sqlite://{}", data_dir.join("tessera.db").display())
     }

@@ -60,7 +60,8 @@ pub async fn mark_all_inactive(database: &Database) -> anyhow::Result<()> {
 /// Every engine ever recorded, by code; `url` left empty.
 pub async fn list(database: &Database) -> anyhow::Result<Vec<EngineRecord>> {
     on_pool!(database, pool => sqlx::query_as::<_, EngineRecord>(
-        "SELECT code, name, is_active, requires_tenant_provision, requires_user_provision FROM engines ORDER BY code",
+        "SELECT code, name, is_active, requires_tenant_provision, requires_user_provision, version, component_sha256
+         FROM engines ORDER BY code",
     )
     .fetch_all(pool)
     .await)

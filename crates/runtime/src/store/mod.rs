@@ -3,5 +3,6 @@
 //! own storage (`engine_kv`, blobs) is `tessera-storage`'s.
 
 pub mod engines;
+pub mod published;
 pub mod work;
 pub mod write_group;

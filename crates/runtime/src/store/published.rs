@@ -1,0 +1,195 @@
+//! The SQL of engines published to the cluster: `engine_versions` (the components, by code and
+//! version) and `engine_releases` (each code's active and previous version), and the
+//! PostgreSQL notification that tells every host to reconcile.
+
+use anyhow::Context as _;
+use tessera_storage::{Database, Tx, TxInner, on_pool, on_tx, time};
+
+/// The channel hosts LISTEN on for changes of the published engines.
+pub const CHANNEL: &str = "tessera_engine_releases";
+
+/// A published version, without its bytes.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionRow {
+    pub code: String,
+    pub version: i64,
+    pub sha256: String,
+    pub engine_version: String,
+    pub size_bytes: i64,
+    pub published_at: String,
+}
+
+/// A code's release state.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ReleaseRow {
+    pub code: String,
+    pub active_version: Option<i64>,
+    pub previous_version: Option<i64>,
+    pub changed_at: String,
+}
+
+/// What a host should run of one code: its active version and digest.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Desired {
+    pub code: String,
+    pub version: i64,
+    pub sha256: String,
+}
+
+/// The version of `code` whose bytes have `sha256`, if published already.
+pub async fn version_by_digest(
+    tx: &mut Tx,
+    code: &str,
+    sha256: &str,
+) -> anyhow::Result<Option<VersionRow>> {
+    on_tx!(tx, conn => sqlx::query_as::<_, VersionRow>(
+        "SELECT code, version, sha256, engine_version, size_bytes, published_at
+         FROM engine_versions WHERE code = $1 AND sha256 = $2",
+    )
+    .bind(code)
+    .bind(sha256)
+    .fetch_optional(&mut **conn)
+    .await)
+    .context("looking up a published component by digest")
+}
+
+/// Stores `component` as the next version of `code`; the new row.
+pub async fn insert_version(
+    tx: &mut Tx,
+    code: &str,
+    sha256: &str,
+    engine_version: &str,
+    component: &[u8],
+) -> anyhow::Result<VersionRow> {
+    let now = time::now();
+    let size = i64::try_from(component.len()).context("a component's size")?;
+    on_tx!(tx, conn => sqlx::query_as::<_, VersionRow>(
+        "INSERT INTO engine_versions (code, version, sha256, engine_version, component, size_bytes, published_at)
+         SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6 FROM engine_versions WHERE code = $1
+         RETURNING code, version, sha256, engine_version, size_bytes, published_at",
+    )
+    .bind(code)
+    .bind(sha256)
+    .bind(engine_version)
+    .bind(component)
+    .bind(size)
+    .bind(&now)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("storing a published component")
+}
+
+/// The release state of `code`, locked for the transaction on PostgreSQL (SQLite's write
+/// transaction holds the whole database).
+pub async fn release_for_update(tx: &mut Tx, code: &str) -> anyhow::Result<Option<ReleaseRow>> {
+    match &mut tx.inner {
+        TxInner::Sqlite(conn) => sqlx::query_as::<_, ReleaseRow>(
+            "SELECT code, active_version, previous_version, changed_at FROM engine_releases WHERE code = $1",
+        )
+        .bind(code)
+        .fetch_optional(&mut **conn)
+        .await,
+        TxInner::Postgres(conn) => sqlx::query_as::<_, ReleaseRow>(
+            "SELECT code, active_version, previous_version, changed_at FROM engine_releases WHERE code = $1 FOR UPDATE",
+        )
+        .bind(code)
+        .fetch_optional(&mut **conn)
+        .await,
+    }
+    .context("reading an engine's release state")
+}
+
+/// Sets the release state of `code` (inserted or replaced) and tells the hosts.
+pub async fn set_release(
+    tx: &mut Tx,
+    code: &str,
+    active_version: Option<i64>,
+    previous_version: Option<i64>,
+) -> anyhow::Result<ReleaseRow> {
+    let now = time::now();
+    let row = on_tx!(tx, conn => sqlx::query_as::<_, ReleaseRow>(
+        "INSERT INTO engine_releases (code, active_version, previous_version, changed_at)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (code) DO UPDATE SET active_version = excluded.active_version,
+             previous_version = excluded.previous_version, changed_at = excluded.changed_at
+         RETURNING code, active_version, previous_version, changed_at",
+    )
+    .bind(code)
+    .bind(active_version)
+    .bind(previous_version)
+    .bind(&now)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("changing an engine's release state")?;
+    if let TxInner::Postgres(conn) = &mut tx.inner {
+        // Delivered at commit, to every host listening.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(code)
+            .execute(&mut **conn)
+            .await
+            .context("notifying the hosts of a release")?;
+    }
+    Ok(row)
+}
+
+/// Whether version `version` of `code` exists.
+pub async fn version_exists(tx: &mut Tx, code: &str, version: i64) -> anyhow::Result<bool> {
+    on_tx!(tx, conn => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM engine_versions WHERE code = $1 AND version = $2",
+    )
+    .bind(code)
+    .bind(version)
+    .fetch_one(&mut **conn)
+    .await
+    .map(|count| count > 0))
+    .context("looking up a published version")
+}
+
+/// Every code's release state, by code.
+pub async fn releases(database: &Database) -> anyhow::Result<Vec<ReleaseRow>> {
+    on_pool!(database, pool => sqlx::query_as::<_, ReleaseRow>(
+        "SELECT code, active_version, previous_version, changed_at FROM engine_releases ORDER BY code",
+    )
+    .fetch_all(pool)
+    .await)
+    .context("listing engine releases")
+}
+
+/// Every published version of `code`, newest first.
+pub async fn versions(database: &Database, code: &str) -> anyhow::Result<Vec<VersionRow>> {
+    on_pool!(database, pool => sqlx::query_as::<_, VersionRow>(
+        "SELECT code, version, sha256, engine_version, size_bytes, published_at
+         FROM engine_versions WHERE code = $1 ORDER BY version DESC",
+    )
+    .bind(code)
+    .fetch_all(pool)
+    .await)
+    .context("listing an engine's published versions")
+}
+
+/// The active version of every code that has one: what every host should run.
+pub async fn desired(database: &Database) -> anyhow::Result<Vec<Desired>> {
+    on_pool!(database, pool => sqlx::query_as::<_, Desired>(
+        "SELECT release.code, version.version, version.sha256
+         FROM engine_releases release
+         JOIN engine_versions version
+           ON version.code = release.code AND version.version = release.active_version
+         ORDER BY release.code",
+    )
+    .fetch_all(pool)
+    .await)
+    .context("reading the published engines' desired state")
+}
+
+/// The bytes of version `version` of `code`.
+pub async fn component(database: &Database, code: &str, version: i64) -> anyhow::Result<Vec<u8>> {
+    on_pool!(database, pool => sqlx::query_scalar::<_, Vec<u8>>(
+        "SELECT component FROM engine_versions WHERE code = $1 AND version = $2",
+    )
+    .bind(code)
+    .bind(version)
+    .fetch_one(pool)
+    .await)
+    .with_context(|| format!("reading version {version} of {code:?}"))
+}
