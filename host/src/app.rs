@@ -83,7 +83,8 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(
             published_routes
                 .layer(DefaultBodyLimit::max(component_limit))
-                .layer(RequestBodyLimitLayer::new(component_limit)),
+                .layer(RequestBodyLimitLayer::new(component_limit))
+                .layer(axum::middleware::map_response(close_after_refusal)),
         )
         .route(
             "/api/openapi.json",
@@ -113,6 +114,19 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             trusted_proxies,
             client_address::resolve,
         ))
+}
+
+/// A refused publication (401, 413, 422…) may leave most of its component unread: the
+/// connection is closed after the answer (`Connection: close`), so the client does not send its
+/// next request on it.
+async fn close_after_refusal(mut response: axum::response::Response) -> axum::response::Response {
+    if response.status().is_client_error() {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 /// The router of the `TESSERA_METRICS_LISTEN` address: `/metrics` without a token, and

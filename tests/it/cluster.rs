@@ -21,6 +21,8 @@ pub struct Cluster {
     host_dirs: Vec<TestDatabase>,
     environment: Vec<(String, String)>,
     plugins: Vec<&'static str>,
+    /// The repository's engines each host loads (of `components::ENGINES`).
+    engines: Vec<&'static str>,
 }
 
 impl Cluster {
@@ -50,7 +52,24 @@ impl Cluster {
                 .map(|(name, value)| (name.to_string(), value.to_string()))
                 .collect(),
             plugins: plugins.to_vec(),
+            engines: Vec::new(),
         };
+        for _ in 0..count {
+            cluster.add_host();
+        }
+        Some(cluster)
+    }
+
+    /// Like [`Cluster::start`], each host with the repository's engines `engines`.
+    pub async fn start_with_engines(
+        count: usize,
+        environment: &[(&str, &str)],
+        engines: &[&'static str],
+    ) -> Option<Self> {
+        let mut cluster = Self::start(0, environment, &[]).await?;
+        cluster.engines = engines.to_vec();
+        // The admin CLI provisions tenants on the same engines.
+        components::install_engines(&cluster.database.data_dir.join("plugins"), engines);
         for _ in 0..count {
             cluster.add_host();
         }
@@ -61,6 +80,7 @@ impl Cluster {
     pub fn add_host(&mut self) -> usize {
         let host_dir = self.database.for_another_host();
         components::install(&host_dir.data_dir.join("plugins"), &self.plugins);
+        components::install_engines(&host_dir.data_dir.join("plugins"), &self.engines);
         let environment = self.environment.clone();
         let host = ServeProcess::start(|command| {
             on_database(command, &host_dir)
@@ -406,6 +426,26 @@ fn digests_running(cluster: &Cluster, code: &str) -> Vec<Option<String>> {
         .collect()
 }
 
+/// `code`'s item of `GET /core/api/v1/engines` on the host at `base_url`.
+async fn engine_listed(client: &reqwest::Client, base_url: &str, token: &str, code: &str) -> Value {
+    let engines: Value = client
+        .get(format!("{base_url}/core/api/v1/engines"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    engines["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|engine| engine["code"] == code)
+        .cloned()
+        .unwrap_or_else(|| panic!("{code} is not listed: {engines}"))
+}
+
 /// Waits until every host of the cluster runs `code` with `digest`; how long that took.
 async fn every_host_runs(cluster: &Cluster, code: &str, digest: &str) -> std::time::Duration {
     let started = std::time::Instant::now();
@@ -531,32 +571,13 @@ async fn a_published_engine_reaches_every_host_upgrades_under_load_and_rolls_bac
     // A host started now serves the active version as soon as it says it is ready.
     let added = cluster.add_host();
     let host = &cluster.hosts[added];
-    assert_eq!(
-        client
-            .get(host.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    eventually(30, "the new host to report ready", || async {
+        let ready = client.get(host.url("/readyz")).send().await.unwrap();
+        (ready.status() == 200).then_some(())
+    })
+    .await;
     assert_eq!(noop(host).await.unwrap().status(), 204);
-    let engines: Value = client
-        .get(host.url("/core/api/v1/engines"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let echo = engines["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|engine| engine["code"] == "echo")
-        .unwrap()
-        .clone();
+    let echo = engine_listed(&client, &host.url(""), &token, "echo").await;
     assert_eq!(echo["source"], "published");
     assert_eq!(echo["published_version"], 1);
     assert_eq!(echo["sha256"], digest_of(&first).as_str());
@@ -578,25 +599,8 @@ database_test!(
             .unwrap()
             .to_owned();
         let file = std::fs::read(components::component("echo")).unwrap();
-        let echo_listing = || async {
-            let engines: Value = app
-                .client
-                .get(app.url("/core/api/v1/engines"))
-                .bearer_auth(&owner)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            engines["data"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|engine| engine["code"] == "echo")
-                .cloned()
-                .unwrap()
-        };
+        let base_url = app.url("");
+        let echo_listing = || engine_listed(&app.client, &base_url, &owner, "echo");
         let listed = echo_listing().await;
         assert_eq!(listed["source"], "plugins");
         assert_eq!(listed["sha256"], digest_of(&file).as_str());
@@ -682,3 +686,272 @@ database_test!(
         app.stop().await;
     }
 );
+
+/// What the clients of [`a_host_killed_under_load_loses_nothing_acknowledged`] were told was
+/// written.
+#[derive(Default)]
+struct Acknowledged {
+    entities: Vec<String>,
+    notes: Vec<String>,
+    messages: Vec<String>,
+}
+
+#[tokio::test]
+async fn a_host_killed_under_load_loses_nothing_acknowledged() {
+    use axum::extract::State;
+    use std::sync::{Arc, Mutex};
+
+    // A webhook receiver over HTTPS that accepts everything and notes each message's id.
+    let received: Arc<Mutex<Vec<String>>> = Arc::default();
+    async fn receive(
+        State(received): State<Arc<Mutex<Vec<String>>>>,
+        axum::Json(delivery): axum::Json<Value>,
+    ) -> axum::http::StatusCode {
+        if let Some(message_id) = delivery["data"]["message_id"].as_str() {
+            received.lock().unwrap().push(message_id.to_owned());
+        }
+        axum::http::StatusCode::NO_CONTENT
+    }
+    let receiver = axum::Router::new()
+        .route("/{*path}", axum::routing::post(receive))
+        .with_state(received.clone());
+    let (port, certificate) = crate::helpers::serve_https(receiver);
+    let certificate_path = certificate.0.to_str().unwrap().to_owned();
+    let Some(mut cluster) = Cluster::start_with_engines(
+        3,
+        &[
+            ("TESSERA_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true"),
+            ("TESSERA_WEBHOOK_EXTRA_CA", &certificate_path),
+            ("TESSERA_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s,1s"),
+            // A short lease for the killed host's claims: 3 × 2 s, plus the fixed margins.
+            ("TESSERA_ENGINE_LIFECYCLE_TIMEOUT", "2s"),
+            ("TESSERA_CLUSTER_HEARTBEAT_INTERVAL", "200ms"),
+            ("TESSERA_CLUSTER_HOST_TIMEOUT", "1s"),
+        ],
+        &components::ENGINES,
+    )
+    .await
+    else {
+        return;
+    };
+    let token = owner_token(&cluster.database, &cluster.hosts[0].url("")).await;
+    let client = reqwest::Client::new();
+    let bases: Vec<String> = cluster.hosts.iter().map(|host| host.url("")).collect();
+    let on = |host: usize, path: &str| format!("{}{path}", bases[host]);
+    let created = client
+        .post(on(0, "/chat/api/v1/webhooks"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({
+            "url": format!("https://127.0.0.1:{port}/hooks"),
+            "events": ["message.created"],
+            "secret": "whsec_0123456789abcdef0123456789abcdef",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let conversations: Value = client
+        .get(on(0, "/chat/api/v1/conversations"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let conversation = conversations["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|conversation| conversation["is_default"] == true)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Clients spread over the three hosts write contacts, notes and messages; host 2 is
+    // SIGKILLed while they do, and its clients move on to the others.
+    let acknowledged: Arc<Mutex<Acknowledged>> = Arc::default();
+    let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut clients = tokio::task::JoinSet::new();
+    for client_index in 0..6usize {
+        let (client, token, stop) = (client.clone(), token.clone(), stop.clone());
+        let (acknowledged, killed, bases) = (acknowledged.clone(), killed.clone(), bases.clone());
+        let conversation = conversation.clone();
+        clients.spawn(async move {
+            let mut sent = 0usize;
+            while !stop.is_cancelled() {
+                let mut host = client_index % 3;
+                if host == 2 && killed.load(std::sync::atomic::Ordering::SeqCst) {
+                    host = sent % 2;
+                }
+                let base = &bases[host];
+                sent += 1;
+                let (path, body) = match sent % 3 {
+                    0 => (
+                        "/core/api/v1/intentions".to_owned(),
+                        serde_json::json!({"type": "entity.create", "payload": {
+                            "family": "contact", "fields": {"name": format!("Ada {client_index}-{sent}")}}}),
+                    ),
+                    1 => (
+                        "/notes/api/v1/notes".to_owned(),
+                        serde_json::json!({"title": format!("Note {client_index}-{sent}"), "body": "x"}),
+                    ),
+                    _ => (
+                        format!("/chat/api/v1/conversations/{conversation}/messages"),
+                        serde_json::json!({"body": format!("Hello {client_index}-{sent}")}),
+                    ),
+                };
+                let Ok(response) = client
+                    .post(format!("{base}{path}"))
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await
+                else {
+                    continue;
+                };
+                let status = response.status().as_u16();
+                let Ok(answer) = response.json::<Value>().await else {
+                    continue;
+                };
+                let mut acknowledged = acknowledged.lock().unwrap();
+                match (sent % 3, status) {
+                    (0, 200) => acknowledged
+                        .entities
+                        .push(answer["data"]["entity_id"].as_str().unwrap().to_owned()),
+                    (1, 201) => acknowledged
+                        .notes
+                        .push(answer["data"]["id"].as_str().unwrap().to_owned()),
+                    (2, 201) => acknowledged
+                        .messages
+                        .push(answer["data"]["id"].as_str().unwrap().to_owned()),
+                    (kind, status) => panic!("write {kind} answered {status}: {answer}"),
+                }
+            }
+        });
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    cluster.hosts[2].kill();
+    killed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let killed_at = std::time::Instant::now();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    stop.cancel();
+    clients.join_all().await;
+    let acknowledged = std::mem::take(&mut *acknowledged.lock().unwrap());
+    assert!(
+        acknowledged.entities.len() > 5
+            && acknowledged.notes.len() > 5
+            && acknowledged.messages.len() > 5,
+        "too few writes: {} contacts, {} notes, {} messages",
+        acknowledged.entities.len(),
+        acknowledged.notes.len(),
+        acknowledged.messages.len()
+    );
+
+    // Every acknowledged write is there, once.
+    let database = cluster.database.connect().await;
+    let tessera_host::storage::Pool::Postgres(pool) = database.pool() else {
+        unreachable!("a cluster runs on PostgreSQL")
+    };
+    for entity_id in &acknowledged.entities {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM entities WHERE id = $1")
+            .bind(entity_id)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(count, 1, "contact {entity_id}");
+    }
+    for note_id in &acknowledged.notes {
+        let response = client
+            .get(on(0, &format!("/notes/api/v1/notes/{note_id}")))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "note {note_id}");
+    }
+    // Every projection applies each event of the log once (its statistics are written in the
+    // batch's transaction, so a batch the killed host had not committed counts nothing), and
+    // each acknowledged contact has its one activity item and its search document.
+    eventually(60, "every projection to apply every event once", || async {
+        let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        let applied: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT projection, SUM(events_processed)::BIGINT FROM projection_stats GROUP BY projection",
+        )
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        (!applied.is_empty() && applied.iter().all(|(_, count)| *count == events)).then_some(())
+    })
+    .await;
+    for entity_id in &acknowledged.entities {
+        let indexed: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM search_documents WHERE entity_id = $1")
+                .bind(entity_id)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        assert_eq!(indexed, 1, "search document of {entity_id}");
+        let items = eventually(60, "the contact's activity item", || async {
+            let feed: Value = client
+                .get(on(
+                    0,
+                    &format!("/activity/api/v1/feed?entity_id={entity_id}"),
+                ))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let items = feed["data"].as_array().unwrap().len();
+            (items > 0).then_some(items)
+        })
+        .await;
+        assert_eq!(items, 1, "activity items of {entity_id}");
+    }
+    // Every acknowledged message's delivery completes, and what the killed host had claimed
+    // runs on the others once its lease ends (the lease: 3 × 2 s + 5 s + 30 s).
+    eventually(
+        90,
+        "every acknowledged message's webhook delivery",
+        || async {
+            let received = received.lock().unwrap().clone();
+            acknowledged
+                .messages
+                .iter()
+                .all(|message| received.contains(message))
+                .then_some(())
+        },
+    )
+    .await;
+    eventually(90, "no engine work due or running", || async {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM engine_work WHERE status = 'running' OR due_at <= $1",
+        )
+        .bind(tessera_host::storage::time::now())
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        (left == 0).then_some(())
+    })
+    .await;
+    let failed: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM engine_work WHERE status = 'failed'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(failed, 0, "engine work failed");
+    assert!(
+        killed_at.elapsed() < std::time::Duration::from_secs(90),
+        "{:?}",
+        killed_at.elapsed()
+    );
+    drop(certificate);
+}
