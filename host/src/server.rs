@@ -116,6 +116,8 @@ pub struct Application {
     metrics_listener: Option<TcpListener>,
     router: Router,
     state: AppState,
+    /// This host's entry in the cluster's list of hosts (joined when built).
+    membership: crate::cluster::Membership,
     shutdown: CancellationToken,
     background: TaskTracker,
 }
@@ -151,12 +153,28 @@ impl Application {
             None => None,
         };
         let state = build_state(config).await?;
+        // In the cluster's list of hosts from now until it stops (crates/cluster).
+        let membership = crate::cluster::Membership::join(
+            state.database.clone(),
+            &crate::cluster::HostIdentity {
+                listen_address: listener
+                    .local_addr()
+                    .context("reading the bound address")?
+                    .to_string(),
+                public_url: state.config.public_url.clone(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            state.config.cluster,
+            Arc::new(crate::app::LoadedEngines(state.engines.clone())),
+        )
+        .await?;
         let router = crate::app::router(state.clone(), extra);
         Ok(Self {
             listener,
             metrics_listener,
             router,
             state,
+            membership,
             shutdown: CancellationToken::new(),
             background: TaskTracker::new(),
         })
@@ -192,6 +210,7 @@ impl Application {
             metrics_listener,
             router,
             state,
+            membership,
             shutdown,
             background,
         } = self;
@@ -230,18 +249,6 @@ impl Application {
                     .await;
             });
         }
-        // In the cluster's list of hosts from now until it stops (crates/cluster).
-        let membership = crate::cluster::Membership::join(
-            state.database.clone(),
-            &crate::cluster::HostIdentity {
-                listen_address: listener.local_addr()?.to_string(),
-                public_url: state.config.public_url.clone(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-            },
-            state.config.cluster,
-            Arc::new(crate::app::LoadedEngines(state.engines.clone())),
-        )
-        .await?;
         background.spawn(membership.clone().run(shutdown.clone()));
         tracing::info!(address = %listener.local_addr()?, "tessera is serving");
         // `stop` ends the listener (its own token) and tells the workers to stop; from then

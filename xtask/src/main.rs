@@ -19,6 +19,8 @@
 //!   engines, serve them, and rebuild and swap in each engine whose sources change (`dev.rs`).
 //! - `package-sdk DIR [--no-verify]`: `cargo package` the SDK and the wire crate it depends on,
 //!   unpacked into `DIR` for crates outside the repository (`package_sdk.rs`).
+//! - `cluster [--hosts N] [--database-url postgres://…] [--base-port PORT]`: N hosts (3) on one
+//!   PostgreSQL database, each on its own port and data dir, to try a cluster (`cluster.rs`).
 //! - `js-types`: regenerate the JavaScript kit's TypeScript declarations of the engine world
 //!   (`sdk/javascript/types`, `jco guest-types` of `wit/`); `test` checks they are current.
 //!
@@ -30,6 +32,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
+mod cluster;
 mod dev;
 mod javascript;
 mod new_engine;
@@ -100,6 +103,10 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             let options = dev::parse(&workspace_root(), rest)?;
             dev::run(&workspace_root(), &target_dir(), &options)
         }
+        "cluster" => {
+            let options = cluster::parse(rest)?;
+            cluster::run(&workspace_root(), &target_dir(), &options)
+        }
         "js-types" => javascript::write_wit_types(&workspace_root(), &target_dir()),
         "package-sdk" => {
             let (out, verify) = package_sdk::parse(rest)?;
@@ -111,6 +118,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                  | build-engines [--plugins-dir DIR] [--languages rust,python,javascript] \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
                  | package-sdk DIR [--no-verify] | js-types \
+                 | cluster [--hosts N] [--database-url postgres://…] [--base-port PORT] \
                  | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
             );
             Ok(())
