@@ -310,11 +310,9 @@ async fn main() -> anyhow::Result<()> {
     let setup = Server::start(&shared, |_| {}).await?;
     let (_, users) =
         provisioned_tenant(&setup.state, "bench-cluster", &[Role::Owner, Role::Editor]).await?;
-    let pool = match setup.state.database.pool() {
-        tessera_host::storage::Pool::Postgres(pool) => pool.clone(),
-        tessera_host::storage::Pool::Sqlite(_) => anyhow::bail!("not PostgreSQL"),
-    };
     setup.shutdown().await?;
+    // The benchmark's own look at the database (the setup host closed its pool).
+    let pool = sqlx::PgPool::connect(&url).await?;
     let (owner, editor) = (users[0].token.clone(), users[1].token.clone());
 
     let rounds = rounds();
