@@ -32,7 +32,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, engine_probes, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, engine_probes, median, provisioned_tenant};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -41,14 +41,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const CLIENTS: usize = 32;
 const ROUND: Duration = Duration::from_secs(3);
 const PUBLICATIONS: usize = 5;
-
-fn rounds() -> usize {
-    std::env::var("TESSERA_BENCH_ROUNDS")
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .filter(|rounds| *rounds > 0)
-        .unwrap_or(5)
-}
 
 /// A `tessera serve` child process, killed when dropped.
 struct Host {
@@ -216,33 +208,6 @@ async fn settle(pool: &sqlx::PgPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// `component` with a custom section naming `label`: the same engine, another digest.
-fn another_build_of(component: &[u8], label: &str) -> Vec<u8> {
-    let name = b"tessera-bench-build";
-    let mut content = vec![name.len() as u8];
-    content.extend_from_slice(name);
-    content.extend_from_slice(label.as_bytes());
-    let mut bytes = component.to_vec();
-    bytes.push(0);
-    let mut size = content.len();
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            bytes.push(byte);
-            break;
-        }
-        bytes.push(byte | 0x80);
-    }
-    bytes.extend_from_slice(&content);
-    bytes
-}
-
 /// How long after `admin engine publish` returned every host's engine list names `digest`.
 async fn publication(
     shared: &BenchDatabase,
@@ -315,7 +280,7 @@ async fn main() -> anyhow::Result<()> {
     let pool = sqlx::PgPool::connect(&url).await?;
     let (owner, editor) = (users[0].token.clone(), users[1].token.clone());
 
-    let rounds = rounds();
+    let rounds = support::rounds_or(5);
     let counter = Arc::new(AtomicU64::new(0));
     let mut hosts: Vec<Host> = Vec::new();
     let mut rates: Vec<Vec<f64>> = Vec::new();
@@ -341,7 +306,7 @@ async fn main() -> anyhow::Result<()> {
     let mut published = Vec::new();
     let mut reached = Vec::new();
     for number in 0..PUBLICATIONS {
-        let build = another_build_of(&echo, &number.to_string());
+        let build = components::another_build_of(&echo, &number.to_string());
         let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&build));
         let file = shared.data_dir.join(format!("echo-{number}.wasm"));
         std::fs::write(&file, &build)?;

@@ -46,7 +46,7 @@ use anyhow::Context as _;
 use tessera_host::tenancy::Role;
 
 use support::{
-    Backend, BenchDatabase, Server, engine_probes, provisioned_tenant, ticks_of_process,
+    Backend, BenchDatabase, Server, engine_probes, median, provisioned_tenant, ticks_of_process,
     user_and_system_ticks,
 };
 
@@ -58,11 +58,7 @@ const CLIENTS: usize = 16;
 const ROUND: Duration = Duration::from_secs(2);
 /// Rounds of each host and workload, after a warm-up round (`TESSERA_BENCH_ROUNDS`, default 7).
 fn rounds() -> usize {
-    std::env::var("TESSERA_BENCH_ROUNDS")
-        .ok()
-        .and_then(|rounds| rounds.parse().ok())
-        .filter(|&rounds: &usize| rounds > 0)
-        .unwrap_or(7)
+    support::rounds_or(7)
 }
 const METRICS_TOKEN: &str = "benchmark-metrics-token-0123456789";
 
@@ -412,11 +408,6 @@ async fn round(
         system_per_request: system as f64 / TICKS_PER_SECOND * 1e6 / answered.max(1.0),
         switches_per_request: switches as f64 / answered.max(1.0),
     })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// Sends `total` requests of `workload` from [`CLIENTS`] clients.

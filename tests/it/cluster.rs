@@ -358,28 +358,6 @@ fn cluster_settings_that_cannot_work_stop_the_start_naming_them() {
     );
 }
 
-/// `component` with a custom section appended: the same engine, other bytes (another digest).
-fn another_build_of(component: &[u8], label: &str) -> Vec<u8> {
-    let name = b"tessera-test-build";
-    let mut content = vec![u8::try_from(name.len()).unwrap()];
-    content.extend_from_slice(name);
-    content.extend_from_slice(label.as_bytes());
-    let mut bytes = component.to_vec();
-    bytes.push(0);
-    let mut size = content.len();
-    loop {
-        let byte = u8::try_from(size & 0x7f).unwrap();
-        size >>= 7;
-        if size == 0 {
-            bytes.push(byte);
-            break;
-        }
-        bytes.push(byte | 0x80);
-    }
-    bytes.extend_from_slice(&content);
-    bytes
-}
-
 fn digest_of(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -507,7 +485,7 @@ async fn a_published_engine_reaches_every_host_upgrades_under_load_and_rolls_bac
 
     // A new version through the operator API while clients keep calling every host: each
     // host swaps it in, and no request fails.
-    let second = another_build_of(&first, "2");
+    let second = components::another_build_of(&first, "2");
     let stop = tokio_util::sync::CancellationToken::new();
     let mut load = tokio::task::JoinSet::new();
     for index in 0..6 {
@@ -632,7 +610,7 @@ database_test!(
         );
 
         // Published: the published build serves the code on this host at once.
-        let build = another_build_of(&file, "published");
+        let build = components::another_build_of(&file, "published");
         let answer = publish(build.clone(), operator.clone()).await.unwrap();
         assert_eq!(answer.status(), 201);
         // Publishing the same bytes again finds their version.

@@ -168,3 +168,27 @@ pub fn install(plugins_dir: &Path, names: &[&str]) {
         std::fs::copy(component(name), plugins_dir.join(format!("{name}.wasm"))).unwrap();
     }
 }
+
+/// `component` with a custom section naming `label` appended: the same engine, other bytes
+/// (another digest), as a new build of it would be.
+#[allow(dead_code)]
+pub fn another_build_of(component: &[u8], label: &str) -> Vec<u8> {
+    let name = b"tessera-test-build";
+    let mut content = vec![u8::try_from(name.len()).expect("a short name")];
+    content.extend_from_slice(name);
+    content.extend_from_slice(label.as_bytes());
+    let mut bytes = component.to_vec();
+    bytes.push(0);
+    let mut size = content.len();
+    loop {
+        let byte = u8::try_from(size & 0x7f).expect("seven bits");
+        size >>= 7;
+        if size == 0 {
+            bytes.push(byte);
+            break;
+        }
+        bytes.push(byte | 0x80);
+    }
+    bytes.extend_from_slice(&content);
+    bytes
+}

@@ -151,21 +151,30 @@ pub async fn publish(
 
 /// Every published code with its active and previous version.
 pub async fn releases(database: &Database) -> anyhow::Result<Vec<EngineRelease>> {
-    let desired = store::desired(database).await?;
-    Ok(store::releases(database)
+    Ok(store::releases(database, None)
         .await?
         .into_iter()
-        .map(|release| EngineRelease {
-            active_sha256: desired
-                .iter()
-                .find(|active| active.code == release.code)
-                .map(|active| active.sha256.clone()),
-            code: release.code,
-            active_version: release.active_version,
-            previous_version: release.previous_version,
-            changed_at: release.changed_at,
-        })
+        .map(release_of)
         .collect())
+}
+
+/// `code`'s release state, if it was ever published.
+async fn release_of_code(database: &Database, code: &str) -> anyhow::Result<Option<EngineRelease>> {
+    Ok(store::releases(database, Some(code))
+        .await?
+        .into_iter()
+        .next()
+        .map(release_of))
+}
+
+fn release_of(row: store::ReleaseWithDigest) -> EngineRelease {
+    EngineRelease {
+        code: row.code,
+        active_version: row.active_version,
+        active_sha256: row.active_sha256,
+        previous_version: row.previous_version,
+        changed_at: row.changed_at,
+    }
 }
 
 /// Every published version of `code`, newest first.
@@ -177,10 +186,8 @@ pub async fn versions(
     if rows.is_empty() {
         return Err(PublishError::UnknownCode(code.to_owned()));
     }
-    let active = store::releases(database)
+    let active = release_of_code(database, code)
         .await?
-        .into_iter()
-        .find(|release| release.code == code)
         .and_then(|release| release.active_version);
     Ok(rows
         .into_iter()
@@ -229,10 +236,8 @@ async fn change(
     store::set_release(&mut tx, code, active, previous).await?;
     tx.commit().await?;
     tracing::info!(engine = %code, ?active, ?previous, "engine release changed");
-    Ok(releases(database)
+    Ok(release_of_code(database, code)
         .await?
-        .into_iter()
-        .find(|release| release.code == code)
         .ok_or_else(|| anyhow::anyhow!("the release of {code:?} vanished"))?)
 }
 

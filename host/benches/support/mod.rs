@@ -303,3 +303,18 @@ pub fn cpu_share(before: Ticks, after: Ticks) -> Option<(f64, f64, f64)> {
         steal as f64 / total * cores,
     ))
 }
+
+/// `TESSERA_BENCH_ROUNDS` (a positive number), else `default`.
+pub fn rounds_or(default: usize) -> usize {
+    std::env::var("TESSERA_BENCH_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .filter(|&rounds: &usize| rounds > 0)
+        .unwrap_or(default)
+}
+
+/// The median of `values` (the upper one of an even count).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}

@@ -171,20 +171,10 @@ fn own_key(request: &Request) -> String {
     let class = class_name(request.class);
     match (request.class, request.token) {
         (Class::Read | Class::Write, Some(digest)) => {
-            format!("{class}:token:{}", hex_of(&digest))
+            format!("{class}:token:{}", hex::encode(digest))
         }
         _ => format!("{class}:ip:{}", request.address),
     }
-}
-
-fn hex_of(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(64), |mut text, byte| {
-            let _ = write!(text, "{byte:02x}");
-            text
-        })
 }
 
 /// Decides `requests` against the shared buckets: the own buckets, then the ceilings of the

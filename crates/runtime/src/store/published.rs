@@ -19,13 +19,11 @@ pub struct VersionRow {
     pub published_at: String,
 }
 
-/// A code's release state.
+/// A code's release state, as a change reads it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ReleaseRow {
-    pub code: String,
     pub active_version: Option<i64>,
     pub previous_version: Option<i64>,
-    pub changed_at: String,
 }
 
 /// What a host should run of one code: its active version and digest.
@@ -84,13 +82,13 @@ pub async fn insert_version(
 pub async fn release_for_update(tx: &mut Tx, code: &str) -> anyhow::Result<Option<ReleaseRow>> {
     match &mut tx.inner {
         TxInner::Sqlite(conn) => sqlx::query_as::<_, ReleaseRow>(
-            "SELECT code, active_version, previous_version, changed_at FROM engine_releases WHERE code = $1",
+            "SELECT active_version, previous_version FROM engine_releases WHERE code = $1",
         )
         .bind(code)
         .fetch_optional(&mut **conn)
         .await,
         TxInner::Postgres(conn) => sqlx::query_as::<_, ReleaseRow>(
-            "SELECT code, active_version, previous_version, changed_at FROM engine_releases WHERE code = $1 FOR UPDATE",
+            "SELECT active_version, previous_version FROM engine_releases WHERE code = $1 FOR UPDATE",
         )
         .bind(code)
         .fetch_optional(&mut **conn)
@@ -105,21 +103,21 @@ pub async fn set_release(
     code: &str,
     active_version: Option<i64>,
     previous_version: Option<i64>,
-) -> anyhow::Result<ReleaseRow> {
+) -> anyhow::Result<()> {
     let now = time::now();
-    let row = on_tx!(tx, conn => sqlx::query_as::<_, ReleaseRow>(
+    on_tx!(tx, conn => sqlx::query(
         "INSERT INTO engine_releases (code, active_version, previous_version, changed_at)
          VALUES ($1, $2, $3, $4)
          ON CONFLICT (code) DO UPDATE SET active_version = excluded.active_version,
-             previous_version = excluded.previous_version, changed_at = excluded.changed_at
-         RETURNING code, active_version, previous_version, changed_at",
+             previous_version = excluded.previous_version, changed_at = excluded.changed_at",
     )
     .bind(code)
     .bind(active_version)
     .bind(previous_version)
     .bind(&now)
-    .fetch_one(&mut **conn)
-    .await)
+    .execute(&mut **conn)
+    .await
+    .map(drop))
     .context("changing an engine's release state")?;
     if let TxInner::Postgres(conn) = &mut tx.inner {
         // Delivered at commit, to every host listening.
@@ -130,7 +128,7 @@ pub async fn set_release(
             .await
             .context("notifying the hosts of a release")?;
     }
-    Ok(row)
+    Ok(())
 }
 
 /// Whether version `version` of `code` exists.
@@ -146,11 +144,31 @@ pub async fn version_exists(tx: &mut Tx, code: &str, version: i64) -> anyhow::Re
     .context("looking up a published version")
 }
 
-/// Every code's release state, by code.
-pub async fn releases(database: &Database) -> anyhow::Result<Vec<ReleaseRow>> {
-    on_pool!(database, pool => sqlx::query_as::<_, ReleaseRow>(
-        "SELECT code, active_version, previous_version, changed_at FROM engine_releases ORDER BY code",
+/// A code's release state with its active version's digest.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ReleaseWithDigest {
+    pub code: String,
+    pub active_version: Option<i64>,
+    pub active_sha256: Option<String>,
+    pub previous_version: Option<i64>,
+    pub changed_at: String,
+}
+
+/// Every code's release state (or `code`'s alone), by code, with the active version's digest.
+pub async fn releases(
+    database: &Database,
+    code: Option<&str>,
+) -> anyhow::Result<Vec<ReleaseWithDigest>> {
+    on_pool!(database, pool => sqlx::query_as::<_, ReleaseWithDigest>(
+        "SELECT release.code, release.active_version, version.sha256 AS active_sha256,
+                release.previous_version, release.changed_at
+         FROM engine_releases release
+         LEFT JOIN engine_versions version
+           ON version.code = release.code AND version.version = release.active_version
+         WHERE $1 IS NULL OR release.code = $1
+         ORDER BY release.code",
     )
+    .bind(code)
     .fetch_all(pool)
     .await)
     .context("listing engine releases")
