@@ -163,6 +163,30 @@ impl crate::cluster::EngineInventory for LoadedEngines {
     }
 }
 
+/// A tenant's engine-call share held for a cluster (`TESSERA_ENGINE_TENANT_CONCURRENCY` set,
+/// with `TESSERA_RATE_LIMIT_SCOPE=cluster`): each host takes the total divided among the live
+/// hosts, rounded up, and retakes it whenever the count changes.
+pub struct ClusterTenantShare {
+    pub admission: crate::runtime::admission::Admission,
+    /// The cluster's total: calls one tenant may run at once on all hosts together.
+    pub total: usize,
+}
+
+impl crate::cluster::LiveHostsListener for ClusterTenantShare {
+    fn live_hosts(&self, count: usize) {
+        let share = self.total.div_ceil(count.max(1));
+        if share != self.admission.limits().tenant_share {
+            tracing::info!(
+                live_hosts = count,
+                cluster_total = self.total,
+                tenant_share = share,
+                "this host's part of the tenant engine-call share changed"
+            );
+        }
+        self.admission.set_tenant_share(share);
+    }
+}
+
 /// The rate limits' buckets shared by a cluster: `rate_limit_buckets` in the database.
 pub struct DatabaseBuckets(pub crate::storage::Database);
 

@@ -250,6 +250,7 @@ impl Config {
             "TESSERA_SHUTDOWN_TIMEOUT must be above zero"
         );
         let sign_in_mail = sign_in_mail_config(&public_url)?;
+        let rate_limit_scope = rate_limit_scope(&args.storage.database_config())?;
         Ok(Self {
             sign_in_mail,
             webauthn: webauthn_config()?,
@@ -310,7 +311,7 @@ impl Config {
                 read_per_minute: env_var("TESSERA_RATE_LIMIT_READ")?.unwrap_or(600),
                 write_per_minute: env_var("TESSERA_RATE_LIMIT_WRITE")?.unwrap_or(120),
             },
-            rate_limit_scope: rate_limit_scope(&args.storage.database_config())?,
+            rate_limit_scope,
             auth: auth_config()?,
             runtime: {
                 let mut runtime = RuntimeConfig::with_defaults(
@@ -388,9 +389,15 @@ impl Config {
                 )
                 .map_err(anyhow::Error::msg)?;
                 if let Some(share) = env_var::<u32>("TESSERA_ENGINE_TENANT_CONCURRENCY")? {
+                    // A cluster's total may pass one host's pool; each host's part is clamped
+                    // to its own pool.
+                    let most = match rate_limit_scope {
+                        RateLimitScope::Host => runtime.max_instances,
+                        RateLimitScope::Cluster => u32::MAX,
+                    };
                     anyhow::ensure!(
-                        (1..=runtime.max_instances).contains(&share),
-                        "TESSERA_ENGINE_TENANT_CONCURRENCY must be between 1 and TESSERA_ENGINE_MAX_INSTANCES"
+                        (1..=most).contains(&share),
+                        "TESSERA_ENGINE_TENANT_CONCURRENCY must be between 1 and TESSERA_ENGINE_MAX_INSTANCES (any number above zero with TESSERA_RATE_LIMIT_SCOPE=cluster: the cluster's total)"
                     );
                     runtime.tenant_concurrency = Some(share);
                 }

@@ -147,6 +147,10 @@ fn describe_series() {
         "Engine instance pool: calls running (in_use), its size (capacity), instances kept warm (warm)"
     );
     describe_gauge!(
+        "tessera_engine_tenant_share",
+        "Engine calls one tenant may run at once on this host now (in a cluster with an explicit share: its part of the cluster's total)"
+    );
+    describe_gauge!(
         "tessera_engines_loaded",
         "Engine components loaded on this host"
     );
@@ -221,6 +225,7 @@ fn sample_gauges(state: &MetricsState) {
     for (state_label, count) in instances {
         metrics::gauge!("tessera_engine_instances", "state" => state_label).set(count as f64);
     }
+    metrics::gauge!("tessera_engine_tenant_share").set(admission.limits().tenant_share as f64);
     metrics::gauge!("tessera_engines_loaded").set(state.engines.codes().len() as f64);
     let (size, idle) = match state.database.pool() {
         Pool::Sqlite(pool) => (pool.size(), pool.num_idle()),

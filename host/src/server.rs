@@ -153,6 +153,21 @@ impl Application {
             None => None,
         };
         let state = build_state(config).await?;
+        // An explicit engine-call share in a cluster is the cluster's total: divided among the
+        // live hosts, as membership counts them.
+        let cluster_share = match (
+            state.config.rate_limit_scope,
+            state.config.runtime.tenant_concurrency,
+        ) {
+            (crate::config::RateLimitScope::Cluster, Some(total)) => {
+                Some(Arc::new(crate::app::ClusterTenantShare {
+                    admission: state.engines.runtime().admission().clone(),
+                    total: usize::try_from(total).unwrap_or(usize::MAX),
+                })
+                    as Arc<dyn crate::cluster::LiveHostsListener>)
+            }
+            _ => None,
+        };
         // In the cluster's list of hosts from now until it stops (crates/cluster).
         let membership = crate::cluster::Membership::join(
             state.database.clone(),
@@ -166,6 +181,7 @@ impl Application {
             },
             state.config.cluster,
             Arc::new(crate::app::LoadedEngines(state.engines.clone())),
+            cluster_share,
         )
         .await?;
         let router = crate::app::router(state.clone(), extra);

@@ -206,7 +206,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new(
         "TESSERA_RATE_LIMIT_SCOPE",
         "cluster on PostgreSQL, host on SQLite",
-        "`host`: each host keeps its rate-limit buckets in memory (behind a load balancer over N hosts a client gets N times each limit); `cluster` (PostgreSQL only): every host draws from the same buckets in the database, in batches, so each limit holds exactly for the cluster",
+        "`host`: each host keeps its rate-limit buckets in memory (behind a load balancer over N hosts a client gets N times each limit); `cluster` (PostgreSQL only): every host draws from the same buckets in the database, in batches, so each limit holds exactly for the cluster (and a set `TESSERA_ENGINE_TENANT_CONCURRENCY` is the cluster's total)",
     ),
     Setting::new(
         "TESSERA_AUTH_TOKEN_LIFETIME",
@@ -386,7 +386,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new(
         "TESSERA_ENGINE_TENANT_CONCURRENCY",
         "a quarter of the pool",
-        "engine calls one tenant may run at once (1 to `TESSERA_ENGINE_MAX_INSTANCES`)",
+        "engine calls one tenant may run at once (1 to `TESSERA_ENGINE_MAX_INSTANCES`); with `TESSERA_RATE_LIMIT_SCOPE=cluster`, for the whole cluster: each host takes it divided by the live hosts, rounded up",
     ),
     Setting::new(
         "TESSERA_ENGINE_TENANT_QUEUE",

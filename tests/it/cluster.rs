@@ -933,3 +933,130 @@ async fn a_host_killed_under_load_loses_nothing_acknowledged() {
     );
     drop(certificate);
 }
+
+/// The `/metrics` bearer of the engine-share test's hosts.
+const METRICS_TOKEN: &str = "metrics-token-for-the-cluster-0123";
+
+/// A host's engine calls running now and its tenant share now, read from its `/metrics`.
+async fn engine_calls_on(client: &reqwest::Client, host: &ServeProcess) -> (usize, usize) {
+    let scrape = client
+        .get(host.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |series: &str| -> usize {
+        let line = scrape
+            .lines()
+            .find(|line| line.starts_with(series) && line[series.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("no {series} in the scrape"));
+        line[series.len()..].trim().parse::<f64>().unwrap() as usize
+    };
+    (
+        sample(r#"tessera_engine_instances{state="in_use"}"#),
+        sample("tessera_engine_tenant_share"),
+    )
+}
+
+/// The tenant share each of the hosts `hosts` applies now.
+async fn shares_on(client: &reqwest::Client, cluster: &Cluster, hosts: &[usize]) -> Vec<usize> {
+    let mut shares = Vec::new();
+    for &host in hosts {
+        shares.push(engine_calls_on(client, &cluster.hosts[host]).await.1);
+    }
+    shares
+}
+
+/// One tenant floods slow calls into the hosts `flooded` (eight clients each) for a while;
+/// the most calls seen running on those hosts together, and every answer's status.
+async fn flood_the_share(cluster: &Cluster, flooded: &[usize], token: &str) -> (usize, Vec<u16>) {
+    let client = reqwest::Client::new();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut clients = tokio::task::JoinSet::new();
+    for &host in flooded {
+        for _ in 0..8 {
+            let url = cluster.hosts[host].url("/napper/api/v1/nap?ms=300");
+            let (client, token, stop) = (client.clone(), token.to_owned(), stop.clone());
+            clients.spawn(async move {
+                let mut statuses = Vec::new();
+                while !stop.is_cancelled() {
+                    let response = client.get(&url).bearer_auth(&token).send().await.unwrap();
+                    statuses.push(response.status().as_u16());
+                }
+                statuses
+            });
+        }
+    }
+    let mut most_running = 0;
+    for _ in 0..20 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let mut running = 0;
+        for &host in flooded {
+            running += engine_calls_on(&client, &cluster.hosts[host]).await.0;
+        }
+        most_running = most_running.max(running);
+    }
+    stop.cancel();
+    let statuses = clients.join_all().await.into_iter().flatten().collect();
+    (most_running, statuses)
+}
+
+#[tokio::test]
+async fn an_explicit_engine_call_share_holds_for_the_cluster_and_follows_its_live_hosts() {
+    let Some(mut cluster) = Cluster::start(
+        3,
+        &[
+            FAST_MEMBERSHIP[0],
+            FAST_MEMBERSHIP[1],
+            ("TESSERA_ENGINE_TENANT_CONCURRENCY", "6"),
+            ("TESSERA_ENGINE_TENANT_QUEUE_TIMEOUT", "30s"),
+            ("TESSERA_METRICS_TOKEN", METRICS_TOKEN),
+        ],
+        &["napper"],
+    )
+    .await
+    else {
+        return;
+    };
+    let token = owner_token(&cluster.database, &cluster.hosts[0].url("")).await;
+    let client = reqwest::Client::new();
+    // Six for the cluster: two on each of three hosts.
+    eventually(10, "each host to take two of six", || async {
+        (shares_on(&client, &cluster, &[0, 1, 2]).await == [2, 2, 2]).then_some(())
+    })
+    .await;
+    let (most_running, statuses) = flood_the_share(&cluster, &[0, 1, 2], &token).await;
+    assert_eq!(
+        most_running, 6,
+        "the tenant runs six calls over the cluster, no more"
+    );
+    assert!(statuses.len() > 20, "{} calls", statuses.len());
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+
+    // A host lost: once it is gone, the two left take three each.
+    cluster.hosts[2].kill();
+    eventually(10, "the two hosts left to take three each", || async {
+        (shares_on(&client, &cluster, &[0, 1]).await == [3, 3]).then_some(())
+    })
+    .await;
+    let (most_running, statuses) = flood_the_share(&cluster, &[0, 1], &token).await;
+    assert_eq!(most_running, 6, "still six over the cluster");
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+
+    // A host joining: back to two each, the new one included.
+    let joined = cluster.add_host();
+    eventually(20, "the new host to be ready", || async {
+        let ready = reqwest::get(cluster.hosts[joined].url("/readyz"))
+            .await
+            .ok()?;
+        (ready.status() == 200).then_some(())
+    })
+    .await;
+    eventually(10, "three hosts to take two each again", || async {
+        (shares_on(&client, &cluster, &[0, 1, joined]).await == [2, 2, 2]).then_some(())
+    })
+    .await;
+}

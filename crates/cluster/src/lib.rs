@@ -69,6 +69,13 @@ pub trait EngineInventory: Send + Sync + 'static {
     fn running(&self) -> Vec<RunningEngine>;
 }
 
+/// Told how many hosts are live, when the host joins and at every heartbeat: owned by this
+/// crate, given by the app (the engine-call share divided among the live hosts).
+pub trait LiveHostsListener: Send + Sync + 'static {
+    /// `count` hosts are live now, this one included (at least 1).
+    fn live_hosts(&self, count: usize);
+}
+
 /// One engine a host has loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RunningEngine {
@@ -132,15 +139,18 @@ struct MembershipInner {
     host_id: String,
     config: ClusterConfig,
     inventory: Arc<dyn EngineInventory>,
+    live_hosts: Option<Arc<dyn LiveHostsListener>>,
 }
 
 impl Membership {
-    /// Registers this host under a fresh id, with the engines it runs now.
+    /// Registers this host under a fresh id, with the engines it runs now; `live_hosts`, when
+    /// given, hears the count of live hosts now and at every heartbeat.
     pub async fn join(
         database: Database,
         identity: &HostIdentity,
         config: ClusterConfig,
         inventory: Arc<dyn EngineInventory>,
+        live_hosts: Option<Arc<dyn LiveHostsListener>>,
     ) -> anyhow::Result<Self> {
         let host_id = uuid::Uuid::new_v4().to_string();
         let engines = engines_json(inventory.as_ref())?;
@@ -158,14 +168,28 @@ impl Membership {
             listen_address = identity.listen_address,
             "joined the cluster"
         );
-        Ok(Self {
+        let membership = Self {
             inner: Arc::new(MembershipInner {
                 database,
                 host_id,
                 config,
                 inventory,
+                live_hosts,
             }),
-        })
+        };
+        membership.tell_live_hosts().await?;
+        Ok(membership)
+    }
+
+    /// Counts the live hosts and tells the listener, if there is one.
+    async fn tell_live_hosts(&self) -> anyhow::Result<()> {
+        let Some(listener) = &self.inner.live_hosts else {
+            return Ok(());
+        };
+        let live = store::count_live(&self.inner.database, &time::now()).await?;
+        // This host is live whatever a lagging clock says.
+        listener.live_hosts(usize::try_from(live).unwrap_or(1).max(1));
+        Ok(())
     }
 
     /// This host's id in the cluster.
@@ -173,8 +197,8 @@ impl Membership {
         &self.inner.host_id
     }
 
-    /// Writes one heartbeat with the engines loaded now, and deletes the rows of hosts departed
-    /// longer than [`DEPARTED_HOST_RETENTION`].
+    /// Writes one heartbeat with the engines loaded now, deletes the rows of hosts departed
+    /// longer than [`DEPARTED_HOST_RETENTION`], and tells the listener how many hosts are live.
     pub async fn heartbeat(&self) -> anyhow::Result<()> {
         let inner = &self.inner;
         let engines = engines_json(inner.inventory.as_ref())?;
@@ -200,7 +224,7 @@ impl Membership {
         store::delete_departed(&inner.database, &departed_before)
             .await
             .context("deleting the rows of departed hosts")?;
-        Ok(())
+        self.tell_live_hosts().await
     }
 
     /// Heartbeats every `heartbeat_interval` until `shutdown`; a failed heartbeat is logged and

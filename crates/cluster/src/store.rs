@@ -101,3 +101,14 @@ pub async fn list(database: &Database) -> anyhow::Result<Vec<HostRow>> {
     .await)
     .context("listing the cluster's hosts")
 }
+
+/// The hosts live at `now`: not stopped, their deadline not passed.
+pub async fn count_live(database: &Database, now: &str) -> anyhow::Result<i64> {
+    on_pool!(database, pool => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM cluster_hosts WHERE stopped_at IS NULL AND expires_at >= $1",
+    )
+    .bind(now)
+    .fetch_one(pool)
+    .await)
+    .context("counting the cluster's live hosts")
+}

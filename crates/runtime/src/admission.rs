@@ -18,8 +18,13 @@
 //! (`TESSERA_ENGINE_LIMITS__<CODE>__MAX_INSTANCES`): a call of an engine at its cap waits like
 //! one of a tenant at its share, and the waiters behind it in its tenant's queue that call
 //! other engines are not held up by it (the first waiter whose engine has room goes first).
+//!
+//! The tenant share can change while calls run ([`Admission::set_tenant_share`]: a cluster's
+//! share divided among its live hosts): a lower share holds new calls back until the tenant's
+//! running calls drop below it (none is stopped), a higher one admits its waiters at once.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -87,7 +92,10 @@ struct State {
 }
 
 struct Inner {
+    /// The limits as built; the tenant share in force is `tenant_share`.
     limits: AdmissionLimits,
+    /// Calls one tenant may run at once now (between 1 and the capacity).
+    tenant_share: AtomicUsize,
     /// Engine code → its calls alive at once, for the engines with a cap of their own.
     engine_caps: HashMap<String, usize>,
     state: Mutex<State>,
@@ -100,7 +108,7 @@ impl Inner {
 
     fn share_of(&self, key: &TenantKey) -> usize {
         match key {
-            Some(_) => self.limits.tenant_share,
+            Some(_) => self.tenant_share.load(Ordering::Relaxed),
             None => self.limits.capacity,
         }
     }
@@ -309,6 +317,7 @@ impl Admission {
         Self {
             inner: Arc::new(Inner {
                 limits,
+                tenant_share: AtomicUsize::new(limits.tenant_share),
                 engine_caps: engine_caps
                     .into_iter()
                     .map(|(code, cap)| (code, cap.clamp(1, capacity)))
@@ -318,8 +327,23 @@ impl Admission {
         }
     }
 
+    /// The limits in force (the tenant share as last set).
     pub fn limits(&self) -> AdmissionLimits {
-        self.inner.limits
+        AdmissionLimits {
+            tenant_share: self.inner.tenant_share.load(Ordering::Relaxed),
+            ..self.inner.limits
+        }
+    }
+
+    /// Sets the calls one tenant may run at once (clamped to 1..=capacity). Calls running
+    /// beyond a lowered share finish; a raised share admits waiters at once.
+    pub fn set_tenant_share(&self, share: usize) {
+        let share = share.clamp(1, self.inner.limits.capacity);
+        let mut guard = self.inner.lock();
+        let previous = self.inner.tenant_share.swap(share, Ordering::Relaxed);
+        if share > previous {
+            self.inner.dispatch(&mut guard);
+        }
     }
 
     /// Calls running now: all tenants, and those of `tenant`.
@@ -495,6 +519,60 @@ mod tests {
         drop(first);
         assert!(queued.await.unwrap());
         drop((second, other));
+        assert_eq!(admission.running(None), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_changed_share_holds_new_calls_or_admits_waiters_at_once() {
+        let admission = Admission::new(LIMITS);
+        let first = admission.admit(Some("a"), CallKind::Request, SHORT).await;
+        let second = admission.admit(Some("a"), CallKind::Request, SHORT).await;
+        assert!(first.is_ok() && second.is_ok());
+
+        // Lowered to 1: both running calls go on; a new one waits until one ends and then
+        // the tenant runs one at most.
+        admission.set_tenant_share(1);
+        assert_eq!(admission.limits().tenant_share, 1);
+        assert_eq!(admission.running(Some("a")), (2, 2));
+        assert_eq!(
+            admission
+                .admit(Some("a"), CallKind::Request, SHORT)
+                .await
+                .err(),
+            Some(Refused::TimedOut(SHORT))
+        );
+        drop(first);
+        assert_eq!(
+            admission
+                .admit(Some("a"), CallKind::Request, SHORT)
+                .await
+                .err(),
+            Some(Refused::TimedOut(SHORT)),
+            "one still runs, and the share is one"
+        );
+
+        // A waiter held by the share is admitted as soon as the share is raised.
+        let waiting = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .admit(Some("a"), CallKind::Request, Duration::from_secs(10))
+                    .await
+            }
+        });
+        tokio::time::sleep(SHORT).await;
+        assert_eq!(admission.running(Some("a")), (1, 1));
+        admission.set_tenant_share(3);
+        let third = waiting.await.unwrap();
+        assert!(third.is_ok());
+        assert_eq!(admission.running(Some("a")), (2, 2));
+
+        // Clamped to the pool: never above the capacity, never below one.
+        admission.set_tenant_share(100);
+        assert_eq!(admission.limits().tenant_share, LIMITS.capacity);
+        admission.set_tenant_share(0);
+        assert_eq!(admission.limits().tenant_share, 1);
+        drop((second, third));
         assert_eq!(admission.running(None), (0, 0));
     }
 
