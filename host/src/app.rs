@@ -39,6 +39,8 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::runtime::routes::core_router())
         .merge(crate::orchestrator::routes::router())
         .merge(crate::cluster::routes::router())
+        .merge(crate::tenancy::routes::router())
+        .merge(crate::console::router())
         .merge(crate::probes::router())
         .merge(crate::metrics::router())
         .split_for_parts();

@@ -20,6 +20,8 @@ pub mod telemetry;
 pub use tessera_auth as auth;
 /// Cluster membership (crates/cluster), under the path the host's modules use.
 pub use tessera_cluster as cluster;
+/// The web console (crates/console), under the path the host's modules use.
+pub use tessera_console as console;
 /// The core service (crates/core), under the path the host's modules use.
 pub use tessera_core as core;
 /// The HTTP kit (crates/http), under the path the host's modules use.

@@ -95,7 +95,14 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         )),
         backpressure: Backpressure::new(config.backlog),
     });
+    let tenancy = crate::tenancy::TenancyService::new(
+        database.clone(),
+        config.auth.password_policy.clone(),
+        auth.password_hasher.clone(),
+        orchestrator.clone(),
+    );
     Ok(AppState::new(Services {
+        tenancy,
         config: Arc::new(config),
         database,
         cache,

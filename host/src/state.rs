@@ -36,6 +36,13 @@ impl axum::extract::FromRef<AppState> for CoreState {
     }
 }
 
+/// Tenancy, for the members routes.
+impl axum::extract::FromRef<AppState> for crate::tenancy::TenancyService {
+    fn from_ref(state: &AppState) -> Self {
+        state.tenancy.clone()
+    }
+}
+
 /// The orchestrator, for the orchestration routes.
 impl axum::extract::FromRef<AppState> for crate::orchestrator::Orchestrator {
     fn from_ref(state: &AppState) -> Self {
@@ -134,6 +141,8 @@ pub struct Services {
     pub auth: AuthState,
     pub engines: Arc<EngineRegistry>,
     pub orchestrator: Orchestrator,
+    /// Tenants, users and memberships (the members routes; the admin CLI builds its own).
+    pub tenancy: crate::tenancy::TenancyService,
     /// What the runtime's routes need (engine registry, public URL, engine body limit).
     pub runtime: RuntimeState,
     /// The core service: the event-log signal, the intention writer, the workers' registry

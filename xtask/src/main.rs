@@ -32,6 +32,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
+mod browser;
 mod cluster;
 mod dev;
 mod javascript;
@@ -92,6 +93,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             python::kit_tests(&root, &target_dir(), &engines.python)?;
             javascript::kit_tests(&root, &target_dir())?;
             javascript::check_wit_types(&root, &target_dir())?;
+            browser::ensure_chromium()?;
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(&BuildOptions::parse(rest)?),

@@ -74,6 +74,11 @@ const LAYERS: &[CrateLayer] = &[
         builds_for_wasm: false,
     },
     CrateLayer {
+        name: "tessera-console",
+        layer: 2,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
         name: "tessera-auth",
         layer: 2,
         builds_for_wasm: false,

@@ -158,11 +158,19 @@ pub enum AuditEvent {
     /// `counter` when the signature counter did not advance: a cloned authenticator).
     #[serde(rename = "passkey.failed")]
     PasskeyFailed,
+    /// `member.created`: an owner created an account in the tenant (`details.member_id`,
+    /// `details.role`; the entry's user is the owner).
+    #[serde(rename = "member.created")]
+    MemberCreated,
+    /// `member.role_changed`: an owner changed a member's role (`details.member_id`,
+    /// `details.previous_role`, `details.role`).
+    #[serde(rename = "member.role_changed")]
+    MemberRoleChanged,
 }
 
 impl AuditEvent {
     /// Every event, in documentation order.
-    pub const ALL: [AuditEvent; 25] = [
+    pub const ALL: [AuditEvent; 27] = [
         AuditEvent::LoginSucceeded,
         AuditEvent::LoginFailed,
         AuditEvent::LockedOut,
@@ -188,6 +196,8 @@ impl AuditEvent {
         AuditEvent::MagicLinkFailed,
         AuditEvent::PasskeyUsed,
         AuditEvent::PasskeyFailed,
+        AuditEvent::MemberCreated,
+        AuditEvent::MemberRoleChanged,
     ];
 
     /// The stable name stored and served, e.g. `login.failed`.
@@ -217,6 +227,8 @@ impl AuditEvent {
             AuditEvent::MagicLinkFailed => "magic_link.failed",
             AuditEvent::PasskeyUsed => "passkey.used",
             AuditEvent::PasskeyFailed => "passkey.failed",
+            AuditEvent::MemberCreated => "member.created",
+            AuditEvent::MemberRoleChanged => "member.role_changed",
             AuditEvent::PasswordChangeFailed => "password.change_failed",
         }
     }
@@ -563,7 +575,10 @@ pub struct AuditQuery {
     /// `mfa.challenged`, `mfa.succeeded`, `mfa.failed`, `mfa.recovery_code_used`,
     /// `mfa.enabled`, `mfa.disabled`, `token.refreshed`, `token.refresh_reused`,
     /// `session.logged_out`, `session.logged_out_everywhere`, `session.evicted`,
-    /// `context.switched`.
+    /// `context.switched`, `password.changed`, `password.change_failed`,
+    /// `password.reset_requested`, `password.reset`, `password.reset_failed`,
+    /// `magic_link.requested`, `magic_link.used`, `magic_link.failed`, `passkey.used`,
+    /// `passkey.failed`, `member.created`, `member.role_changed`.
     pub event: Option<String>,
     /// Only entries of this user.
     pub user_id: Option<String>,

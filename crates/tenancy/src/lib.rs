@@ -2,6 +2,7 @@
 //! today and by the HTTP orchestration endpoints later, so both enforce the same rules and
 //! write in one transaction each (nothing half-written on failure).
 
+pub mod routes;
 mod store;
 
 use std::collections::BTreeMap;
@@ -779,6 +780,18 @@ impl TenancyService {
             .await?
             .ok_or_else(|| TenancyError::UserNotFound(email.clone()))?;
         Ok((email, user))
+    }
+
+    /// The tenant with the id `id` (a caller's tenant).
+    pub async fn tenant_by_id(&self, id: &str) -> Result<Tenant, TenancyError> {
+        store::find_tenant_by_id(&self.database, id)
+            .await?
+            .ok_or_else(|| TenancyError::TenantNotFound(id.to_owned()))
+    }
+
+    /// The members of the tenant `tenant_id`, by e-mail.
+    pub async fn members_of(&self, tenant_id: &str) -> Result<Vec<MemberSummary>, TenancyError> {
+        Ok(store::list_members(&self.database, tenant_id).await?)
     }
 
     pub async fn tenant_by_slug(&self, slug: &str) -> Result<Tenant, TenancyError> {

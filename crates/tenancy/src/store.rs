@@ -137,6 +137,16 @@ pub async fn find_tenant_by_slug(
     .context("looking up a tenant by slug")
 }
 
+pub async fn find_tenant_by_id(database: &Database, id: &str) -> anyhow::Result<Option<Tenant>> {
+    on_pool!(database, pool => sqlx::query_as::<_, Tenant>(
+        "SELECT id, slug, name FROM tenants WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await)
+    .context("looking up a tenant by id")
+}
+
 pub async fn find_user_by_email(database: &Database, email: &str) -> anyhow::Result<Option<User>> {
     on_pool!(database, pool => sqlx::query_as::<_, User>(
         "SELECT id, email, first_name, last_name, user_type FROM users WHERE email = $1",

@@ -1,0 +1,59 @@
+// The audit log (owners): the tenant's trail, newest first, filtered by event and user and
+// paged by cursor; the filters and the page live in the address, so a reload or a sign-in
+// comes back to the same place.
+
+import { api } from "./api.js";
+import { h, table, when } from "./dom.js";
+
+const EVENTS = [
+  "login.succeeded", "login.failed", "account.locked_out", "mfa.challenged", "mfa.succeeded",
+  "mfa.failed", "mfa.recovery_code_used", "mfa.enabled", "mfa.disabled", "token.refreshed",
+  "token.refresh_reused", "session.logged_out", "session.logged_out_everywhere",
+  "session.evicted", "context.switched", "password.changed", "password.change_failed",
+  "password.reset_requested", "password.reset", "password.reset_failed",
+  "magic_link.requested", "magic_link.used", "magic_link.failed", "passkey.used",
+  "passkey.failed", "member.created", "member.role_changed",
+];
+
+export async function list({ query, navigate }) {
+  const filters = { event: query.get("event") ?? "", user_id: query.get("user_id") ?? "" };
+  const page = await api("GET", "/auth/api/v1/audit", {
+    query: { ...filters, cursor: query.get("cursor"), limit: 50 },
+  });
+  const event = h("select", { id: "audit-event", name: "event" },
+    h("option", { value: "" }, "All events"),
+    EVENTS.map((name) => h("option", { value: name, selected: name === filters.event }, name)));
+  const user = h("input", { id: "audit-user", name: "user_id", value: filters.user_id, spellcheck: "false", autocomplete: "off" });
+  const filterForm = h("form", { class: "card", "aria-label": "Filter the audit log" },
+    h("div", { class: "grid" },
+      h("div", { class: "field" }, h("label", { for: "audit-event" }, "Event"), event),
+      h("div", { class: "field" }, h("label", { for: "audit-user" }, "User id"), user)),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Filter")));
+  filterForm.addEventListener("submit", (submitted) => {
+    submitted.preventDefault();
+    navigate("/audit", { event: event.value, user_id: user.value.trim() });
+  });
+  const next = page.meta?.has_more ? page.meta.next_cursor : null;
+  return [
+    h("h1", {}, "Audit log"),
+    filterForm,
+    table({
+      caption: "Audit entries, newest first",
+      columns: ["When", "Event", "User", "Login", "Address", "Details"],
+      rows: page.data.map((entry) => [
+        when(entry.created_at),
+        entry.event,
+        entry.user_id ? h("code", {}, entry.user_id) : "—",
+        entry.login ?? "—",
+        entry.client_ip ?? "—",
+        Object.keys(entry.details ?? {}).length
+          ? h("code", {}, Object.entries(entry.details).map(([key, value]) => `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`).join("; "))
+          : "—",
+      ]),
+      empty: "No entries match.",
+    }),
+    h("div", { class: "actions" },
+      query.get("cursor") ? h("a", { href: `#/audit?${new URLSearchParams(filters)}` }, "Newest") : null,
+      next ? h("a", { href: `#/audit?${new URLSearchParams({ ...filters, cursor: next })}` }, "Older entries") : null),
+  ];
+}

@@ -1,0 +1,101 @@
+// The operator's pages (the operator token, as `tessera admin` uses it): the cluster's hosts
+// and what each runs, the engines published to the cluster with their versions (activate,
+// deactivate, roll back), and the health of the host answering.
+
+import { api } from "./api.js";
+import { actionButton, badge, h, notice, table, when } from "./dom.js";
+
+const STATUS_KIND = { live: "ok", stopped: "warn", gone: "bad", ok: "ok", degraded: "warn", down: "bad" };
+
+export async function hosts() {
+  const listed = (await api("GET", "/core/api/operator/hosts")).data;
+  return [
+    h("h1", {}, "Hosts"),
+    table({
+      caption: "Hosts of this installation",
+      columns: ["Address", "Status", "Version", "Started", "Last heartbeat", "Engines"],
+      rows: listed.map((host) => [
+        h("span", { class: "mono" }, host.listen_address),
+        badge(host.status, STATUS_KIND[host.status]),
+        host.version,
+        when(host.started_at),
+        when(host.heartbeat_at),
+        host.engines.map((engine) => `${engine.code} ${engine.version} (${engine.sha256.slice(0, 12)})`).join(", ") || "—",
+      ]),
+      empty: "No hosts are registered.",
+    }),
+  ];
+}
+
+export async function engines({ query, navigate, refresh }) {
+  const releases = (await api("GET", "/core/api/operator/engines")).data;
+  const chosen = query.get("code");
+  const versions = chosen
+    ? (await api("GET", `/core/api/operator/engines/${encodeURIComponent(chosen)}/versions`)).data
+    : null;
+  const region = notice();
+  const act = (code, path, body, done) => actionButton(done[0], region, async () => {
+    await api("POST", `/core/api/operator/engines/${encodeURIComponent(code)}/${path}`, { body });
+    await refresh(done[1]);
+  }, { class: "secondary", "aria-label": `${done[0]} ${code}${body ? ` version ${body.version}` : ""}` });
+  return [
+    h("h1", {}, "Published engines"),
+    h("p", { class: "hint" }, "Publish with `tessera admin engine publish FILE.wasm`; every host runs each code's active version."),
+    region,
+    table({
+      caption: "Published engine codes",
+      columns: ["Code", "Active version", "Previous", "Changed", ""],
+      rows: releases.map((release) => [
+        h("a", { href: `#/operator/engines?code=${encodeURIComponent(release.code)}`, onclick: (event) => {
+          event.preventDefault();
+          navigate("/operator/engines", { code: release.code });
+        } }, release.code),
+        release.active_version ? `v${release.active_version}` : badge("deactivated", "warn"),
+        release.previous_version ? `v${release.previous_version}` : "—",
+        when(release.changed_at),
+        h("div", { class: "actions" },
+          release.previous_version ? act(release.code, "rollback", undefined, ["Roll back", `${release.code} rolled back.`]) : null,
+          release.active_version ? act(release.code, "deactivate", undefined, ["Deactivate", `${release.code} deactivated.`]) : null),
+      ]),
+      empty: "Nothing is published: each host runs its own plugins directory.",
+    }),
+    versions ? h("section", { "aria-labelledby": "versions-heading" },
+      h("h2", { id: "versions-heading" }, `Versions of ${chosen}`),
+      table({
+        caption: `Published versions of ${chosen}, newest first`,
+        columns: ["Version", "Engine version", "SHA-256", "Size", "Published", ""],
+        rows: versions.map((version) => [
+          `v${version.version}`,
+          version.engine_version,
+          h("span", { class: "mono" }, version.sha256),
+          `${Math.round(version.size_bytes / 1024)} KiB`,
+          when(version.published_at),
+          version.active ? badge("active", "ok")
+            : act(chosen, "activate", { version: version.version }, ["Activate", `${chosen} v${version.version} activated.`]),
+        ]),
+        empty: "No versions.",
+      })) : null,
+  ];
+}
+
+export async function health() {
+  const [extended, summary] = await Promise.all([
+    api("GET", "/core/api/health/extended"),
+    api("GET", "/core/api/health"),
+  ]);
+  const checks = [
+    ["Database", extended.checks.database],
+    ["Cache", extended.checks.cache],
+    ...Object.entries(extended.checks.workers ?? {}).map(([name, status]) => [`Worker: ${name}`, status]),
+  ];
+  return [
+    h("h1", {}, "Health"),
+    h("p", {}, "This host: ", badge(extended.status, STATUS_KIND[extended.status]), ` · version ${summary.version}`),
+    table({
+      caption: "Checks",
+      columns: ["Check", "Status"],
+      rows: checks.map(([name, status]) => [name, badge(status, STATUS_KIND[status])]),
+      empty: "No checks.",
+    }),
+  ];
+}
