@@ -40,6 +40,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::orchestrator::routes::router())
         .merge(crate::cluster::routes::router())
         .merge(crate::tenancy::routes::router())
+        .merge(crate::tenancy::operator_routes::router())
         .merge(crate::console::router())
         .merge(crate::probes::router())
         .merge(crate::metrics::router())

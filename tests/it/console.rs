@@ -811,3 +811,86 @@ async fn an_ended_session_returns_to_sign_in_and_back_to_the_same_place() {
         .unwrap();
     assert_eq!(selected.as_deref(), Some("login.succeeded"));
 }
+
+#[tokio::test]
+async fn the_operator_manages_tenants_and_sees_the_hosts_engines_and_health() {
+    let receiver = Receiver::start();
+    let app = console_host(&receiver).await;
+    let operator_token = app.admin(&["operator-token"]).json()["operator_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let browser = Browser::start(&app.url("")).await;
+    browser.open("").await;
+    browser.ready().await;
+    browser.click("Sign in as the operator").await;
+
+    // A wrong token is refused where it was typed; the right one signs in.
+    browser
+        .fill("Operator token", "not-the-operator-token")
+        .await;
+    browser.click("Sign in").await;
+    browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("main .notice.error"))
+        .await
+        .unwrap();
+    browser.fill("Operator token", &operator_token).await;
+    browser.click("Sign in").await;
+    browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("#app[data-state='ready'] nav.main"))
+        .await
+        .unwrap();
+    assert_eq!(browser.heading().await, "Tenants");
+    assert_eq!(
+        browser.menu().await,
+        ["Tenants", "Hosts", "Published engines", "Health"]
+    );
+    browser.wait_for_text("acme").await;
+
+    // A tenant created, disabled, then deleted once its slug is typed twice.
+    browser.fill("Slug", "beta-corp").await;
+    browser.fill("Name", "Beta").await;
+    browser.click("Create tenant").await;
+    browser
+        .wait_for_text("beta-corp created (provisioning completed).")
+        .await;
+    browser.click("Disable beta-corp").await;
+    browser.wait_for_text("beta-corp disabled").await;
+    browser.check_screen("operator-tenants").await;
+    browser
+        .fill("Slug of the tenant to delete", "beta-corp")
+        .await;
+    browser.fill("Type the slug again", "beta").await;
+    browser.click("Delete tenant").await;
+    browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(
+            "[data-field='confirm'] .field-error:not([hidden])",
+        ))
+        .await
+        .unwrap();
+    browser.fill("Type the slug again", "beta-corp").await;
+    browser.click("Delete tenant").await;
+    browser.wait_for_text("beta-corp deleted").await;
+    let tenants = app.admin(&["list-tenants"]).json();
+    assert_eq!(tenants.as_array().unwrap().len(), 1, "{tenants}");
+
+    // The hosts with what they run, the published engines, the health.
+    browser.go("#/operator/hosts").await;
+    browser.wait_for_text("live").await;
+    browser.check_screen("operator-hosts").await;
+    browser.go("#/operator/engines").await;
+    browser.wait_for_text("Nothing is published").await;
+    browser.check_screen("operator-engines").await;
+    browser.go("#/operator/health").await;
+    browser.wait_for_text("Worker: projector").await;
+    browser.check_screen("operator-health").await;
+}

@@ -35,6 +35,7 @@ mod members;
 mod metrics;
 mod notes;
 mod openapi;
+mod operator_tenants;
 mod operators;
 mod orchestration;
 mod outbound;

@@ -27,7 +27,8 @@ const routes = [
   { path: "/engines", title: "Engines", allowed: anyUser, menu: true, view: engines.list },
   { path: "/audit", title: "Audit log", allowed: isOwner, menu: true, view: audit.list },
   { path: "/account", title: "Account", allowed: anyUser, menu: true, view: account.view },
-  { path: "/operator", title: "Hosts", allowed: anOperator, menu: true, view: operator.hosts },
+  { path: "/operator", title: "Tenants", allowed: anOperator, menu: true, view: operator.tenants },
+  { path: "/operator/hosts", title: "Hosts", allowed: anOperator, menu: true, view: operator.hosts },
   { path: "/operator/engines", title: "Published engines", allowed: anOperator, menu: true, view: operator.engines },
   { path: "/operator/health", title: "Health", allowed: anOperator, menu: true, view: operator.health },
 ];
@@ -85,7 +86,7 @@ export async function render(reason, flash) {
   const { path, query } = place();
   const found = match(path);
   const home = current.kind === "operator" ? "/operator" : "/";
-  if (!found && path === "/" && current.kind === "operator") return navigate(home);
+  if (path === "/" && current.kind === "operator") return navigate(home);
   const main = h("main", { id: "content", tabindex: "-1" });
   replace(app, shell(current, path), main);
   app.dataset.state = "loading";

@@ -1,9 +1,9 @@
-// The operator's pages (the operator token, as `tessera admin` uses it): the cluster's hosts
-// and what each runs, the engines published to the cluster with their versions (activate,
+// The operator's pages (the operator token, as `tessera admin` uses it): the tenants (create,
+// disable, enable, delete after typing the slug again), the cluster's hosts and what each runs, the engines published to the cluster with their versions (activate,
 // deactivate, roll back), and the health of the host answering.
 
 import { api } from "./api.js";
-import { actionButton, badge, h, notice, table, when } from "./dom.js";
+import { actionButton, badge, field, form, h, notice, table, when } from "./dom.js";
 
 const STATUS_KIND = { live: "ok", stopped: "warn", gone: "bad", ok: "ok", degraded: "warn", down: "bad" };
 
@@ -96,6 +96,69 @@ export async function health() {
       columns: ["Check", "Status"],
       rows: checks.map(([name, status]) => [name, badge(status, STATUS_KIND[status])]),
       empty: "No checks.",
+    }),
+  ];
+}
+
+export async function tenants({ refresh }) {
+  const listed = (await api("GET", "/core/api/operator/tenants")).data;
+  const region = notice();
+  const path = (tenant, action) => `/core/api/operator/tenants/${encodeURIComponent(tenant.slug)}${action}`;
+  return [
+    h("h1", {}, "Tenants"),
+    region,
+    table({
+      caption: "Tenants of this installation",
+      columns: ["Slug", "Name", "Members", "State", "Created", ""],
+      rows: listed.map((tenant) => [
+        h("span", { class: "mono" }, tenant.slug),
+        tenant.name,
+        tenant.members,
+        tenant.disabled_at ? badge("disabled", "bad") : badge("active", "ok"),
+        when(tenant.created_at),
+        h("div", { class: "actions" },
+          tenant.disabled_at
+            ? actionButton("Enable", region, async () => {
+                await api("POST", path(tenant, "/enable"));
+                await refresh(`${tenant.slug} enabled.`);
+              }, { class: "secondary", "aria-label": `Enable ${tenant.slug}` })
+            : actionButton("Disable", region, async () => {
+                await api("POST", path(tenant, "/disable"));
+                await refresh(`${tenant.slug} disabled: its members cannot sign in to it.`);
+              }, { class: "secondary", "aria-label": `Disable ${tenant.slug}` })),
+      ]),
+      empty: "No tenants yet.",
+    }),
+    form({
+      label: "Delete a tenant",
+      className: "card",
+      fields: [
+        h("h2", {}, "Delete a tenant"),
+        h("p", { class: "hint" }, "Erases all of the tenant's data on every engine, its log, search documents and memberships. There is no undo."),
+        field({ name: "slug", label: "Slug of the tenant to delete", required: true }),
+        field({ name: "confirm", label: "Type the slug again", required: true }),
+      ],
+      submitText: "Delete tenant",
+      submit: async ({ slug, confirm }) => {
+        const deleted = (await api("DELETE", `/core/api/operator/tenants/${encodeURIComponent(slug.trim())}`, {
+          query: { confirm: confirm.trim() },
+        })).data;
+        await refresh(`${deleted.slug} deleted: ${deleted.members} members, ${deleted.entities} entities, ${deleted.events} events removed.`);
+      },
+    }),
+    form({
+      label: "Create a tenant",
+      className: "card",
+      fields: [
+        h("h2", {}, "Create a tenant"),
+        field({ name: "slug", label: "Slug", required: true, hint: "Lower-case letters, digits and inner hyphens; 2 to 63 characters." }),
+        field({ name: "name", label: "Name", required: true }),
+      ],
+      submitText: "Create tenant",
+      submit: async (values) => {
+        const created = (await api("POST", "/core/api/operator/tenants", { body: values })).data;
+        await refresh(`${created.slug} created (provisioning ${created.provisioning.status}).`);
+      },
     }),
   ];
 }

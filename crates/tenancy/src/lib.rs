@@ -2,6 +2,7 @@
 //! today and by the HTTP orchestration endpoints later, so both enforce the same rules and
 //! write in one transaction each (nothing half-written on failure).
 
+pub mod operator_routes;
 pub mod routes;
 mod store;
 
@@ -97,14 +98,14 @@ fn describe(errors: &ValidationErrors) -> String {
 
 /// The provisioning report of a new tenant: every engine that requires tenant provisioning,
 /// with its outcome (`{status, error?}`, the shape the orchestration endpoint answers).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ProvisioningReport {
     pub status: ProvisioningStatus,
     pub engines: BTreeMap<String, EngineProvisioning>,
 }
 
 /// One engine's part in a new tenant's provisioning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct EngineProvisioning {
     /// `provisioned` or `failed`.
     pub status: &'static str,
@@ -148,7 +149,7 @@ impl From<&EngineOutcome> for EngineProvisioning {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedTenant {
     pub tenant_id: String,
     pub slug: String,
@@ -206,7 +207,7 @@ pub struct ShownTenant {
 }
 
 /// What `delete_tenant` removed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DeletedTenant {
     pub tenant_id: String,
     pub slug: String,
@@ -233,7 +234,7 @@ pub struct UserAccess {
 }
 
 /// What `disable_tenant` / `enable_tenant` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TenantAccess {
     pub tenant_id: String,
     pub slug: String,

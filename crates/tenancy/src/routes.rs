@@ -100,8 +100,11 @@ fn parse_role(role: &str) -> Result<Role, ApiError> {
 }
 
 /// Tenancy's refusals in the API's shapes.
-fn refusal(error: TenancyError) -> ApiError {
+pub(crate) fn refusal(error: TenancyError) -> ApiError {
     match error {
+        TenancyError::SlugTaken(slug) => {
+            ApiError::Conflict(format!("A tenant with the slug \"{slug}\" already exists."))
+        }
         TenancyError::Invalid(errors) => ApiError::Validation(errors),
         TenancyError::EmailTaken(_) => {
             let mut errors = ValidationErrors::new();

@@ -158,13 +158,15 @@ pub async fn find_user_by_email(database: &Database, email: &str) -> anyhow::Res
 }
 
 /// A tenant with how many members it has (`admin list-tenants`).
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct TenantSummary {
     pub tenant_id: String,
     pub slug: String,
     pub name: String,
     pub created_at: String,
     pub members: i64,
+    /// When an operator disabled it (`None`: its members may sign in).
+    pub disabled_at: Option<String>,
 }
 
 /// A member of a tenant (`admin list-users`).
@@ -185,7 +187,8 @@ pub struct MemberSummary {
 pub async fn list_tenants(database: &Database) -> anyhow::Result<Vec<TenantSummary>> {
     on_pool!(database, pool => sqlx::query_as::<_, TenantSummary>(
         "SELECT t.id AS tenant_id, t.slug, t.name, t.created_at,
-                (SELECT COUNT(*) FROM memberships AS m WHERE m.tenant_id = t.id) AS members
+                (SELECT COUNT(*) FROM memberships AS m WHERE m.tenant_id = t.id) AS members,
+                t.disabled_at
          FROM tenants AS t ORDER BY t.slug",
     )
     .fetch_all(pool)
