@@ -133,14 +133,27 @@ impl Browser {
 
     /// Waits until the console has drawn a screen (or the sign-in screen).
     async fn ready(&self) {
+        self.wait_for("#app[data-state='ready'], #app[data-state='signin']")
+            .await;
+    }
+
+    /// Waits for the element `css` selects.
+    async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
+        self.wait_for_element(Locator::Css(css), css).await
+    }
+
+    /// Waits (15 s at most) for the element `locator` finds; `what` names it if it never comes.
+    async fn wait_for_element(
+        &self,
+        locator: Locator<'_>,
+        what: &str,
+    ) -> fantoccini::elements::Element {
         self.client
             .wait()
             .at_most(Duration::from_secs(15))
-            .for_element(Locator::Css(
-                "#app[data-state='ready'], #app[data-state='signin']",
-            ))
+            .for_element(locator)
             .await
-            .unwrap();
+            .unwrap_or_else(|error| panic!("no {what} on the page: {error}"))
     }
 
     /// Waits for an element whose text contains `text`.
@@ -149,12 +162,8 @@ impl Browser {
             "//*[contains(normalize-space(.), {})][not(*[contains(normalize-space(.), {0})])]",
             xpath_literal(text)
         );
-        self.client
-            .wait()
-            .at_most(Duration::from_secs(15))
-            .for_element(Locator::XPath(&xpath))
+        self.wait_for_element(Locator::XPath(&xpath), &format!("{text:?}"))
             .await
-            .unwrap_or_else(|error| panic!("no {text:?} on the page: {error}"))
     }
 
     async fn heading(&self) -> String {
@@ -171,12 +180,8 @@ impl Browser {
     async fn fill(&self, label: &str, value: &str) {
         let xpath = format!("//label[normalize-space(.)={}]", xpath_literal(label));
         let label_element = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(15))
-            .for_element(Locator::XPath(&xpath))
-            .await
-            .unwrap_or_else(|error| panic!("no field labelled {label:?}: {error}"));
+            .wait_for_element(Locator::XPath(&xpath), &format!("field labelled {label:?}"))
+            .await;
         let id = label_element.attr("for").await.unwrap().unwrap();
         let input = self.client.find(Locator::Id(&id)).await.unwrap();
         input.clear().await.unwrap();
@@ -188,12 +193,8 @@ impl Browser {
         let literal = xpath_literal(name);
         let xpath = format!("//button[normalize-space(.)={literal} or @aria-label={literal}]");
         let button = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(15))
-            .for_element(Locator::XPath(&xpath))
-            .await
-            .unwrap_or_else(|error| panic!("no button {name:?}: {error}"));
+            .wait_for_element(Locator::XPath(&xpath), &format!("button {name:?}"))
+            .await;
         button.click().await.unwrap();
     }
 
@@ -303,12 +304,7 @@ impl Browser {
                 .await;
             self.click("Confirm").await;
         }
-        self.client
-            .wait()
-            .at_most(Duration::from_secs(15))
-            .for_element(Locator::Css("#app[data-state='ready'] nav.main"))
-            .await
-            .unwrap();
+        self.wait_for("#app[data-state='ready'] nav.main").await;
     }
 }
 
@@ -552,12 +548,8 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
     browser.go("#/account").await;
     browser.click("Set up an authenticator app").await;
     let secret_text = browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("[data-testid='totp-secret']"))
+        .wait_for("[data-testid='totp-secret']")
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -567,13 +559,7 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
         .fill("Code from the app", &code_at(&secret, step - 1))
         .await;
     browser.click("Turn on").await;
-    browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("[data-testid='recovery-codes'] li"))
-        .await
-        .unwrap();
+    browser.wait_for("[data-testid='recovery-codes'] li").await;
     browser.check_screen("account").await;
 
     // Signed out, then in again with the password and the app's code.
@@ -594,24 +580,14 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
     browser.click("Add webhook").await;
     // The API's 422, next to its field.
     let field_error = browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(
-            "[data-field='url'] .field-error:not([hidden])",
-        ))
-        .await
-        .unwrap();
+        .wait_for("[data-field='url'] .field-error:not([hidden])")
+        .await;
     assert!(!field_error.text().await.unwrap().is_empty());
     browser.fill("Receiver URL", &receiver.url()).await;
     browser.click("Add webhook").await;
     let shown_secret = browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("[data-testid='webhook-secret']"))
+        .wait_for("[data-testid='webhook-secret']")
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -671,14 +647,8 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
     browser.fill("First password", PASSWORD).await;
     browser.click("Add member").await;
     browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(
-            "[data-field='email'] .field-error:not([hidden])",
-        ))
-        .await
-        .unwrap();
+        .wait_for("[data-field='email'] .field-error:not([hidden])")
+        .await;
     browser.fill("Their e-mail", "grace@example.com").await;
     browser.fill("First name", "Grace").await;
     browser.fill("First password", PASSWORD).await;
@@ -830,22 +800,10 @@ async fn the_operator_manages_tenants_and_sees_the_hosts_engines_and_health() {
         .fill("Operator token", "not-the-operator-token")
         .await;
     browser.click("Sign in").await;
-    browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("main .notice.error"))
-        .await
-        .unwrap();
+    browser.wait_for("main .notice.error").await;
     browser.fill("Operator token", &operator_token).await;
     browser.click("Sign in").await;
-    browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("#app[data-state='ready'] nav.main"))
-        .await
-        .unwrap();
+    browser.wait_for("#app[data-state='ready'] nav.main").await;
     assert_eq!(browser.heading().await, "Tenants");
     assert_eq!(
         browser.menu().await,
@@ -869,14 +827,8 @@ async fn the_operator_manages_tenants_and_sees_the_hosts_engines_and_health() {
     browser.fill("Type the slug again", "beta").await;
     browser.click("Delete tenant").await;
     browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(
-            "[data-field='confirm'] .field-error:not([hidden])",
-        ))
-        .await
-        .unwrap();
+        .wait_for("[data-field='confirm'] .field-error:not([hidden])")
+        .await;
     browser.fill("Type the slug again", "beta-corp").await;
     browser.click("Delete tenant").await;
     browser.wait_for_text("beta-corp deleted").await;
