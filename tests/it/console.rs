@@ -198,30 +198,21 @@ impl Browser {
         button.click().await.unwrap();
     }
 
-    async fn buttons(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        for button in self
-            .client
-            .find_all(Locator::Css("main button"))
-            .await
-            .unwrap()
-        {
-            names.push(button.text().await.unwrap());
+    /// The texts of the elements `css` selects, in page order.
+    async fn texts(&self, css: &str) -> Vec<String> {
+        let mut texts = Vec::new();
+        for element in self.client.find_all(Locator::Css(css)).await.unwrap() {
+            texts.push(element.text().await.unwrap());
         }
-        names
+        texts
+    }
+
+    async fn buttons(&self) -> Vec<String> {
+        self.texts("main button").await
     }
 
     async fn menu(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        for link in self
-            .client
-            .find_all(Locator::Css("nav.main a"))
-            .await
-            .unwrap()
-        {
-            names.push(link.text().await.unwrap());
-        }
-        names
+        self.texts("nav.main a").await
     }
 
     /// Writes a screenshot of the screen as `name.png` into the screenshots folder.

@@ -263,6 +263,9 @@ async fn change_role(
             .detail("role", role.as_str());
         audit::record(&auth.database, &entry).await?;
     }
-    let member = member(&tenancy, &caller.tenant_id, &user_id).await?;
-    Ok(envelope::ok(Member::from(member)))
+    // The member as read before, with the role just written (no second read of the list).
+    Ok(envelope::ok(Member {
+        role: role.as_str().to_owned(),
+        ..Member::from(current)
+    }))
 }
