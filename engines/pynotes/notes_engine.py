@@ -197,7 +197,7 @@ class NotesEngine(Engine):
             .delete(
                 "/api/v1/notes/{note_id}",
                 delete_note,
-                Operation("Delete a note").path_parameter("note_id", note_id).no_content(),
+                Operation("Delete a note").path_parameter("note_id", note_id).no_content().audited("note.deleted"),
             )
             .get("/api/v1/stats", stats, Operation("Counts of notes created and entities seen").ok("Stats"))
         )

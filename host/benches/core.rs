@@ -271,13 +271,16 @@ async fn create_tenant(state: &AppState, slug: &str) -> anyhow::Result<BenchTena
     let (_, token_set) = state
         .auth
         .sessions
-        .open(&TokenScope {
-            user_id: user.user_id.clone(),
-            tenant_id: tenant.tenant_id.clone(),
-            workspace_id: None,
-            role: "editor".into(),
-            user_type: "user".into(),
-        })
+        .open(
+            &TokenScope {
+                user_id: user.user_id.clone(),
+                tenant_id: tenant.tenant_id.clone(),
+                workspace_id: None,
+                role: "editor".into(),
+                user_type: "user".into(),
+            },
+            &Default::default(),
+        )
         .await?;
     Ok(BenchTenant {
         tenant_id: tenant.tenant_id,

@@ -41,6 +41,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::cluster::routes::router())
         .merge(crate::tenancy::routes::router())
         .merge(crate::tenancy::operator_routes::router())
+        .merge(crate::tenancy::tenant_routes::router())
         .merge(crate::console::router())
         .merge(crate::probes::router())
         .merge(crate::metrics::router())
@@ -69,6 +70,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         ),
     };
     let backpressure = state.core.backpressure.clone();
+    let metering = crate::http::usage::Metering {
+        meter: state.usage.clone(),
+        tenants: Arc::new(RecentTokens(state.auth.access_tokens.clone())),
+    };
     let trusted_proxies = state.config.http.trusted_proxies.clone();
 
     // Engine routes take larger bodies (file uploads) than the host's own API.
@@ -108,6 +113,10 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
             rate_limit::enforce,
         ))
         .layer(axum::middleware::from_fn_with_state(
+            metering,
+            crate::http::usage::meter,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             body_timeout,
             connections::body_deadline,
         ))
@@ -140,6 +149,49 @@ pub fn metrics_router(state: &AppState) -> Router {
         .fallback(conventions::fallback)
         .with_state(state.metrics_state(crate::metrics::MetricsAccess::Open))
         .layer(axum::middleware::from_fn(conventions::request_conventions))
+}
+
+/// The usage meter's sink: `tenant_usage` in the database.
+pub struct DatabaseUsage(pub crate::storage::Database);
+
+impl crate::http::usage::UsageSink for DatabaseUsage {
+    fn add<'a>(
+        &'a self,
+        counts: &'a [(crate::http::usage::UsageKey, u64)],
+    ) -> std::pin::Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>> {
+        let increments: Vec<crate::storage::tenant_usage::UsageIncrement<'_>> = counts
+            .iter()
+            .map(
+                |(key, amount)| crate::storage::tenant_usage::UsageIncrement {
+                    tenant_id: &key.tenant_id,
+                    day: &key.day,
+                    metric: key.metric,
+                    dimension: &key.dimension,
+                    amount: i64::try_from(*amount).unwrap_or(i64::MAX),
+                },
+            )
+            .collect();
+        Box::pin(async move { crate::storage::tenant_usage::add(&self.0, &increments).await })
+    }
+}
+
+/// Whose usage a request is: the tenant of a bearer token this host verified recently (the
+/// verified-token cache; no signature is checked for metering).
+pub struct RecentTokens(pub crate::auth::tokens::AccessTokens);
+
+impl crate::http::usage::TenantOfBearer for RecentTokens {
+    fn tenant_of(
+        &self,
+        token: &str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send + '_>> {
+        let token = token.to_owned();
+        Box::pin(async move {
+            self.0
+                .verified_recently(&token)
+                .await
+                .map(|claims| claims.tid)
+        })
+    }
 }
 
 /// The auth service's view of the loaded engines (for `meta.services`): the engine registry.

@@ -136,6 +136,9 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// Cluster membership (`TESSERA_CLUSTER_HEARTBEAT_INTERVAL`, `TESSERA_CLUSTER_HOST_TIMEOUT`).
     pub cluster: crate::cluster::ClusterConfig,
+    /// Per-tenant usage metering (`TESSERA_USAGE_FLUSH_INTERVAL`,
+    /// `TESSERA_USAGE_RETENTION_DAYS`).
+    pub usage: crate::http::usage::UsageConfig,
 }
 
 /// Where the rate limits' buckets live.
@@ -462,6 +465,28 @@ impl Config {
             },
             metrics: MetricsConfig::from_env()?,
             cluster: cluster_config()?,
+            usage: {
+                let mut usage = crate::http::usage::UsageConfig::default();
+                if let Some(interval) =
+                    env_var::<humantime::Duration>("TESSERA_USAGE_FLUSH_INTERVAL")?
+                {
+                    let interval = Duration::from(interval);
+                    anyhow::ensure!(
+                        interval >= Duration::from_millis(100)
+                            && interval <= Duration::from_secs(3600),
+                        "TESSERA_USAGE_FLUSH_INTERVAL must be between 100ms and 1h"
+                    );
+                    usage.flush_interval = interval;
+                }
+                if let Some(days) = env_var::<u32>("TESSERA_USAGE_RETENTION_DAYS")? {
+                    anyhow::ensure!(
+                        (1..=3660).contains(&days),
+                        "TESSERA_USAGE_RETENTION_DAYS must be between 1 and 3660"
+                    );
+                    usage.retention_days = days;
+                }
+                usage
+            },
             work: {
                 let mut work = crate::runtime::work::WorkerConfig::default();
                 if let Some(concurrency) = env_var::<usize>("TESSERA_ENGINE_WORK_CONCURRENCY")? {

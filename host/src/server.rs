@@ -103,6 +103,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     );
     Ok(AppState::new(Services {
         tenancy,
+        usage: crate::http::usage::UsageMeter::default(),
         config: Arc::new(config),
         database,
         cache,
@@ -262,6 +263,7 @@ impl Application {
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
         background.spawn(sample_backlog(state.clone(), shutdown.clone()));
         background.spawn(refresh_signing_keys(state.clone(), shutdown.clone()));
+        background.spawn(flush_usage(state.clone(), shutdown.clone()));
         if let Some(metrics_listener) = metrics_listener {
             tracing::info!(address = %metrics_listener.local_addr()?, "serving /metrics");
             let metrics_router = crate::app::metrics_router(&state);
@@ -316,6 +318,18 @@ impl Application {
                 "marking this host stopped failed"
             );
         }
+        // The usage counted while draining.
+        if let Err(error) = crate::http::usage::flush(
+            &state.usage,
+            &crate::app::DatabaseUsage(state.database.clone()),
+        )
+        .await
+        {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "writing the last usage counters failed"
+            );
+        }
         if drained {
             state.database.close().await;
             tracing::info!("stopped");
@@ -353,6 +367,42 @@ async fn refresh_signing_keys(state: AppState, shutdown: CancellationToken) {
                 error = format!("{error:#}"),
                 "rereading the token signing keys failed"
             );
+        }
+    }
+}
+
+/// Adds the usage counted in memory to the database every `TESSERA_USAGE_FLUSH_INTERVAL`
+/// (a failed write keeps the counts for the next), and prunes days past
+/// `TESSERA_USAGE_RETENTION_DAYS` about once an hour.
+async fn flush_usage(state: AppState, shutdown: CancellationToken) {
+    let config = state.config.usage;
+    let sink = crate::app::DatabaseUsage(state.database.clone());
+    let mut last_pruned: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(config.flush_interval) => {}
+        }
+        if let Err(error) = crate::http::usage::flush(&state.usage, &sink).await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "writing usage counters failed; kept for the next try"
+            );
+        }
+        if last_pruned.is_none_or(|at| at.elapsed() >= Duration::from_secs(3600)) {
+            last_pruned = Some(tokio::time::Instant::now());
+            let cutoff = (chrono::Utc::now()
+                - chrono::Duration::days(i64::from(config.retention_days)))
+            .format("%Y-%m-%d")
+            .to_string();
+            if let Err(error) =
+                crate::storage::tenant_usage::prune_before(&state.database, &cutoff).await
+            {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "pruning old usage counters failed"
+                );
+            }
         }
     }
 }

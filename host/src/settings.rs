@@ -274,6 +274,16 @@ pub const SETTINGS: &[Setting] = &[
         "an address of its own (e.g. `10.0.0.5:9464`) serving `/metrics` without a token, and nothing else; put it on a management network",
     ),
     Setting::new(
+        "TESSERA_USAGE_FLUSH_INTERVAL",
+        "10s",
+        "100ms to 1h: how often each host adds the per-tenant usage it counted (engine calls, limits hit) to the database; what a crash loses at most",
+    ),
+    Setting::new(
+        "TESSERA_USAGE_RETENTION_DAYS",
+        "90",
+        "1 to 3660: days of per-tenant usage kept (`GET /core/api/v1/usage`); older days are deleted",
+    ),
+    Setting::new(
         "TESSERA_CLUSTER_HEARTBEAT_INTERVAL",
         "5s",
         "above zero: how often a host writes its heartbeat (with the engines it runs) to the cluster's list of hosts",

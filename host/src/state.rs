@@ -132,6 +132,9 @@ impl std::ops::Deref for AppState {
 /// Every service of the host, built once at start-up.
 pub struct Services {
     pub config: Arc<Config>,
+    /// Per-tenant usage counted since the last flush (`http::usage`; written by
+    /// `server::flush_usage`).
+    pub usage: crate::http::usage::UsageMeter,
     pub database: Database,
     pub cache: Cache,
     pub service_secret: Secret,

@@ -128,6 +128,7 @@ database_test!(
                 "correlation_id",
                 "created_at",
                 "details",
+                "engine",
                 "event",
                 "id",
                 "login",
@@ -435,7 +436,10 @@ async fn the_audit_endpoint_is_documented() {
         .iter()
         .map(|parameter| parameter["name"].as_str().unwrap())
         .collect();
-    assert_eq!(parameters, ["cursor", "limit", "event", "user_id"]);
+    assert_eq!(
+        parameters,
+        ["cursor", "limit", "event", "user_id", "engine"]
+    );
     assert!(operation["responses"]["403"].is_object());
 }
 

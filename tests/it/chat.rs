@@ -770,6 +770,155 @@ database_test!(
     }
 );
 
+database_test!(
+    an_owners_webhook_actions_are_in_the_tenants_audit_trail,
+    |backend| async move {
+        let receiver = Receiver::start(204).await;
+        let app = chat_host(
+            backend,
+            WebhookSettings::for_receiver(&receiver, "1h"),
+            None,
+        )
+        .await;
+        let tenant = tenant(&app).await;
+        let other = tenant_for_other(&app).await;
+        let url = receiver.url("/hooks/audited");
+
+        // Refusals are not operations that happened: no entry.
+        let refused = json!({ "url": "http://example.com/x", "events": ["message.created"], "secret": SECRET });
+        json_with_status(
+            app.post_as("/chat/api/v1/webhooks", &tenant.owner, &refused)
+                .await,
+            422,
+        )
+        .await;
+        let body = json!({ "url": url, "events": ["message.created"], "secret": SECRET });
+        json_with_status(
+            app.post_as("/chat/api/v1/webhooks", &tenant.viewer, &body)
+                .await,
+            403,
+        )
+        .await;
+
+        let created = create_webhook(&app, &tenant.owner, &url, &["message.created"]).await;
+        let id = created["id"].as_str().unwrap().to_owned();
+        let ping = json_with_status(
+            app.post_as(
+                &format!("/chat/api/v1/webhooks/{id}/test"),
+                &tenant.owner,
+                &json!({}),
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(ping["data"]["status"], "delivered", "{ping}");
+        no_content(
+            app.delete_as(&format!("/chat/api/v1/webhooks/{id}"), &tenant.owner)
+                .await,
+        )
+        .await;
+
+        let trail = |query: &'static str| {
+            let app = &app;
+            let owner = tenant.owner.clone();
+            async move {
+                json_with_status(
+                    app.get_as(&format!("/auth/api/v1/audit{query}"), &owner)
+                        .await,
+                    200,
+                )
+                .await["data"]
+                    .as_array()
+                    .unwrap()
+                    .clone()
+            }
+        };
+        let engine_entries = trail("?engine=chat").await;
+        let names: Vec<&str> = engine_entries
+            .iter()
+            .map(|entry| entry["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "chat.webhook.deleted",
+                "chat.webhook.tested",
+                "chat.webhook.created"
+            ],
+            "newest first, one per operation that succeeded"
+        );
+        let creation = &trail("?event=chat.webhook.created").await[0];
+        assert_eq!(creation["engine"], "chat");
+        assert_eq!(creation["user_id"], tenant.owner_id.as_str());
+        assert_eq!(creation["client_ip"], "127.0.0.1");
+        assert!(creation["correlation_id"].is_string(), "{creation}");
+        assert_eq!(
+            creation["details"],
+            json!({
+                "method": "POST",
+                "path": "/chat/api/v1/webhooks",
+                "parameters": {},
+                "status": 201,
+                "created_id": id,
+            })
+        );
+        let tested = &engine_entries[1];
+        assert_eq!(tested["details"]["parameters"], json!({ "id": id }));
+        assert_eq!(
+            tested["details"]["path"],
+            format!("/chat/api/v1/webhooks/{id}/test")
+        );
+        // A host event's filter never shows an engine's entries, and the secret never shows.
+        assert!(
+            trail("?event=session.logged_out")
+                .await
+                .iter()
+                .all(|entry| entry["engine"].is_null())
+        );
+        let everything = trail("?limit=100").await.to_vec();
+        assert!(!serde_json::to_string(&everything).unwrap().contains(SECRET));
+        // Another tenant's owner sees none of it.
+        let theirs = json_with_status(
+            app.get_as("/auth/api/v1/audit?engine=chat", &other).await,
+            200,
+        )
+        .await;
+        assert_eq!(theirs["data"], json!([]));
+        // A malformed event name is refused; a well-formed unknown one matches nothing.
+        let malformed = json_with_status(
+            app.get_as("/auth/api/v1/audit?event=chat.Webhook", &tenant.owner)
+                .await,
+            422,
+        )
+        .await;
+        assert_eq!(malformed["errors"]["event"][0], "in", "{malformed}");
+        assert!(trail("?event=chat.webhook.exploded").await.is_empty());
+
+        // The engine's audited operations are listed for owners and shown in the document.
+        let details = json_with_status(
+            app.get_as("/core/api/v1/engines/chat", &tenant.owner).await,
+            200,
+        )
+        .await;
+        let audited = details["data"]["audited_operations"].as_array().unwrap();
+        assert!(
+            audited.contains(&json!({
+                "event": "chat.dead_letter.replayed",
+                "method": "POST",
+                "path": "/chat/api/v1/webhooks/dlq/{id}/retry",
+            })),
+            "{audited:?}"
+        );
+        let document = app.openapi().await;
+        assert_eq!(
+            document["paths"]["/chat/api/v1/webhooks"]["post"]["x-tessera-audit"],
+            "chat.webhook.created"
+        );
+        app.stop().await;
+    }
+);
+
 /// An owner token of another provisioned tenant.
 async fn tenant_for_other(app: &TestApp) -> String {
     tenant(app).await.owner

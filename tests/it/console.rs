@@ -2,8 +2,8 @@
 //! `fantoccini`) against a real host with the seven engines and a real HTTPS webhook receiver:
 //! an owner signs in with a password and TOTP, adds a webhook, sees its failed deliveries,
 //! replays a dead letter once the receiver recovers, creates a member and changes its role,
-//! and reads the audit log; a viewer sees no
-//! admin action; a session ended elsewhere returns to sign-in and back to the same place.
+//! and reads the audit log (the chat engine's audited operations beside sign-ins and members);
+//! a viewer sees no admin action; a session ended elsewhere returns to sign-in and back to the same place.
 //! Every main screen is checked with axe-core (no serious or critical violation), at 360 px
 //! wide (nothing wider than the window), and written as a screenshot to
 //! `$CARGO_TARGET_DIR/console-screenshots/`.
@@ -59,8 +59,19 @@ impl Drop for Browser {
     }
 }
 
+/// The colour scheme the browser asks pages for (`prefers-color-scheme`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Light,
+    Dark,
+}
+
 impl Browser {
     async fn start(base_url: &str) -> Self {
+        Self::start_in(base_url, Scheme::Light).await
+    }
+
+    async fn start_in(base_url: &str, scheme: Scheme) -> Self {
         assert!(
             Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
             "the console's browser tests need Debian's chromium and chromium-driver \
@@ -75,13 +86,21 @@ impl Browser {
             .spawn()
             .expect("starting chromedriver");
         let webdriver = format!("http://127.0.0.1:{port}");
+        let mut args = vec![
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--disable-gpu",
+            "--window-size=1280,900",
+            "--lang=en-US",
+        ];
+        if scheme == Scheme::Dark {
+            // Chromium then answers `prefers-color-scheme: dark`.
+            args.push("--force-dark-mode");
+        }
         let capabilities = json!({
             "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": CHROMIUM,
-                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                         "--disable-gpu", "--window-size=1280,900", "--lang=en-US"],
-            },
+            "goog:chromeOptions": { "binary": CHROMIUM, "args": args },
         });
         let capabilities = capabilities.as_object().unwrap().clone();
         let client = eventually(20, "chromedriver to accept a session", || {
@@ -392,6 +411,7 @@ async fn console_host(receiver: &Receiver) -> TestApp {
     let configure = move |config: &mut Config| {
         without_rate_limits(config);
         config.webhook.retry_schedule = parse_retry_schedule("200ms,200ms,200ms,200ms").unwrap();
+        config.usage.flush_interval = Duration::from_millis(200);
         config.outbound.allow_private_targets = true;
         config.outbound.extra_ca = Some(extra_ca);
     };
@@ -528,8 +548,10 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
         "Members",
         "Webhooks",
         "Dead letters",
+        "Workspaces",
         "Workflows",
         "Engines",
+        "Usage",
         "Audit log",
         "Account",
     ] {
@@ -673,14 +695,118 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
         .expect("the new member, through the API");
     assert_eq!(grace["role"], "viewer");
 
-    // The audit log: the sign-ins, the second factor, the member created and its role changed;
-    // filtered and paged in the address.
+    // The member's access: disabled (after the console asks), enabled again, second factors
+    // reset; each said on the page.
+    browser.click("Disable for grace@example.com").await;
+    browser.client.accept_alert().await.unwrap();
+    browser
+        .wait_for_text("grace@example.com is disabled.")
+        .await;
+    browser.click("Enable for grace@example.com").await;
+    browser.client.accept_alert().await.unwrap();
+    browser
+        .wait_for_text("grace@example.com can sign in again.")
+        .await;
+    browser.click("Reset MFA for grace@example.com").await;
+    browser.client.accept_alert().await.unwrap();
+    browser
+        .wait_for_text("grace@example.com had no second factor to remove.")
+        .await;
+
+    // A workspace added, then switched to from the header: the overview says where.
+    browser.go("#/workspaces").await;
+    browser.fill("Workspace name", "Research").await;
+    browser.click("Add workspace").await;
+    browser.wait_for_text("Workspace Research added.").await;
+    browser.check_screen("workspaces").await;
+    let context = browser.wait_for("[data-testid='context']").await;
+    let research = browser
+        .client
+        .find(Locator::XPath(
+            "//select[@data-testid='context']/option[contains(., 'Research')]",
+        ))
+        .await
+        .unwrap();
+    let research_value = research.attr("value").await.unwrap().unwrap();
+    browser
+        .client
+        .execute(
+            "document.getElementById('app').dataset.state = 'navigating';",
+            vec![],
+        )
+        .await
+        .unwrap();
+    context.select_by_value(&research_value).await.unwrap();
+    browser.ready().await;
+    assert_eq!(browser.heading().await, "Overview");
+    browser.wait_for_text("Now in").await;
+    let facts = browser.texts("dl.facts dd").await;
+    assert!(facts.contains(&"Research".to_owned()), "{facts:?}");
+
+    // The owner's sessions: this browser's and the API client's; the other one ended here.
+    browser.go("#/account").await;
+    browser.wait_for_text("this session").await;
+    let sessions = browser
+        .texts("#app section[aria-labelledby='account-sessions'] tbody tr")
+        .await;
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    browser.check_screen("account-sessions").await;
+    let end_other = browser
+        .wait_for("button[aria-label^='End the session']")
+        .await;
+    end_other.click().await.unwrap();
+    browser.wait_for_text("Session ended.").await;
+    eventually(10, "the API client's session ended", || async {
+        (app.get_as("/auth/api/v1/auth/me", &token).await.status() == 401).then_some(())
+    })
+    .await;
+
+    // The audit log: the sign-ins, the second factor, the member created and its role
+    // changed, the webhook created and the dead letter replayed (the chat engine's audited
+    // operations); filtered and paged in the address.
     browser.go("#/audit").await;
     browser.wait_for_text("member.created").await;
     browser.wait_for_text("member.role_changed").await;
     browser.wait_for_text("mfa.enabled").await;
     browser.wait_for_text("mfa.succeeded").await;
+    browser.wait_for_text("chat.webhook.created").await;
+    browser.wait_for_text("chat.dead_letter.replayed").await;
     browser.check_screen("audit").await;
+    let source = browser
+        .client
+        .find(Locator::Id("audit-engine"))
+        .await
+        .unwrap();
+    source.select_by_value("chat").await.unwrap();
+    browser.click("Filter").await;
+    browser.ready().await;
+    assert!(
+        browser
+            .client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with("#/audit?engine=chat")
+    );
+    browser.wait_for_text("chat.dead_letter.replayed").await;
+    let rows = browser.texts("#app tbody tr").await;
+    assert_eq!(
+        rows.len(),
+        2,
+        "the webhook created and the replay: {rows:?}"
+    );
+    assert!(
+        rows.iter().all(|row| row.contains("chat engine")),
+        "{rows:?}"
+    );
+    browser.check_screen("audit-engine").await;
+    let source = browser
+        .client
+        .find(Locator::Id("audit-engine"))
+        .await
+        .unwrap();
+    source.select_by_value("").await.unwrap();
     let select = browser
         .client
         .find(Locator::Id("audit-event"))
@@ -700,11 +826,23 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
     );
     browser.wait_for_text("login.failed").await;
 
+    // The tenant's usage: the chat engine's calls of this test counted (flushed every 200 ms).
+    eventually(15, "the chat engine's calls on the usage page", || async {
+        browser.go("#/usage").await;
+        let rows = browser.texts("#app tbody tr").await;
+        rows.iter().any(|row| row.starts_with("chat")).then_some(())
+    })
+    .await;
+    browser.check_screen("usage").await;
+    browser.go("#/engines").await;
+    browser.wait_for_text("This tenant's provisioning").await;
+    browser.check_screen("engines-owner").await;
+
     // A viewer: no admin page in the menu, none reachable, no admin button anywhere.
     browser.click("Sign out").await;
     browser.sign_in(VIEWER, None).await;
     let menu = browser.menu().await;
-    for item in ["Members", "Webhooks", "Dead letters", "Audit log"] {
+    for item in ["Members", "Webhooks", "Dead letters", "Usage", "Audit log"] {
         assert!(
             !menu.contains(&item.to_owned()),
             "{item} in a viewer's {menu:?}"
@@ -798,7 +936,7 @@ async fn the_operator_manages_tenants_and_sees_the_hosts_engines_and_health() {
     assert_eq!(browser.heading().await, "Tenants");
     assert_eq!(
         browser.menu().await,
-        ["Tenants", "Hosts", "Published engines", "Health"]
+        ["Tenants", "Hosts", "Published engines", "Usage", "Health"]
     );
     browser.wait_for_text("acme").await;
 
@@ -835,5 +973,58 @@ async fn the_operator_manages_tenants_and_sees_the_hosts_engines_and_health() {
     browser.check_screen("operator-engines").await;
     browser.go("#/operator/health").await;
     browser.wait_for_text("Worker: projector").await;
+    let glance = browser
+        .texts("section[aria-label='At a glance'] .card")
+        .await;
+    assert!(
+        glance
+            .iter()
+            .any(|card| card.contains("Hosts live") && card.contains("1 of 1")),
+        "{glance:?}"
+    );
+    assert!(
+        glance
+            .iter()
+            .any(|card| card.contains("Tenants") && card.contains('1')),
+        "{glance:?}"
+    );
     browser.check_screen("operator-health").await;
+    browser.go("#/operator/usage").await;
+    assert_eq!(browser.heading().await, "Usage");
+    browser.wait_for("#operator-usage-days").await;
+    browser.check_screen("operator-usage").await;
+}
+
+#[tokio::test]
+async fn the_console_in_dark_mode_passes_the_same_checks() {
+    let receiver = Receiver::start();
+    let app = console_host(&receiver).await;
+    let browser = Browser::start_in(&app.url(""), Scheme::Dark).await;
+    browser.open("").await;
+    browser.ready().await;
+    let dark: Value = browser
+        .client
+        .execute(
+            "return matchMedia('(prefers-color-scheme: dark)').matches;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(dark, json!(true), "the browser asks for the dark scheme");
+    browser.check_screen("sign-in-dark").await;
+    browser.sign_in(OWNER, None).await;
+    for (hash, name) in [
+        ("#/", "overview-dark"),
+        ("#/members", "members-dark"),
+        ("#/workspaces", "workspaces-dark"),
+        ("#/webhooks", "webhooks-dark"),
+        ("#/dead-letters", "dead-letters-dark"),
+        ("#/workflows", "workflows-dark"),
+        ("#/engines", "engines-dark"),
+        ("#/audit", "audit-dark"),
+        ("#/account", "account-dark"),
+    ] {
+        browser.go(hash).await;
+        browser.check_screen(name).await;
+    }
 }

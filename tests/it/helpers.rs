@@ -479,7 +479,7 @@ impl TestApp {
             .state
             .auth
             .sessions
-            .open(&scope)
+            .open(&scope, &Default::default())
             .await
             .expect("opening a session");
         token_set.access_token

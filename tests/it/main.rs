@@ -55,6 +55,7 @@ mod storage;
 mod test_kit;
 mod traces;
 mod unit_of_work;
+mod usage;
 mod user_removal;
 mod usermanager;
 mod voip;

@@ -225,10 +225,28 @@ async fn exercise(app: &TestApp, tenant_id: &str, code: &str, owner: &str, viewe
         "{code}: five notes created (the refused ones not counted), the entity seen once"
     );
 
-    // Deletion, and the kit's 404.
+    // Deletion (an audited operation: in the tenant's audit trail), and the kit's 404.
     assert_eq!(app.delete_as(&note_path, owner).await.status(), 204);
     let gone = json_with_status(app.get_as(&note_path, viewer).await, 404).await;
     assert_eq!(gone, json!({"message": "Note not found."}), "{code}");
+    let trail = json_with_status(
+        app.get_as(
+            &format!("/auth/api/v1/audit?event={code}.note.deleted"),
+            owner,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let entries = trail["data"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{code}: {trail}");
+    assert_eq!(entries[0]["engine"], code);
+    assert_eq!(entries[0]["details"]["status"], 204, "{code}: {trail}");
+    assert_eq!(
+        entries[0]["details"]["parameters"]["note_id"],
+        ids[0].as_str(),
+        "{code}: {trail}"
+    );
 }
 
 database_test!(
@@ -283,6 +301,11 @@ database_test!(
             );
             let create = &document["paths"][&notes]["post"];
             assert_eq!(create["operationId"], format!("{code}.post_api_v1_notes"));
+            assert_eq!(
+                document["paths"][&note]["delete"]["x-tessera-audit"],
+                format!("{code}.note.deleted"),
+                "the audited operation, named in full"
+            );
             assert_eq!(
                 create["requestBody"]["content"]["application/json"]["schema"]["$ref"],
                 format!("#/components/schemas/{code}.NewNote")

@@ -4,6 +4,12 @@
 //! back with the change it describes); owners read their tenant's trail at
 //! `GET /auth/api/v1/audit`, newest first, cursor-paged.
 //!
+//! The same trail holds the engines' audited operations: an operation an engine's API
+//! description marks with `x-tessera-audit: "<name>"` is recorded by the host as
+//! `<code>.<name>` ([`EngineAuditEntry`], [`record_engine_in`], written by the runtime's batch
+//! writer with the call's unit of work) when it answers with a success; `engine` says whose it
+//! is, and no engine name can equal a host event ([`engine_event_name`]).
+//!
 //! An entry never holds a password, a code or a token: `details` keys whose name ends in
 //! `password`, `token`, `secret`, `code`, `codes` or `otp` (and `authorization`, `cookie`,
 //! `credentials`) are dropped before storing, at any depth, with a warning; `login` is stored
@@ -40,6 +46,9 @@
 //! | `session.logged_out` / `session.logged_out_everywhere` | [`AuditEntry::caller`] | | `session_id` / `sessions` |
 //! | `session.evicted` | the user's new login tenant | | `session_id` (in the opening transaction) |
 //! | `context.switched` | the target tenant | | `from_tenant_id`, `workspace_id` |
+//! | `session.revoked` | [`AuditEntry::caller`] | | `session_id`, `current` |
+//! | `member.created`, `member.role_changed`, `member.mfa_reset`, `member.disabled`, `member.enabled` | the owner | | `member_id`, … |
+//! | `workspace.created` | the owner | | `workspace_id`, `name` |
 //!
 //! A failed login of an unknown account has no tenant, so no owner sees it (an owner must not
 //! learn which addresses strangers try); its normalized login is kept anyway, because repeated
@@ -62,7 +71,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
 use crate::state::AuthState;
-use crate::store::audit::{self as store, AuditRow, NewAuditRow};
+use crate::store::audit::{self as store, AuditRow, EventFilter, ListFilter, NewAuditRow};
 use tessera_http::client_address::ClientAddress;
 use tessera_http::conventions::{CorrelationId, is_well_formed_correlation_id};
 use tessera_http::envelope::{self, DataWithMeta};
@@ -166,11 +175,30 @@ pub enum AuditEvent {
     /// `details.previous_role`, `details.role`).
     #[serde(rename = "member.role_changed")]
     MemberRoleChanged,
+    /// `session.revoked`: a user ended one of their own sessions from their sessions list
+    /// (`details.session_id`, `details.current`).
+    #[serde(rename = "session.revoked")]
+    SessionRevoked,
+    /// `member.mfa_reset`: an owner removed a member's second factors (TOTP, recovery codes,
+    /// passkeys) and ended their sessions (`details.member_id`, `details.sessions_ended`).
+    #[serde(rename = "member.mfa_reset")]
+    MemberMfaReset,
+    /// `member.disabled`: an owner disabled a member's account (`details.member_id`,
+    /// `details.sessions_ended`).
+    #[serde(rename = "member.disabled")]
+    MemberDisabled,
+    /// `member.enabled`: an owner let a disabled member sign in again (`details.member_id`).
+    #[serde(rename = "member.enabled")]
+    MemberEnabled,
+    /// `workspace.created`: an owner added a workspace (`details.workspace_id`,
+    /// `details.name`).
+    #[serde(rename = "workspace.created")]
+    WorkspaceCreated,
 }
 
 impl AuditEvent {
     /// Every event, in documentation order.
-    pub const ALL: [AuditEvent; 27] = [
+    pub const ALL: [AuditEvent; 32] = [
         AuditEvent::LoginSucceeded,
         AuditEvent::LoginFailed,
         AuditEvent::LockedOut,
@@ -198,6 +226,11 @@ impl AuditEvent {
         AuditEvent::PasskeyFailed,
         AuditEvent::MemberCreated,
         AuditEvent::MemberRoleChanged,
+        AuditEvent::SessionRevoked,
+        AuditEvent::MemberMfaReset,
+        AuditEvent::MemberDisabled,
+        AuditEvent::MemberEnabled,
+        AuditEvent::WorkspaceCreated,
     ];
 
     /// The stable name stored and served, e.g. `login.failed`.
@@ -230,6 +263,11 @@ impl AuditEvent {
             AuditEvent::MemberCreated => "member.created",
             AuditEvent::MemberRoleChanged => "member.role_changed",
             AuditEvent::PasswordChangeFailed => "password.change_failed",
+            AuditEvent::SessionRevoked => "session.revoked",
+            AuditEvent::MemberMfaReset => "member.mfa_reset",
+            AuditEvent::MemberDisabled => "member.disabled",
+            AuditEvent::MemberEnabled => "member.enabled",
+            AuditEvent::WorkspaceCreated => "workspace.created",
         }
     }
 }
@@ -269,7 +307,13 @@ impl FromStr for AuditEvent {
 pub struct RequestOrigin {
     pub client_ip: Option<IpAddr>,
     pub correlation_id: Option<String>,
+    /// The `User-Agent` header, printable ASCII only, cut at [`MAX_USER_AGENT_CHARS`]: what a
+    /// user's sessions list shows of the device (never trusted for anything).
+    pub user_agent: Option<String>,
 }
+
+/// The most characters of a `User-Agent` kept.
+pub const MAX_USER_AGENT_CHARS: usize = 256;
 
 impl RequestOrigin {
     /// Reads the origin from a request's parts.
@@ -286,6 +330,20 @@ impl RequestOrigin {
                 .extensions
                 .get::<CorrelationId>()
                 .map(|CorrelationId(id)| id.clone()),
+            user_agent: parts
+                .headers
+                .get(axum::http::header::USER_AGENT)
+                .map(|value| {
+                    value
+                        .as_bytes()
+                        .iter()
+                        .filter(|byte| byte.is_ascii_graphic() || **byte == b' ')
+                        .take(MAX_USER_AGENT_CHARS)
+                        .map(|byte| char::from(*byte))
+                        .collect::<String>()
+                })
+                .map(|agent| agent.trim().to_owned())
+                .filter(|agent| !agent.is_empty()),
         }
     }
 }
@@ -434,7 +492,8 @@ fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
         id: uuid::Uuid::new_v4().to_string(),
         tenant_id: non_empty(&entry.tenant_id),
         user_id: non_empty(&entry.user_id),
-        event: entry.event.as_str(),
+        event: entry.event.as_str().to_owned(),
+        engine_code: None,
         login: entry
             .login
             .as_deref()
@@ -486,12 +545,92 @@ pub async fn record_in(tx: &mut Tx, entry: &AuditEntry) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The longest name an engine may give one of its audited operations (`x-tessera-audit`).
+pub const MAX_ENGINE_EVENT_CHARS: usize = 64;
+
+/// The full name of engine `code`'s audited operation `name` (`x-tessera-audit`), as the trail
+/// stores and serves it: `<code>.<name>`. `name` is 1 to [`MAX_ENGINE_EVENT_CHARS`] lower-case
+/// letters, digits and `_`, in dot-separated words (`webhook.created`); the full name must not
+/// be one of the host's own events, so no engine can write an entry that reads as a sign-in.
+pub fn engine_event_name(code: &str, name: &str) -> Result<String, String> {
+    let words_ok = name.split('.').all(|word| {
+        !word.is_empty()
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    });
+    if name.is_empty() || name.len() > MAX_ENGINE_EVENT_CHARS || !words_ok {
+        return Err(format!(
+            "the audit event name {name:?} is not 1 to {MAX_ENGINE_EVENT_CHARS} lower-case letters, digits and '_' in dot-separated words"
+        ));
+    }
+    let full = format!("{code}.{name}");
+    if full.parse::<AuditEvent>().is_ok() {
+        return Err(format!(
+            "the audit event name {full:?} is one of the host's own events"
+        ));
+    }
+    Ok(full)
+}
+
+/// An engine's audited operation (one its API description marks with `x-tessera-audit`),
+/// answered with a success: the host records it in the unit of work of the call that answered
+/// it, so the entry commits with the call's last writes or not at all. The engine never writes
+/// an entry itself: tenant, user, address and correlation id come from the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineAuditEntry {
+    pub engine_code: String,
+    /// The full name, from [`engine_event_name`] (e.g. `chat.webhook.created`).
+    pub event: String,
+    pub tenant_id: String,
+    /// The user whose request the operation answered.
+    pub user_id: String,
+    pub origin: RequestOrigin,
+    /// A JSON object: the method, path, status, path parameters (see the runtime's routes).
+    pub details: Value,
+}
+
+/// Records an engine's audited operation inside the caller's transaction (the batch writer's,
+/// with the call's unit of work).
+pub async fn record_engine_in(tx: &mut Tx, entry: &EngineAuditEntry) -> anyhow::Result<()> {
+    let mut details = match &entry.details {
+        Value::Object(_) => entry.details.clone(),
+        Value::Null => Value::Object(Map::new()),
+        other => serde_json::json!({ "value": other }),
+    };
+    let mut dropped = Vec::new();
+    drop_secrets(&mut details, &mut dropped);
+    let row = NewAuditRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        tenant_id: Some(entry.tenant_id.clone()),
+        user_id: Some(entry.user_id.clone()),
+        event: entry.event.clone(),
+        engine_code: Some(entry.engine_code.clone()),
+        login: None,
+        client_ip: entry
+            .origin
+            .client_ip
+            .map(|ip| ip.to_canonical().to_string()),
+        correlation_id: entry
+            .origin
+            .correlation_id
+            .clone()
+            .filter(|id| is_well_formed_correlation_id(id)),
+        details: serde_json::to_string(&details).context("serializing audit details")?,
+        created_at: time::now(),
+    };
+    store::insert_in(tx, &row).await
+}
+
 /// One entry as served.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct AuditItem {
     pub id: String,
-    /// A dotted event name, e.g. `login.failed`.
+    /// A dotted event name: one of the host's (e.g. `login.failed`), or an engine's audited
+    /// operation as `<code>.<name>` (e.g. `chat.webhook.created`).
     pub event: String,
+    /// The engine whose operation the entry records; `null` for the host's own events.
+    pub engine: Option<String>,
     pub user_id: Option<String>,
     /// The normalized e-mail attempted, when the event had one.
     pub login: Option<String>,
@@ -507,11 +646,45 @@ pub struct AuditItem {
 /// The sort position of an entry: `(created_at, id)`, newest first.
 pub type AuditPosition = (String, String);
 
+/// An event a trail is filtered by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditEventFilter {
+    /// One of the host's own events.
+    Host(AuditEvent),
+    /// An engine's audited operation, by its full name (`<code>.<name>`).
+    Engine(String),
+}
+
+impl FromStr for AuditEventFilter {
+    type Err = UnknownAuditEvent;
+
+    /// A host event's name, else a well-formed engine event name (`<code>.<name>`; whether an
+    /// engine declares it is not checked: an engine's operations outlive its unloading).
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if let Ok(event) = name.parse::<AuditEvent>() {
+            return Ok(AuditEventFilter::Host(event));
+        }
+        let unknown = || UnknownAuditEvent(name.to_owned());
+        let (code, rest) = name.split_once('.').ok_or_else(unknown)?;
+        let code_ok = (1..=32).contains(&code.len())
+            && code.as_bytes()[0].is_ascii_lowercase()
+            && code
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        match code_ok.then(|| engine_event_name(code, rest)) {
+            Some(Ok(full)) => Ok(AuditEventFilter::Engine(full)),
+            _ => Err(unknown()),
+        }
+    }
+}
+
 /// Optional narrowing of a tenant's trail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditFilter {
-    pub event: Option<AuditEvent>,
+    pub event: Option<AuditEventFilter>,
     pub user_id: Option<String>,
+    /// Only the entries of this engine's audited operations.
+    pub engine: Option<String>,
 }
 
 /// One page of `tenant_id`'s trail, newest first (ties by id, descending), after
@@ -525,8 +698,14 @@ pub async fn list(
     let rows = store::list(
         database,
         tenant_id,
-        filter.event.map(AuditEvent::as_str),
-        filter.user_id.as_deref(),
+        ListFilter {
+            event: filter.event.as_ref().map(|event| match event {
+                AuditEventFilter::Host(event) => EventFilter::Host(event.as_str()),
+                AuditEventFilter::Engine(name) => EventFilter::Engine(name),
+            }),
+            user_id: filter.user_id.as_deref(),
+            engine_code: filter.engine.as_deref(),
+        },
         page.after
             .as_ref()
             .map(|(created_at, id)| (created_at.as_str(), id.as_str())),
@@ -541,6 +720,7 @@ pub async fn list(
             Ok(AuditItem {
                 id: row.id,
                 event: row.event,
+                engine: row.engine_code,
                 user_id: row.user_id,
                 login: row.login,
                 client_ip: row.client_ip,
@@ -578,14 +758,19 @@ pub struct AuditQuery {
     /// `context.switched`, `password.changed`, `password.change_failed`,
     /// `password.reset_requested`, `password.reset`, `password.reset_failed`,
     /// `magic_link.requested`, `magic_link.used`, `magic_link.failed`, `passkey.used`,
-    /// `passkey.failed`, `member.created`, `member.role_changed`.
+    /// `passkey.failed`, `member.created`, `member.role_changed`, `session.revoked`,
+    /// `member.mfa_reset`, `member.disabled`, `member.enabled`, `workspace.created`; or an
+    /// engine's audited
+    /// operation, `<code>.<name>` (its `x-tessera-audit`, e.g. `chat.webhook.created`).
     pub event: Option<String>,
     /// Only entries of this user.
     pub user_id: Option<String>,
+    /// Only the entries of this engine's audited operations.
+    pub engine: Option<String>,
 }
 
-/// The audit trail of authentication events of the caller's tenant, newest first (owners
-/// only).
+/// The audit trail of the caller's tenant, newest first (owners only): the host's
+/// authentication and membership events, and the engines' audited operations.
 #[utoipa::path(
     get,
     path = "/auth/api/v1/audit",
@@ -598,7 +783,7 @@ pub struct AuditQuery {
         (status = 400, description = "Unknown query parameter"),
         (status = 401, description = "Missing or invalid bearer token"),
         (status = 403, description = "The caller is not an owner of the tenant"),
-        (status = 422, description = "Invalid `cursor`, `limit` or `event`"),
+        (status = 422, description = "Invalid `cursor`, `limit` or `event` (neither a host event nor a well-formed `<code>.<name>`)"),
     )
 )]
 async fn list_audit(
@@ -618,13 +803,14 @@ async fn list_audit(
     let event = match query.event.as_deref().filter(|event| !event.is_empty()) {
         None => None,
         Some(name) => Some(
-            name.parse::<AuditEvent>()
+            name.parse::<AuditEventFilter>()
                 .map_err(|_| ApiError::Validation(ValidationErrors::single("event", "in")))?,
         ),
     };
     let filter = AuditFilter {
         event,
         user_id: query.user_id.filter(|user_id| !user_id.is_empty()),
+        engine: query.engine.filter(|engine| !engine.is_empty()),
     };
     let (items, meta) = list(&state.database, &caller.tenant_id, &filter, &page).await?;
     Ok(envelope::ok_with_meta(items, meta))
@@ -667,6 +853,43 @@ mod tests {
         assert_eq!(stored_row(&typed_a_password).unwrap().login, None);
         let null_details = AuditEntry::new(AuditEvent::LoggedOut).details(Value::Null);
         assert_eq!(stored_row(&null_details).unwrap().details, "{}");
+    }
+
+    #[test]
+    fn engine_event_names_are_prefixed_and_never_read_as_host_events() {
+        assert_eq!(
+            engine_event_name("chat", "webhook.created").unwrap(),
+            "chat.webhook.created"
+        );
+        for bad in [
+            "",
+            "Webhook",
+            "webhook..created",
+            ".created",
+            "a b",
+            "x-y",
+            &"a".repeat(65),
+        ] {
+            assert!(engine_event_name("chat", bad).is_err(), "{bad:?}");
+        }
+        // An engine coded `login` cannot write an entry that reads as a failed sign-in.
+        assert!(engine_event_name("login", "failed").is_err());
+        assert_eq!(
+            engine_event_name("login", "denied").unwrap(),
+            "login.denied"
+        );
+
+        assert_eq!(
+            "mfa.enabled".parse::<AuditEventFilter>().unwrap(),
+            AuditEventFilter::Host(AuditEvent::MfaEnabled)
+        );
+        assert_eq!(
+            "chat.webhook.created".parse::<AuditEventFilter>().unwrap(),
+            AuditEventFilter::Engine("chat.webhook.created".into())
+        );
+        for bad in ["login", "chat", "chat.", "Chat.x", "1chat.x", "chat.Web"] {
+            assert!(bad.parse::<AuditEventFilter>().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod lockout;
 mod magic_link;
 mod mailed_token;
 mod mfa;
+pub mod own_sessions;
 pub mod passkeys;
 pub mod password;
 mod password_change;
@@ -29,6 +30,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+pub use crate::mfa::{enrolled_methods, remove_every_second_factor_in};
 pub use crate::state::{AuthServices, AuthState};
 use tessera_http::extract::NoQuery;
 
@@ -63,6 +65,7 @@ where
         .merge(magic_link::router())
         .merge(email_code::router())
         .merge(passkeys::router())
+        .merge(own_sessions::router())
 }
 
 /// Liveness of the authentication service.

@@ -25,7 +25,7 @@ use crate::store;
 use tessera_http::envelope::Data;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
-use tessera_storage::{Database, time};
+use tessera_storage::{Database, Tx, time};
 
 /// How long an `mfa_token` may be used.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
@@ -50,6 +50,16 @@ pub async fn enrolled_methods(
         methods.push("otp");
     }
     Ok(methods)
+}
+
+/// Removes every second factor of the user in `tx` (TOTP with its recovery codes, e-mailed
+/// codes, passkeys): an owner's reset for a member who lost their device. Their sessions are
+/// the caller's to end, in the same transaction.
+pub async fn remove_every_second_factor_in(tx: &mut Tx, user_id: &str) -> anyhow::Result<()> {
+    store::mfa::delete_mfa(tx, user_id).await?;
+    store::email_code::remove(tx, user_id).await?;
+    store::webauthn::delete_credentials(tx, user_id).await?;
+    Ok(())
 }
 
 /// Whether the user has TOTP on.

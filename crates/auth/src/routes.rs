@@ -266,13 +266,16 @@ pub(super) async fn open_session(
     let workspace_id = store::default_workspace(&state.database, &membership.tenant_id).await?;
     let (session_id, token_set) = state
         .sessions
-        .open(&TokenScope {
-            user_id: user_id.to_owned(),
-            tenant_id: membership.tenant_id.clone(),
-            workspace_id,
-            role: membership.role,
-            user_type: membership.user_type,
-        })
+        .open(
+            &TokenScope {
+                user_id: user_id.to_owned(),
+                tenant_id: membership.tenant_id.clone(),
+                workspace_id,
+                role: membership.role,
+                user_type: membership.user_type,
+            },
+            origin,
+        )
         .await?;
     let entry = entry
         .tenant(membership.tenant_id)

@@ -16,11 +16,15 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use utoipa::ToSchema;
 
-use super::audit::{self, AuditEntry, AuditEvent};
+use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use super::tokens::{AccessClaims, AccessTokens};
 use crate::config::AuthConfig;
 use crate::store::sessions::{self as store, RefreshRow};
 use tessera_storage::{Database, Tx, time};
+
+/// The most sessions a user's list shows (more than `max_active_sessions` could ever be
+/// active at once only with a huge limit configured).
+pub const MAX_LISTED_SESSIONS: u32 = 200;
 
 /// How long a host trusts its last look at a session.
 pub const ACTIVE_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -98,17 +102,28 @@ impl Sessions {
 
     /// Opens a session and returns its first token set; beyond `max_active_sessions` the
     /// user's oldest sessions end (`evicted`). Returns the session id too.
-    pub async fn open(&self, scope: &TokenScope) -> anyhow::Result<(String, TokenSet)> {
+    /// `origin` is where the sign-in came from: its address and `User-Agent` are kept with the
+    /// session for its user's sessions list.
+    pub async fn open(
+        &self,
+        scope: &TokenScope,
+        origin: &RequestOrigin,
+    ) -> anyhow::Result<(String, TokenSet)> {
         let session_id = uuid::Uuid::new_v4().to_string();
         let now = Utc::now();
         let expires_at = now + chrono::Duration::from_std(self.config.refresh_token_lifetime)?;
         let mut tx = self.database.begin().await?;
+        let client_ip = origin.client_ip.map(|ip| ip.to_canonical().to_string());
         store::insert_session(
             &mut tx,
-            &session_id,
-            &scope.user_id,
-            &time::format(now),
-            &time::format(expires_at),
+            &store::NewSession {
+                id: &session_id,
+                user_id: &scope.user_id,
+                created_at: &time::format(now),
+                expires_at: &time::format(expires_at),
+                client_ip: client_ip.as_deref(),
+                user_agent: origin.user_agent.as_deref(),
+            },
         )
         .await?;
         // Every active session of the user beyond the newest `max`, oldest first.
@@ -242,6 +257,31 @@ impl Sessions {
         tx.commit().await?;
         self.active.invalidate(session_id).await;
         Ok(())
+    }
+
+    /// The user's active sessions, newest first (at most [`MAX_LISTED_SESSIONS`]).
+    pub async fn list_active(&self, user_id: &str) -> anyhow::Result<Vec<store::SessionRow>> {
+        store::list_active(&self.database, user_id, &time::now(), MAX_LISTED_SESSIONS).await
+    }
+
+    /// Ends one of the user's own active sessions, recording `entry` with it: false (nothing
+    /// changed) when the session is not theirs or not active.
+    pub async fn revoke_own(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        entry: &AuditEntry,
+    ) -> anyhow::Result<bool> {
+        let mut tx = self.database.begin().await?;
+        let revoked =
+            store::revoke_own(&mut tx, user_id, session_id, &time::now(), "revoked").await?;
+        if !revoked {
+            return Ok(false);
+        }
+        audit::record_in(&mut tx, entry).await?;
+        tx.commit().await?;
+        self.active.invalidate(session_id).await;
+        Ok(true)
     }
 
     /// Ends every session of a user (logout everywhere).

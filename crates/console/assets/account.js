@@ -1,20 +1,21 @@
 // The signed-in user's own account: password, authenticator app (TOTP) with its recovery
-// codes, passkeys, and signing out everywhere.
+// codes, passkeys, and their sessions (each device signed in, ended one by one or all at once).
 
 import { api, endSession } from "./api.js";
-import { actionButton, field, form, h, notice, replace, table, when } from "./dom.js";
+import { actionButton, badge, field, form, h, notice, replace, table, when } from "./dom.js";
 import { create, passkeysAvailable } from "./webauthn.js";
 
 export async function view({ refresh }) {
-  const passkeys = await api("GET", "/auth/api/v1/auth/mfa/webauthn/credentials")
-    .then((answer) => answer.data)
-    .catch(() => null);
+  const [passkeys, sessions] = await Promise.all([
+    api("GET", "/auth/api/v1/auth/mfa/webauthn/credentials").then((answer) => answer.data).catch(() => null),
+    api("GET", "/auth/api/v1/auth/sessions").then((answer) => answer.data),
+  ]);
   return [
     h("h1", {}, "Account"),
     passwordSection(),
     totpSection(),
     passkeys ? passkeySection(passkeys, refresh) : null,
-    sessionsSection(),
+    sessionsSection(sessions, refresh),
   ];
 }
 
@@ -107,15 +108,41 @@ function passkeySection(passkeys, refresh) {
     passkeysAvailable() ? register : h("p", { class: "hint" }, "This browser cannot create passkeys."));
 }
 
-function sessionsSection() {
+/** What a `User-Agent` says of the device, shortly (the whole string on hover). */
+function device(userAgent) {
+  if (!userAgent) return "—";
+  const browser = /(Firefox|Edg|Chrome|Chromium|Safari|curl|python-requests|reqwest)\/[\d.]+/.exec(userAgent)?.[0] ?? userAgent.slice(0, 40);
+  return h("span", { title: userAgent }, browser);
+}
+
+function sessionsSection(sessions, refresh) {
   const region = notice();
+  const signOutEverywhere = () => {
+    endSession();
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  };
   return h("section", { class: "card", "aria-labelledby": "account-sessions" },
     h("h2", { id: "account-sessions" }, "Sessions"),
-    h("p", {}, "Signing out everywhere ends every session of your account, this one included."),
+    h("p", {}, "Every device signed in to your account. Ending a session signs that device out; signing out everywhere ends every session, this one included."),
     region,
+    table({
+      caption: "Your active sessions, newest first",
+      columns: ["Signed in", "Last active", "Address", "Device", ""],
+      rows: sessions.map((item) => [
+        h("span", {}, when(item.created_at), item.current ? [" ", badge("this session", "ok")] : null),
+        when(item.last_active_at),
+        item.client_ip ?? "—",
+        device(item.user_agent),
+        actionButton("End", region, async () => {
+          await api("DELETE", `/auth/api/v1/auth/sessions/${encodeURIComponent(item.id)}`);
+          if (item.current) return signOutEverywhere();
+          await refresh("Session ended.");
+        }, { class: "secondary", "aria-label": item.current ? "End this session" : `End the session signed in ${item.created_at}` }),
+      ]),
+      empty: "No active session.",
+    }),
     h("div", { class: "actions" }, actionButton("Sign out everywhere", region, async () => {
       await api("POST", "/auth/api/v1/auth/logout/all");
-      endSession();
-      window.dispatchEvent(new HashChangeEvent("hashchange"));
+      signOutEverywhere();
     }, { class: "danger" })));
 }

@@ -37,7 +37,7 @@ export function describeError(error) {
   }
 }
 
-let current = null; // {kind: "user"|"operator", accessToken, refreshToken, expiresAt, me, services}
+let current = null; // {kind: "user"|"operator", accessToken, refreshToken, expiresAt, me, memberships, services}
 let refreshing = null;
 let sessionEndedListener = () => {};
 
@@ -60,9 +60,32 @@ export async function startUserSession(tokenSet, services) {
     expiresAt: Date.now() + tokenSet.expires_in * 1000,
     services: services ?? {},
     me: null,
+    memberships: [],
   };
-  current.me = (await api("GET", "/auth/api/v1/auth/me")).data;
+  await loadIdentity();
   return current;
+}
+
+/** Reads who the session's tokens speak for, and the tenants and workspaces they may switch to. */
+export async function loadIdentity() {
+  const [me, memberships] = await Promise.all([
+    api("GET", "/auth/api/v1/auth/me"),
+    api("GET", "/auth/api/v1/auth/memberships").catch(() => ({ data: [] })),
+  ]);
+  current.me = me.data;
+  current.memberships = memberships.data;
+}
+
+/**
+ * Scopes the session to another tenant and/or workspace (`switch-context`): the new token set
+ * replaces the old one, and the identity is read again.
+ */
+export async function switchContext(target) {
+  const tokens = (await api("POST", "/auth/api/v1/auth/switch-context", { body: target })).data;
+  current.accessToken = tokens.access_token;
+  current.refreshToken = tokens.refresh_token;
+  current.expiresAt = Date.now() + tokens.expires_in * 1000;
+  await loadIdentity();
 }
 
 /** Starts an operator's session with the operator token (`tessera admin operator-token`). */

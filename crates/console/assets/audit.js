@@ -1,9 +1,10 @@
-// The audit log (owners): the tenant's trail, newest first, filtered by event and user and
-// paged by cursor; the filters and the page live in the address, so a reload or a sign-in
-// comes back to the same place.
+// The audit log (owners): the tenant's trail, newest first: the host's sign-in and member
+// events and the engines' audited operations (`x-tessera-audit`), filtered by engine, event
+// and user and paged by cursor; the filters and the page live in the address, so a reload or
+// a sign-in comes back to the same place.
 
 import { api } from "./api.js";
-import { h, table, when } from "./dom.js";
+import { badge, h, table, when } from "./dom.js";
 
 const EVENTS = [
   "login.succeeded", "login.failed", "account.locked_out", "mfa.challenged", "mfa.succeeded",
@@ -12,26 +13,48 @@ const EVENTS = [
   "session.evicted", "context.switched", "password.changed", "password.change_failed",
   "password.reset_requested", "password.reset", "password.reset_failed",
   "magic_link.requested", "magic_link.used", "magic_link.failed", "passkey.used",
-  "passkey.failed", "member.created", "member.role_changed",
+  "passkey.failed", "member.created", "member.role_changed", "session.revoked",
+  "member.mfa_reset", "member.disabled", "member.enabled", "workspace.created",
 ];
 
+// The audited operations of every loaded engine, by engine code (what the filters offer).
+async function engineEvents() {
+  const engines = (await api("GET", "/core/api/v1/engines")).data.filter((engine) => engine.is_active);
+  const details = await Promise.all(engines.map((engine) =>
+    api("GET", `/core/api/v1/engines/${encodeURIComponent(engine.code)}`).then((answer) => answer.data, () => null)));
+  return details
+    .filter((engine) => engine && engine.audited_operations.length)
+    .map((engine) => ({ code: engine.code, name: engine.name, events: engine.audited_operations.map((operation) => operation.event) }));
+}
+
 export async function list({ query, navigate }) {
-  const filters = { event: query.get("event") ?? "", user_id: query.get("user_id") ?? "" };
-  const page = await api("GET", "/auth/api/v1/audit", {
-    query: { ...filters, cursor: query.get("cursor"), limit: 50 },
-  });
+  const filters = {
+    engine: query.get("engine") ?? "",
+    event: query.get("event") ?? "",
+    user_id: query.get("user_id") ?? "",
+  };
+  const [page, engines] = await Promise.all([
+    api("GET", "/auth/api/v1/audit", { query: { ...filters, cursor: query.get("cursor"), limit: 50 } }),
+    engineEvents(),
+  ]);
+  const option = (name) => h("option", { value: name, selected: name === filters.event }, name);
   const event = h("select", { id: "audit-event", name: "event" },
     h("option", { value: "" }, "All events"),
-    EVENTS.map((name) => h("option", { value: name, selected: name === filters.event }, name)));
+    h("optgroup", { label: "Sign-in and members" }, EVENTS.map(option)),
+    engines.map((engine) => h("optgroup", { label: `${engine.name} engine` }, engine.events.map(option))));
+  const engine = h("select", { id: "audit-engine", name: "engine" },
+    h("option", { value: "" }, "Any source"),
+    engines.map((known) => h("option", { value: known.code, selected: known.code === filters.engine }, `${known.name} engine`)));
   const user = h("input", { id: "audit-user", name: "user_id", value: filters.user_id, spellcheck: "false", autocomplete: "off" });
   const filterForm = h("form", { class: "card", "aria-label": "Filter the audit log" },
     h("div", { class: "grid" },
+      h("div", { class: "field" }, h("label", { for: "audit-engine" }, "Source"), engine),
       h("div", { class: "field" }, h("label", { for: "audit-event" }, "Event"), event),
       h("div", { class: "field" }, h("label", { for: "audit-user" }, "User id"), user)),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Filter")));
   filterForm.addEventListener("submit", (submitted) => {
     submitted.preventDefault();
-    navigate("/audit", { event: event.value, user_id: user.value.trim() });
+    navigate("/audit", { engine: engine.value, event: event.value, user_id: user.value.trim() });
   });
   const next = page.meta?.has_more ? page.meta.next_cursor : null;
   return [
@@ -42,7 +65,7 @@ export async function list({ query, navigate }) {
       columns: ["When", "Event", "User", "Login", "Address", "Details"],
       rows: page.data.map((entry) => [
         when(entry.created_at),
-        entry.event,
+        entry.engine ? h("span", {}, entry.event, " ", badge(`${entry.engine} engine`)) : entry.event,
         entry.user_id ? h("code", {}, entry.user_id) : "—",
         entry.login ?? "—",
         entry.client_ip ?? "—",

@@ -1,7 +1,7 @@
 // The console's entry: the hash router (`#/path?query`, so a page's place survives a sign-in),
 // the shell (header, navigation by role), and the sign-in screen whenever there is no session.
 
-import { api, endSession, isOwner, onSessionEnded, session } from "./api.js";
+import { api, endSession, isOwner, onSessionEnded, session, switchContext } from "./api.js";
 import { h, notice, replace, reportError, say } from "./dom.js";
 import { signIn } from "./signin.js";
 import * as members from "./members.js";
@@ -10,6 +10,8 @@ import * as audit from "./audit.js";
 import * as account from "./account.js";
 import * as engines from "./engines.js";
 import * as workflows from "./workflows.js";
+import * as workspaces from "./workspaces.js";
+import * as usage from "./usage.js";
 import * as operator from "./operator.js";
 
 const anyUser = () => session()?.kind === "user";
@@ -19,17 +21,20 @@ const anOperator = () => session()?.kind === "operator";
 const routes = [
   { path: "/", title: "Overview", allowed: anyUser, menu: true, view: overview },
   { path: "/members", title: "Members", allowed: isOwner, menu: true, view: members.list },
+  { path: "/workspaces", title: "Workspaces", allowed: anyUser, menu: true, view: workspaces.list },
   { path: "/webhooks", title: "Webhooks", allowed: isOwner, menu: true, view: webhooks.list },
   { path: "/webhooks/:id", title: "Webhook", allowed: isOwner, view: webhooks.detail },
   { path: "/dead-letters", title: "Dead letters", allowed: isOwner, menu: true, view: webhooks.deadLetters },
   { path: "/workflows", title: "Workflows", allowed: anyUser, menu: true, view: workflows.list },
   { path: "/workflows/:id", title: "Workflow", allowed: anyUser, view: workflows.detail },
   { path: "/engines", title: "Engines", allowed: anyUser, menu: true, view: engines.list },
+  { path: "/usage", title: "Usage", allowed: isOwner, menu: true, view: usage.view },
   { path: "/audit", title: "Audit log", allowed: isOwner, menu: true, view: audit.list },
   { path: "/account", title: "Account", allowed: anyUser, menu: true, view: account.view },
   { path: "/operator", title: "Tenants", allowed: anOperator, menu: true, view: operator.tenants },
   { path: "/operator/hosts", title: "Hosts", allowed: anOperator, menu: true, view: operator.hosts },
   { path: "/operator/engines", title: "Published engines", allowed: anOperator, menu: true, view: operator.engines },
+  { path: "/operator/usage", title: "Usage", allowed: anOperator, menu: true, view: operator.usage },
   { path: "/operator/health", title: "Health", allowed: anOperator, menu: true, view: operator.health },
 ];
 
@@ -67,6 +72,7 @@ function match(path) {
 
 const app = document.getElementById("app");
 let renderCount = 0;
+let pendingFlash = null;
 
 /**
  * Draws the screen for the current place (or the sign-in screen, saying `reason`); `flash`
@@ -74,6 +80,8 @@ let renderCount = 0;
  */
 export async function render(reason, flash) {
   const ticket = ++renderCount;
+  flash ??= pendingFlash;
+  pendingFlash = null;
   const current = session();
   if (!current) {
     document.title = "Sign in · Tessera console";
@@ -139,6 +147,7 @@ function shell(current, path) {
     h("header", { class: "top" },
       h("span", { class: "brand" }, "Tessera console"),
       h("span", { class: "who", "data-testid": "who" }, who),
+      current.kind === "user" ? contextSwitcher(current) : null,
       signOut),
     h("nav", { class: "main", "aria-label": "Main" },
       h("ul", {}, menu.map((route) => {
@@ -149,8 +158,47 @@ function shell(current, path) {
   ];
 }
 
+/**
+ * The tenant and workspace the session is scoped to, as a select of every place the user may
+ * switch to; choosing one switches (new tokens) and goes to the overview, since the page's
+ * data belonged to the place left.
+ */
+function contextSwitcher(current) {
+  const places = current.memberships.flatMap((membership) => {
+    const workspaces = membership.workspaces.length ? membership.workspaces : [null];
+    return workspaces.map((workspace) => ({
+      value: JSON.stringify({ tenant_id: membership.tenant_id, workspace_id: workspace?.id ?? null }),
+      label: `${membership.tenant_name}${workspace ? ` · ${workspace.name}` : ""} (${membership.role})`,
+      selected: membership.current && (workspace ? workspace.current || (!current.me.workspace_id && workspace.is_default) : true),
+    }));
+  });
+  if (places.length < 2) return null;
+  const region = h("span", { class: "visually-hidden", role: "status" });
+  const select = h("select", { "aria-label": "Tenant and workspace", "data-testid": "context" },
+    places.map((place) => h("option", { value: place.value, selected: place.selected }, place.label)));
+  select.addEventListener("change", async () => {
+    select.disabled = true;
+    const target = JSON.parse(select.value);
+    try {
+      const label = select.selectedOptions[0]?.textContent ?? "the chosen place";
+      await switchContext(Object.fromEntries(Object.entries(target).filter(([, value]) => value)));
+      // Said on the overview, whichever way it is drawn.
+      pendingFlash = `Now in ${label}.`;
+      if (place().path === "/") render();
+      else window.location.hash = "#/";
+    } catch (error) {
+      select.disabled = false;
+      region.textContent = error.message;
+    }
+  });
+  return h("span", { class: "context" }, select, region);
+}
+
 async function overview() {
-  const { me } = session();
+  const { me, memberships } = session();
+  const tenant = memberships.find((membership) => membership.current);
+  const workspace = tenant?.workspaces.find((candidate) => candidate.current)
+    ?? tenant?.workspaces.find((candidate) => candidate.is_default && !me.workspace_id);
   const [metrics, engineList] = await Promise.all([
     api("GET", "/core/api/metrics").catch(() => null),
     api("GET", "/core/api/v1/engines").catch(() => null),
@@ -158,8 +206,8 @@ async function overview() {
   const facts = [
     ["E-mail", me.email],
     ["Role", me.role],
-    ["Tenant", h("code", {}, me.tenant_id)],
-    ["Workspace", me.workspace_id ? h("code", {}, me.workspace_id) : "—"],
+    ["Tenant", tenant ? `${tenant.tenant_name} (${tenant.tenant_slug})` : h("code", {}, me.tenant_id)],
+    ["Workspace", workspace ? workspace.name : me.workspace_id ? h("code", {}, me.workspace_id) : "—"],
   ];
   return [
     h("h1", {}, "Overview"),

@@ -1,6 +1,8 @@
 // The operator's pages (the operator token, as `tessera admin` uses it): the tenants (create,
-// disable, enable, delete after typing the slug again), the cluster's hosts and what each runs, the engines published to the cluster with their versions (activate,
-// deactivate, roll back), and the health of the host answering.
+// disable, enable, delete after typing the slug again), the cluster's hosts and what each
+// runs, the engines published to the cluster with their versions (activate, deactivate, roll
+// back), every tenant's usage, and the health of the host answering with the key figures at a
+// glance.
 
 import { api } from "./api.js";
 import { actionButton, badge, field, form, h, notice, table, when } from "./dom.js";
@@ -78,11 +80,42 @@ export async function engines({ query, navigate, refresh }) {
   ];
 }
 
+function stat(label, value) {
+  return h("div", { class: "card" }, h("div", { class: "hint" }, label), h("div", { class: "stat" }, value));
+}
+
+export async function usage({ query, navigate }) {
+  const days = query.get("days") ?? "1";
+  const totals = (await api("GET", "/core/api/operator/usage", { query: { days } })).data;
+  const choose = h("select", { id: "operator-usage-days", name: "days" },
+    [["1", "Today"], ["7", "7 days"], ["30", "30 days"]].map(([value, text]) => h("option", { value, selected: value === days }, text)));
+  choose.addEventListener("change", () => navigate("/operator/usage", { days: choose.value }));
+  return [
+    h("h1", {}, "Usage"),
+    h("div", { class: "field" }, h("label", { for: "operator-usage-days" }, "Period"), choose),
+    table({
+      caption: "Tenants by engine calls, busiest first",
+      columns: ["Tenant", "Engine calls", "Limits hit"],
+      rows: totals.map((tenant) => [
+        tenant.slug ? h("span", { class: "mono" }, tenant.slug) : h("code", {}, `${tenant.tenant_id} (deleted)`),
+        tenant.engine_calls,
+        tenant.limits_hit,
+      ]),
+      empty: "No tenant used anything in this period.",
+    }),
+  ];
+}
+
 export async function health() {
-  const [extended, summary] = await Promise.all([
+  const [extended, summary, hostList, tenantList, today] = await Promise.all([
     api("GET", "/core/api/health/extended"),
     api("GET", "/core/api/health"),
+    api("GET", "/core/api/operator/hosts").then((answer) => answer.data),
+    api("GET", "/core/api/operator/tenants").then((answer) => answer.data),
+    api("GET", "/core/api/operator/usage", { query: { days: 1 } }).then((answer) => answer.data),
   ]);
+  const live = hostList.filter((host) => host.status === "live").length;
+  const sum = (field) => today.reduce((total, tenant) => total + tenant[field], 0);
   const checks = [
     ["Database", extended.checks.database],
     ["Cache", extended.checks.cache],
@@ -91,6 +124,11 @@ export async function health() {
   return [
     h("h1", {}, "Health"),
     h("p", {}, "This host: ", badge(extended.status, STATUS_KIND[extended.status]), ` · version ${summary.version}`),
+    h("section", { class: "grid", "aria-label": "At a glance" },
+      stat("Hosts live", `${live} of ${hostList.length}`),
+      stat("Tenants", `${tenantList.length}${tenantList.some((tenant) => tenant.disabled_at) ? ` (${tenantList.filter((tenant) => tenant.disabled_at).length} disabled)` : ""}`),
+      stat("Engine calls today", sum("engine_calls")),
+      stat("Limits hit today", sum("limits_hit"))),
     table({
       caption: "Checks",
       columns: ["Check", "Status"],

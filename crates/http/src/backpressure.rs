@@ -284,10 +284,14 @@ pub struct Refused {
 
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
-        unavailable_retry_after(
+        let mut response = unavailable_retry_after(
             "The platform is catching up with work already accepted; retry later.".into(),
             self.retry_after_seconds,
-        )
+        );
+        response
+            .extensions_mut()
+            .insert(crate::usage::LimitHit("backlog"));
+        response
     }
 }
 

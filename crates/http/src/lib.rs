@@ -21,5 +21,6 @@ pub mod request_metrics;
 pub mod schema;
 pub mod signature;
 pub mod trace_context;
+pub mod usage;
 
 pub use error::{ApiError, ApiResult, ValidationErrors};

@@ -59,6 +59,8 @@ use sha2::{Digest, Sha256};
 
 mod shared;
 
+use crate::usage::LimitHit;
+
 pub use shared::{BucketDraw, BucketGrant, DrawFuture, SharedBuckets};
 
 use super::error::ApiError;
@@ -430,6 +432,11 @@ pub async fn enforce(State(limits): State<RateLimits>, request: Request, next: N
             }
             .into_response();
             set_headers(&mut response, limit, 0);
+            response.extensions_mut().insert(LimitHit(match class {
+                Class::Auth => "rate_limit.auth",
+                Class::Read => "rate_limit.read",
+                Class::Write => "rate_limit.write",
+            }));
             response
         }
     }

@@ -2,6 +2,11 @@
 //! refuses the engine), prefixed for the engine (`/<code>/…` paths, `<code>.<Name>` schemas,
 //! `<code>.<operationId>`, the engine's tag, the host's bearer security and answers), and
 //! merged into the host's OpenAPI document by [`merge_into`].
+//!
+//! An operation marked `x-tessera-audit: "<name>"` is an audited operation
+//! ([`AuditedOperation`]): when a request of it is answered with a success, the host records
+//! `<code>.<name>` in the tenant's audit trail (`routes.rs`). The merged document shows the
+//! full name there.
 
 use serde_json::{Map, Value, json};
 
@@ -33,6 +38,9 @@ const HOST_ANSWERS: [(&str, &str); 6] = [
     ("504", "The engine exceeded its deadline"),
 ];
 
+/// The extension marking an audited operation; its value is the engine's name for it.
+pub const AUDIT_EXTENSION: &str = "x-tessera-audit";
+
 /// An engine's API, prefixed for the merged document.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiDescription {
@@ -40,6 +48,79 @@ pub struct ApiDescription {
     pub paths: Map<String, Value>,
     /// `<code>.<Name>` → schema.
     pub schemas: Map<String, Value>,
+    /// The operations marked `x-tessera-audit`.
+    pub audited: Vec<AuditedOperation>,
+}
+
+/// An operation the host records in the audit trail when it answers with a success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditedOperation {
+    /// Upper-case, e.g. `POST`.
+    pub method: String,
+    /// The engine's path template, e.g. `/api/v1/webhooks/{id}/test`.
+    pub path: String,
+    /// The full event name, `<code>.<name>`.
+    pub event: String,
+}
+
+/// A request matched to an audited operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditedRequest<'a> {
+    pub operation: &'a AuditedOperation,
+    /// The path parameters, by the template's names.
+    pub parameters: Map<String, Value>,
+}
+
+impl AuditedOperation {
+    /// The path parameters of `path` when it matches the template, with how many segments
+    /// matched literally (the more, the more specific).
+    fn matches(&self, path: &str) -> Option<(usize, Map<String, Value>)> {
+        let mut template = self.path.split('/');
+        let mut segments = path.split('/');
+        let mut literal = 0;
+        let mut parameters = Map::new();
+        loop {
+            match (template.next(), segments.next()) {
+                (None, None) => return Some((literal, parameters)),
+                (Some(expected), Some(segment)) => {
+                    if let Some(name) = expected
+                        .strip_prefix('{')
+                        .and_then(|rest| rest.strip_suffix('}'))
+                    {
+                        if segment.is_empty() {
+                            return None;
+                        }
+                        parameters.insert(name.to_owned(), segment.into());
+                    } else if expected == segment {
+                        literal += 1;
+                    } else {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+impl ApiDescription {
+    /// The audited operation a request of `method` (any case) on the engine path `path`
+    /// (`/api/v1/…`) is, if any: of the templates matching, the one with the most literal
+    /// segments (`/webhooks/dlq` before `/webhooks/{id}`, as a router picks).
+    pub fn audited_request(&self, method: &str, path: &str) -> Option<AuditedRequest<'_>> {
+        self.audited
+            .iter()
+            .filter(|operation| operation.method.eq_ignore_ascii_case(method))
+            .filter_map(|operation| {
+                let (literal, parameters) = operation.matches(path)?;
+                Some((literal, operation, parameters))
+            })
+            .max_by_key(|(literal, _, _)| *literal)
+            .map(|(_, operation, parameters)| AuditedRequest {
+                operation,
+                parameters,
+            })
+    }
 }
 
 impl ApiDescription {
@@ -107,8 +188,16 @@ impl ApiDescription {
             }
             for method in METHODS {
                 if let Some(operation) = item.get_mut(method) {
-                    prefix_operation(code, operation)
-                        .map_err(|error| format!("{} {path}: {error}", method.to_uppercase()))?;
+                    let failed =
+                        |error: String| format!("{} {path}: {error}", method.to_uppercase());
+                    prefix_operation(code, operation).map_err(failed)?;
+                    if let Some(event) = audited_event(code, operation).map_err(failed)? {
+                        described.audited.push(AuditedOperation {
+                            method: method.to_uppercase(),
+                            path: path.clone(),
+                            event,
+                        });
+                    }
                 }
             }
             let mut item = Value::Object(item);
@@ -164,6 +253,20 @@ fn prefix_operation(code: &str, operation: &mut Value) -> Result<(), String> {
     operation.insert("tags".into(), json!([code]));
     operation.insert("security".into(), json!([{"bearer": []}]));
     Ok(())
+}
+
+/// The full audit event name of an operation marked `x-tessera-audit` (then shown in full in
+/// the merged document), `None` when it is not marked.
+fn audited_event(code: &str, operation: &mut Value) -> Result<Option<String>, String> {
+    let Some(marked) = operation.get_mut(AUDIT_EXTENSION) else {
+        return Ok(None);
+    };
+    let name = marked
+        .as_str()
+        .ok_or_else(|| format!("{AUDIT_EXTENSION} is not a string"))?;
+    let event = tessera_auth::audit::engine_event_name(code, name)?;
+    *marked = Value::String(event.clone());
+    Ok(Some(event))
 }
 
 /// Rewrites every `$ref` under `value` from `#/components/schemas/<Name>` to
@@ -328,6 +431,64 @@ mod tests {
             ),
         ] {
             assert!(ApiDescription::parse("notes", &text).is_err(), "{case}");
+        }
+    }
+
+    #[test]
+    fn audited_operations_are_named_in_full_and_matched_most_specific_first() {
+        let response = json!({"200": {"description": "OK"}});
+        let text = json!({"paths": {
+            "/api/v1/webhooks/{id}/test": {"post": {"responses": response, "x-tessera-audit": "webhook.tested"}},
+            "/api/v1/webhooks/dlq/{id}/retry": {"post": {"responses": response, "x-tessera-audit": "dead_letter.replayed"}},
+            "/api/v1/webhooks/{id}/{action}/retry": {"post": {"responses": response, "x-tessera-audit": "other"}},
+            "/api/v1/webhooks": {"get": {"responses": response}},
+        }})
+        .to_string();
+        let described = ApiDescription::parse("chat", &text).unwrap();
+        assert_eq!(described.audited.len(), 3);
+        assert_eq!(
+            described.paths["/chat/api/v1/webhooks/{id}/test"]["post"][AUDIT_EXTENSION],
+            "chat.webhook.tested"
+        );
+        let replay = described
+            .audited_request("post", "/api/v1/webhooks/dlq/d-1/retry")
+            .unwrap();
+        assert_eq!(replay.operation.event, "chat.dead_letter.replayed");
+        assert_eq!(
+            replay.parameters,
+            json!({"id": "d-1"}).as_object().unwrap().clone()
+        );
+        let test = described
+            .audited_request("POST", "/api/v1/webhooks/w-1/test")
+            .unwrap();
+        assert_eq!(test.operation.event, "chat.webhook.tested");
+        for (method, path) in [
+            ("GET", "/api/v1/webhooks/w-1/test"),
+            ("POST", "/api/v1/webhooks/w-1/test/again"),
+            ("POST", "/api/v1/webhooks//test"),
+            ("GET", "/api/v1/webhooks"),
+        ] {
+            assert!(
+                described.audited_request(method, path).is_none(),
+                "{method} {path}"
+            );
+        }
+
+        for (case, marked) in [
+            ("not a string", json!(true)),
+            ("malformed", json!("Webhook Created")),
+            ("a host event", json!("failed")),
+        ] {
+            let text = json!({"paths": {"/api/v1/x": {"post": {"responses": response, "x-tessera-audit": marked}}}});
+            let code = if case == "a host event" {
+                "login"
+            } else {
+                "chat"
+            };
+            assert!(
+                ApiDescription::parse(code, &text.to_string()).is_err(),
+                "{case}"
+            );
         }
     }
 

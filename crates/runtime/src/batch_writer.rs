@@ -27,6 +27,7 @@ use super::unit_of_work::counter_value;
 use super::work::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
+use tessera_auth::audit::{self, EngineAuditEntry};
 use tessera_storage::engine_blobs;
 use tessera_storage::engine_kv::{self, KvKey, KvScope, KvWrite};
 use tessera_storage::{Database, Pool, Tx};
@@ -58,6 +59,9 @@ pub struct StorageBatch {
     /// deleted in the same transaction when the unit is written, so a delivery's effect and
     /// its completion commit together.
     pub completes: Vec<(String, u32)>,
+    /// The audit entry of an audited operation the call answered (rare: an owner's action),
+    /// written in the unit's transaction.
+    pub audit: Vec<EngineAuditEntry>,
 }
 
 /// The blob writes of a unit of work: prefix deletions, then deletions, then puts; then the
@@ -82,10 +86,11 @@ impl StorageBatch {
         !self.expect.is_empty() || !self.add.is_empty()
     }
 
-    /// True when the batch is applied on its own, in a savepoint (prefix deletions and blobs
-    /// are not merged with other batches' writes).
+    /// True when the batch is applied on its own, in a savepoint (prefix deletions, blobs and
+    /// audit entries are not merged with other batches' writes: the group's one-statement
+    /// path stays for the common calls).
     fn one_by_one(&self) -> bool {
-        !self.prefix_deletes.is_empty() || !self.blobs.is_empty()
+        !self.prefix_deletes.is_empty() || !self.blobs.is_empty() || !self.audit.is_empty()
     }
 
     fn scope(&self) -> KvScope<'_> {
@@ -414,6 +419,9 @@ async fn write_unit_in(tx: &mut Tx, batch: &StorageBatch) -> anyhow::Result<Outc
         return Ok(None);
     }
     WorkQueue::complete_fenced_in(tx, &batch.completes).await?;
+    for entry in &batch.audit {
+        audit::record_engine_in(tx, entry).await?;
+    }
     Ok(Some(job_ids_of(batch)))
 }
 

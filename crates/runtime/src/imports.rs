@@ -204,6 +204,12 @@ impl StoreState {
     }
 
     /// How many synchronisation points this store committed so far.
+    /// Adds the audit entry of the call's audited operation to its unit of work (the host's
+    /// routes do, once the engine answered with a success).
+    pub(super) fn record_audit(&mut self, entry: tessera_auth::audit::EngineAuditEntry) {
+        self.unit.record_audit(entry);
+    }
+
     pub(super) fn commit_points(&self) -> u64 {
         self.commit_points
     }

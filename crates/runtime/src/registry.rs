@@ -150,6 +150,19 @@ pub struct EngineDetails {
     pub operations: usize,
     /// Its declared settings, with the effective values of the non-secret ones.
     pub settings: Vec<SettingListing>,
+    /// Its audited operations (`x-tessera-audit`): what the tenant's audit trail records of
+    /// it, by event name.
+    pub audited_operations: Vec<AuditedOperationListing>,
+}
+
+/// An audited operation of an engine, as `GET /core/api/v1/engines/{code}` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AuditedOperationListing {
+    /// The full event name in the audit trail, `<code>.<name>`.
+    pub event: String,
+    pub method: String,
+    /// The public path template, `/<code>/api/v1/…`.
+    pub path: String,
 }
 
 /// An item of `GET /core/api/v1/engines`.
@@ -652,6 +665,16 @@ impl EngineRegistry {
                 })
                 .sum(),
             settings: engine.settings.listing(&descriptor.code),
+            audited_operations: engine
+                .api
+                .audited
+                .iter()
+                .map(|operation| AuditedOperationListing {
+                    event: operation.event.clone(),
+                    method: operation.method.clone(),
+                    path: format!("/{}{}", descriptor.code, operation.path),
+                })
+                .collect(),
         })
     }
 

@@ -17,12 +17,15 @@ use super::imports::CallScope;
 use super::registry::{EngineDetails, EngineRecord};
 use crate::state::RuntimeState;
 use axum::extract::FromRef;
+use serde_json::json;
 use tessera_auth::AuthState;
+use tessera_auth::audit::{EngineAuditEntry, RequestOrigin};
 use tessera_auth::caller::Caller;
 use tessera_http::conventions::CorrelationId;
 use tessera_http::envelope::Data;
 use tessera_http::error::unavailable_retry_after;
 use tessera_http::extract::NoQuery;
+use tessera_http::usage::{EngineCall, LimitHit};
 use tessera_http::{ApiError, ApiResult};
 
 /// What a request refused for lack of engine capacity is told to wait before retrying.
@@ -130,9 +133,27 @@ async fn handle_engine_request(
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })
         .collect();
+    let engine_path = format!("/api/v1/{path}");
+    // An audited operation (`x-tessera-audit`) answered with a success is recorded with the
+    // call's unit of work; the entry is made here, from the request, never by the engine.
+    let audit_entry = engine
+        .api
+        .audited_request(parts.method.as_str(), &engine_path)
+        .map(|audited| EngineAuditEntry {
+            engine_code: code.clone(),
+            event: audited.operation.event.clone(),
+            tenant_id: caller.tenant_id.clone(),
+            user_id: caller.user_id.clone(),
+            origin: RequestOrigin::from_parts(&parts),
+            details: json!({
+                "method": parts.method.as_str(),
+                "path": format!("/{code}{engine_path}"),
+                "parameters": audited.parameters,
+            }),
+        });
     let wit_request = wit::Request {
         method: parts.method.as_str().to_owned(),
-        path: format!("/api/v1/{path}"),
+        path: engine_path,
         query: parts.uri.query().unwrap_or("").to_owned(),
         headers,
         body: body.to_vec(),
@@ -170,37 +191,73 @@ async fn handle_engine_request(
             scope,
             runtime.config().limits_of(&code).handle_timeout,
             response_commits,
-            async |guest, store| guest.call_handle(store, &wit_caller, &wit_request).await,
+            async |guest, store| {
+                let response = guest
+                    .call_handle(&mut *store, &wit_caller, &wit_request)
+                    .await?;
+                if let Some(entry) = audit_entry
+                    && (200..300).contains(&response.status)
+                {
+                    store.data_mut().record_audit(audited(entry, &response));
+                }
+                Ok(response)
+            },
         )
         .await;
-    let response = match outcome {
-        Ok(response) => response,
+    let mut answer = match outcome {
+        Ok(response) => into_http_response(
+            &code,
+            &correlation_id,
+            response,
+            runtime.config().max_response_bytes,
+        )
+        .unwrap_or_else(IntoResponse::into_response),
         Err(CallError::Timeout(deadline)) => {
             tracing::error!(engine = %code, %correlation_id, ?deadline, "engine call timed out");
-            return Err(ApiError::GatewayTimeout(format!(
-                "The engine {code} did not answer in time."
-            )));
+            let mut timed_out =
+                ApiError::GatewayTimeout(format!("The engine {code} did not answer in time."))
+                    .into_response();
+            timed_out
+                .extensions_mut()
+                .insert(LimitHit("engine_deadline"));
+            timed_out
         }
         Err(CallError::Trap(detail)) => {
             tracing::error!(engine = %code, %correlation_id, error = %detail, "engine call failed");
-            return Err(ApiError::BadGateway(format!(
-                "The engine {code} failed to handle the request."
-            )));
+            ApiError::BadGateway(format!("The engine {code} failed to handle the request."))
+                .into_response()
         }
-        Err(CallError::Busy(refused)) => return Ok(busy(&code, &correlation_id, refused)),
+        Err(CallError::Busy(refused)) => busy(&code, &correlation_id, refused),
         Err(CallError::Commit(detail)) => {
             tracing::error!(engine = %code, %correlation_id, error = %detail, "committing an engine call failed");
-            return Ok(retry_later(format!(
+            retry_later(format!(
                 "The changes of this request to the engine {code} could not be saved; nothing was changed. Retry later."
-            )));
+            ))
         }
     };
-    into_http_response(
-        &code,
-        &correlation_id,
-        response,
-        runtime.config().max_response_bytes,
-    )
+    // Counted in the tenant's usage (`tessera_http::usage`).
+    answer.extensions_mut().insert(EngineCall(code));
+    Ok(answer)
+}
+
+/// The audit entry of an audited operation with what its success answered: the status, and
+/// the id of what a `201` created (`data.id` or `id` of its JSON body).
+fn audited(mut entry: EngineAuditEntry, response: &wit::Response) -> EngineAuditEntry {
+    if let Some(details) = entry.details.as_object_mut() {
+        details.insert("status".into(), response.status.into());
+        let created = (response.status == 201)
+            .then(|| serde_json::from_slice::<serde_json::Value>(&response.body).ok())
+            .flatten();
+        let created_id = created.as_ref().and_then(|body| {
+            body.pointer("/data/id")
+                .or_else(|| body.get("id"))
+                .and_then(serde_json::Value::as_str)
+        });
+        if let Some(id) = created_id {
+            details.insert("created_id".into(), id.into());
+        }
+    }
+    entry
 }
 
 /// Whether an engine's answer keeps the writes of its call (its unit of work): a success or a
@@ -228,7 +285,11 @@ fn busy(code: &str, correlation_id: &str, refused: Refused) -> Response {
             format!("The engine {code} had no capacity free for this tenant in time; retry later.")
         }
     };
-    retry_later(message)
+    let mut response = retry_later(message);
+    response
+        .extensions_mut()
+        .insert(LimitHit("engine_capacity"));
+    response
 }
 
 /// Converts an engine's response, refusing what no client should receive: an invalid status,

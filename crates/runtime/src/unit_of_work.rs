@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::batch_writer::{BlobWrites, StorageBatch};
 use super::work::NewWork;
+use tessera_auth::audit::EngineAuditEntry;
 
 /// Most entries (writes, deletions, counters, jobs, events) one unit holds.
 pub const MAX_UNIT_ENTRIES: usize = 10_000;
@@ -54,6 +55,9 @@ pub struct UnitOfWork {
     /// The engine work items (`(id, attempt)`) this call ran to completion: deleted when the
     /// unit commits, so a delivery's effects and its completion commit together.
     completes: Vec<(String, u32)>,
+    /// The audit entries of the call's audited operation (recorded by the host after the
+    /// engine answered with a success; never by the engine).
+    audit: Vec<EngineAuditEntry>,
 }
 
 /// The blob side of a unit.
@@ -113,6 +117,7 @@ impl UnitOfWork {
             && self.blobs.deletes.is_empty()
             && self.blobs.prefix_deletes.is_empty()
             && self.completes.is_empty()
+            && self.audit.is_empty()
     }
 
     fn entries(&self) -> usize {
@@ -255,6 +260,11 @@ impl UnitOfWork {
         self.completes.push(work);
     }
 
+    /// Adds the audit entry of the call's audited operation: it commits with the unit.
+    pub fn record_audit(&mut self, entry: EngineAuditEntry) {
+        self.audit.push(entry);
+    }
+
     pub fn blobs(&self) -> &BlobUnit {
         &self.blobs
     }
@@ -297,6 +307,7 @@ impl UnitOfWork {
                 quota: self.blobs.quota,
             },
             completes: self.completes,
+            audit: self.audit,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod rate_limit_buckets;
 pub mod sqlite_backup;
 mod sqlite_library;
 mod sqlite_search_rank;
+pub mod tenant_usage;
 pub mod time;
 
 use std::path::{Path, PathBuf};

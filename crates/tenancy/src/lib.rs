@@ -5,6 +5,7 @@
 pub mod operator_routes;
 pub mod routes;
 mod store;
+pub mod tenant_routes;
 
 use std::collections::BTreeMap;
 pub use tessera_auth::identity::{is_valid_email, normalize_email};
@@ -22,7 +23,9 @@ use tessera_storage::{Database, time};
 
 pub use store::{
     MemberSummary, Tenant, TenantDetails, TenantSummary, User, UserDetails, UserMembership,
+    WorkspaceSummary,
 };
+use tessera_auth::audit::AuditEntry;
 
 /// A member's role in a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,6 +84,13 @@ pub enum TenancyError {
     NotMember { email: String, tenant: String },
     #[error("{email:?} is the last owner of {tenant:?}; make another member owner first")]
     LastOwner { email: String, tenant: String },
+    /// An owner asked to change their own account through the members endpoints.
+    #[error("an owner manages their own account on their account page")]
+    OwnAccount,
+    /// An owner asked to change an account that also belongs to another tenant: only the
+    /// operator may (one tenant's owner must not lock someone out of another tenant).
+    #[error("the account also belongs to another tenant")]
+    SharedAccount,
     #[error("invalid input: {}", describe(.0))]
     Invalid(ValidationErrors),
     #[error(transparent)]
@@ -190,7 +200,7 @@ pub struct EngineListing {
 }
 
 /// What `retry_provisioning` did: the tenant's status after it and the engines it ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RetriedProvisioning {
     pub tenant_id: String,
     pub slug: String,
@@ -199,7 +209,7 @@ pub struct RetriedProvisioning {
 }
 
 /// `show_tenant`'s answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ShownTenant {
     #[serde(flatten)]
     pub tenant: TenantDetails,
@@ -259,6 +269,23 @@ pub struct CreatedWorkspace {
     pub workspace_id: String,
     pub tenant_id: String,
     pub name: String,
+}
+
+/// What an owner changes of a member's access ([`TenancyService::change_member_access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberAccess {
+    /// Remove every second factor (TOTP and recovery codes, e-mailed codes, passkeys).
+    ResetSecondFactors,
+    Disable,
+    Enable,
+}
+
+/// What [`TenancyService::change_member_access`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberAccessChanged {
+    /// False when it was already so (no factor on, already disabled or enabled).
+    pub changed: bool,
+    pub sessions_ended: u64,
 }
 
 /// A new user's details.
@@ -444,6 +471,100 @@ impl TenancyService {
             tenant_id: tenant.id,
             role,
         })
+    }
+
+    /// An owner's change to the access of a member of `tenant_id` (not themselves, and only an
+    /// account that belongs to no other tenant), with its audit `entry` in the same
+    /// transaction: the member's second factors removed, or the account disabled or enabled.
+    /// Disabling and resetting end every session of the member. Returns how many sessions
+    /// ended and whether anything changed.
+    pub async fn change_member_access(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        owner_id: &str,
+        change: MemberAccess,
+        entry: AuditEntry,
+    ) -> Result<MemberAccessChanged, TenancyError> {
+        if user_id == owner_id {
+            return Err(TenancyError::OwnAccount);
+        }
+        let now = time::now();
+        let mut tx = self.database.begin().await?;
+        if store::member_role(&mut tx, tenant_id, user_id)
+            .await?
+            .is_none()
+        {
+            return Err(TenancyError::NotMember {
+                email: user_id.to_owned(),
+                tenant: tenant_id.to_owned(),
+            });
+        }
+        if store::count_memberships(&mut tx, user_id).await? > 1 {
+            return Err(TenancyError::SharedAccount);
+        }
+        let (changed, sessions_ended) = match change {
+            MemberAccess::ResetSecondFactors => {
+                let had = !tessera_auth::enrolled_methods(&self.database, user_id)
+                    .await?
+                    .is_empty();
+                tessera_auth::remove_every_second_factor_in(&mut tx, user_id).await?;
+                let ended = store::revoke_sessions(&mut tx, user_id, &now, "mfa_reset").await?;
+                (had, ended)
+            }
+            MemberAccess::Disable => {
+                let was = store::set_disabled(&mut tx, user_id, Some(&now), &now).await?;
+                let ended = store::revoke_sessions(&mut tx, user_id, &now, "user_disabled").await?;
+                (!was, ended)
+            }
+            MemberAccess::Enable => {
+                let was = store::set_disabled(&mut tx, user_id, None, &now).await?;
+                (was, 0)
+            }
+        };
+        let entry = entry
+            .detail("member_id", user_id.to_owned())
+            .detail("changed", changed)
+            .detail("sessions_ended", sessions_ended);
+        tessera_auth::audit::record_in(&mut tx, &entry).await?;
+        tx.commit().await?;
+        Ok(MemberAccessChanged {
+            changed,
+            sessions_ended,
+        })
+    }
+
+    /// The tenant's usage counters from `since` (a UTC day) on.
+    pub async fn usage_of(
+        &self,
+        tenant_id: &str,
+        since: &str,
+    ) -> Result<Vec<tessera_storage::tenant_usage::UsageRow>, TenancyError> {
+        Ok(tessera_storage::tenant_usage::of_tenant(&self.database, tenant_id, since).await?)
+    }
+
+    /// What each engine keeps for the tenant.
+    pub async fn engine_storage_of(
+        &self,
+        tenant_id: &str,
+    ) -> Result<Vec<tessera_storage::tenant_usage::EngineStorage>, TenancyError> {
+        Ok(tessera_storage::tenant_usage::engine_storage(&self.database, tenant_id).await?)
+    }
+
+    /// Every tenant's usage totals from `since` (a UTC day) on.
+    pub async fn usage_totals(
+        &self,
+        since: &str,
+    ) -> Result<Vec<tessera_storage::tenant_usage::TenantTotal>, TenancyError> {
+        Ok(tessera_storage::tenant_usage::totals_since(&self.database, since).await?)
+    }
+
+    /// The tenant's workspaces, the default first.
+    pub async fn workspaces_of(
+        &self,
+        tenant_id: &str,
+    ) -> Result<Vec<WorkspaceSummary>, TenancyError> {
+        Ok(store::list_workspaces(&self.database, tenant_id).await?)
     }
 
     /// Adds a workspace to a tenant; names are unique within a tenant.

@@ -1,9 +1,17 @@
 //! A tenant's members over HTTP, for its owners (issue 31: the console's users screen, and any
 //! client): `GET /auth/api/v1/members`, `POST /auth/api/v1/members` (a new account in the
 //! caller's tenant, provisioned on the engines like `tessera admin create-user`) and
-//! `PATCH /auth/api/v1/members/{user_id}` (the role; a tenant keeps an owner). The same
-//! service as the admin CLI, so the same rules; every change is in the audit trail
-//! (`member.created`, `member.role_changed`), never with a password.
+//! `PATCH /auth/api/v1/members/{user_id}` (the role; a tenant keeps an owner),
+//! `POST …/{user_id}/mfa/reset`, `…/disable` and `…/enable`; and the tenant's workspaces
+//! (`GET`/`POST /auth/api/v1/workspaces`). The same service as the admin CLI, so the same rules;
+//! every change is in the audit trail (`member.created`, `member.role_changed`,
+//! `member.mfa_reset`, `member.disabled`, `member.enabled`, `workspace.created`), never with a
+//! password.
+//!
+//! An account may belong to several tenants, and one tenant's owner must not lock its user out
+//! of another: an owner resets the second factors of, disables or enables only an account that
+//! belongs to their tenant alone (409 otherwise: the operator's `tessera admin disable-user`
+//! is for the rest), and never their own (their account page is for that).
 
 use axum::extract::{FromRef, Path, State};
 use axum::response::Response;
@@ -17,7 +25,10 @@ use tessera_http::{ApiError, ApiResult, ValidationErrors};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{MemberSummary, NewUser, Role, TenancyError, TenancyService, UserType};
+use crate::{
+    MemberAccess, MemberSummary, NewUser, Role, TenancyError, TenancyService, UserType,
+    WorkspaceSummary,
+};
 
 pub fn router<S>() -> OpenApiRouter<S>
 where
@@ -28,6 +39,10 @@ where
     OpenApiRouter::new()
         .routes(routes!(list_members, create_member))
         .routes(routes!(change_role))
+        .routes(routes!(reset_member_mfa))
+        .routes(routes!(disable_member))
+        .routes(routes!(enable_member))
+        .routes(routes!(list_workspaces, create_workspace))
 }
 
 /// A member of the caller's tenant.
@@ -43,7 +58,7 @@ pub struct Member {
     /// `owner`, `editor` or `viewer`.
     pub role: String,
     pub member_since: String,
-    /// Whether an operator disabled the account (it cannot sign in).
+    /// Whether the account is disabled (it cannot sign in): by an owner, or the operator.
     pub disabled: bool,
 }
 
@@ -118,6 +133,16 @@ pub(crate) fn refusal(error: TenancyError) -> ApiError {
             ApiError::not_found("Member")
         }
         TenancyError::TenantNotFound(_) => ApiError::not_found("Tenant"),
+        TenancyError::WorkspaceNameTaken { name, .. } => ApiError::Conflict(format!(
+            "The tenant already has a workspace named \"{name}\"."
+        )),
+        TenancyError::OwnAccount => ApiError::Conflict(
+            "This is your own account; manage it on your account page.".into(),
+        ),
+        TenancyError::SharedAccount => ApiError::Conflict(
+            "This account also belongs to another tenant; only an operator can change its access (tessera admin disable-user, reset-password)."
+                .into(),
+        ),
         other => ApiError::Internal(anyhow::Error::new(other)),
     }
 }
@@ -268,4 +293,222 @@ async fn change_role(
         role: role.as_str().to_owned(),
         ..Member::from(current)
     }))
+}
+
+/// What an owner's change to a member's access did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemberAccessResult {
+    pub user_id: String,
+    /// False when it already was so (no second factor on, already disabled or enabled).
+    pub changed: bool,
+    /// The member's sessions ended by it (every one, on a reset or a disable).
+    pub sessions_ended: u64,
+}
+
+async fn change_access(
+    tenancy: &TenancyService,
+    caller: &Caller,
+    origin: &RequestOrigin,
+    user_id: String,
+    change: MemberAccess,
+    event: AuditEvent,
+) -> ApiResult<Response> {
+    caller.require_owner()?;
+    let entry = AuditEntry::new(event).caller(caller).origin(origin);
+    let changed = tenancy
+        .change_member_access(&caller.tenant_id, &user_id, &caller.user_id, change, entry)
+        .await
+        .map_err(refusal)?;
+    Ok(envelope::ok(MemberAccessResult {
+        user_id,
+        changed: changed.changed,
+        sessions_ended: changed.sessions_ended,
+    }))
+}
+
+/// Removes every second factor of a member (TOTP with its recovery codes, e-mailed codes,
+/// passkeys) and ends their sessions, for a member who lost their device (owners only; an
+/// account of this tenant alone, not the caller's own). They sign in with their password next.
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/members/{user_id}/mfa/reset",
+    operation_id = "members_reset_mfa",
+    tag = "auth",
+    security(("bearer" = [])),
+    params(("user_id" = String, Path, description = "The member's user id")),
+    responses(
+        (status = 200, description = "The second factors removed (`member.mfa_reset` in the audit trail)", body = Data<MemberAccessResult>),
+        (status = 401, description = "Missing or invalid bearer token"),
+        (status = 403, description = "The caller is not an owner of the tenant"),
+        (status = 404, description = "No such member in the caller's tenant"),
+        (status = 409, description = "The caller's own account, or an account that also belongs to another tenant"),
+    )
+)]
+async fn reset_member_mfa(
+    State(tenancy): State<TenancyService>,
+    caller: Caller,
+    origin: RequestOrigin,
+    Path(user_id): Path<String>,
+    _: NoQuery,
+) -> ApiResult<Response> {
+    change_access(
+        &tenancy,
+        &caller,
+        &origin,
+        user_id,
+        MemberAccess::ResetSecondFactors,
+        AuditEvent::MemberMfaReset,
+    )
+    .await
+}
+
+/// Disables a member's account: it cannot sign in, and its sessions end (owners only; an
+/// account of this tenant alone, not the caller's own).
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/members/{user_id}/disable",
+    operation_id = "members_disable",
+    tag = "auth",
+    security(("bearer" = [])),
+    params(("user_id" = String, Path, description = "The member's user id")),
+    responses(
+        (status = 200, description = "The account disabled (`member.disabled` in the audit trail)", body = Data<MemberAccessResult>),
+        (status = 401, description = "Missing or invalid bearer token"),
+        (status = 403, description = "The caller is not an owner of the tenant"),
+        (status = 404, description = "No such member in the caller's tenant"),
+        (status = 409, description = "The caller's own account, or an account that also belongs to another tenant"),
+    )
+)]
+async fn disable_member(
+    State(tenancy): State<TenancyService>,
+    caller: Caller,
+    origin: RequestOrigin,
+    Path(user_id): Path<String>,
+    _: NoQuery,
+) -> ApiResult<Response> {
+    change_access(
+        &tenancy,
+        &caller,
+        &origin,
+        user_id,
+        MemberAccess::Disable,
+        AuditEvent::MemberDisabled,
+    )
+    .await
+}
+
+/// Lets a disabled member sign in again, with the same password and second factors (owners
+/// only; an account of this tenant alone).
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/members/{user_id}/enable",
+    operation_id = "members_enable",
+    tag = "auth",
+    security(("bearer" = [])),
+    params(("user_id" = String, Path, description = "The member's user id")),
+    responses(
+        (status = 200, description = "The account enabled (`member.enabled` in the audit trail)", body = Data<MemberAccessResult>),
+        (status = 401, description = "Missing or invalid bearer token"),
+        (status = 403, description = "The caller is not an owner of the tenant"),
+        (status = 404, description = "No such member in the caller's tenant"),
+        (status = 409, description = "The caller's own account, or an account that also belongs to another tenant"),
+    )
+)]
+async fn enable_member(
+    State(tenancy): State<TenancyService>,
+    caller: Caller,
+    origin: RequestOrigin,
+    Path(user_id): Path<String>,
+    _: NoQuery,
+) -> ApiResult<Response> {
+    change_access(
+        &tenancy,
+        &caller,
+        &origin,
+        user_id,
+        MemberAccess::Enable,
+        AuditEvent::MemberEnabled,
+    )
+    .await
+}
+
+/// The workspaces of the caller's tenant, the default first (any member).
+#[utoipa::path(
+    get,
+    path = "/auth/api/v1/workspaces",
+    operation_id = "workspaces_list",
+    tag = "auth",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The tenant's workspaces, the default first, then by name", body = Data<Vec<WorkspaceSummary>>),
+        (status = 401, description = "Missing or invalid bearer token"),
+    )
+)]
+async fn list_workspaces(
+    State(tenancy): State<TenancyService>,
+    caller: Caller,
+    _: NoQuery,
+) -> ApiResult<Response> {
+    let workspaces = tenancy
+        .workspaces_of(&caller.tenant_id)
+        .await
+        .map_err(refusal)?;
+    Ok(envelope::ok(workspaces))
+}
+
+/// A new workspace's name.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewWorkspaceBody {
+    /// 1 to 100 characters, unique in the tenant.
+    pub name: String,
+}
+
+/// Adds a workspace to the caller's tenant (owners only).
+#[utoipa::path(
+    post,
+    path = "/auth/api/v1/workspaces",
+    operation_id = "workspaces_create",
+    tag = "auth",
+    security(("bearer" = [])),
+    request_body = NewWorkspaceBody,
+    responses(
+        (status = 201, description = "The new workspace (`workspace.created` in the audit trail)", body = Data<WorkspaceSummary>),
+        (status = 401, description = "Missing or invalid bearer token"),
+        (status = 403, description = "The caller is not an owner of the tenant"),
+        (status = 409, description = "The tenant already has a workspace of this name"),
+        (status = 422, description = "`name` empty or over 100 characters"),
+    )
+)]
+async fn create_workspace(
+    State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
+    caller: Caller,
+    origin: RequestOrigin,
+    _: NoQuery,
+    ApiJson(body): ApiJson<NewWorkspaceBody>,
+) -> ApiResult<Response> {
+    caller.require_owner()?;
+    let tenant = tenancy
+        .tenant_by_id(&caller.tenant_id)
+        .await
+        .map_err(refusal)?;
+    let created = tenancy
+        .create_workspace(&tenant.slug, &body.name)
+        .await
+        .map_err(refusal)?;
+    let entry = AuditEntry::new(AuditEvent::WorkspaceCreated)
+        .caller(&caller)
+        .origin(&origin)
+        .detail("workspace_id", created.workspace_id.clone())
+        .detail("name", created.name.clone());
+    audit::record(&auth.database, &entry).await?;
+    let workspace = tenancy
+        .workspaces_of(&caller.tenant_id)
+        .await
+        .map_err(refusal)?
+        .into_iter()
+        .find(|workspace| workspace.id == created.workspace_id)
+        .ok_or_else(|| ApiError::not_found("Workspace"))?;
+    Ok(envelope::created(workspace))
 }

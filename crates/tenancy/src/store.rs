@@ -324,6 +324,42 @@ pub async fn set_tenant_disabled(
     Ok(was_disabled)
 }
 
+/// How many tenants the user belongs to.
+pub async fn count_memberships(tx: &mut Tx, user_id: &str) -> anyhow::Result<i64> {
+    on_tx!(tx, conn => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM memberships WHERE user_id = $1",
+    )
+    .bind(user_id)
+    .fetch_one(&mut **conn)
+    .await)
+    .context("counting a user's memberships")
+}
+
+/// A workspace of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+pub struct WorkspaceSummary {
+    pub id: String,
+    pub name: String,
+    /// The workspace a sign-in lands in.
+    pub is_default: bool,
+    pub created_at: String,
+}
+
+/// The tenant's workspaces, the default first, then by name.
+pub async fn list_workspaces(
+    database: &Database,
+    tenant_id: &str,
+) -> anyhow::Result<Vec<WorkspaceSummary>> {
+    on_pool!(database, pool => sqlx::query_as(
+        "SELECT id, name, is_default, created_at FROM workspaces WHERE tenant_id = $1
+         ORDER BY is_default DESC, name, id",
+    )
+    .bind(tenant_id)
+    .fetch_all(pool)
+    .await)
+    .context("listing a tenant's workspaces")
+}
+
 /// The tenants `user_id` is a member of, by id.
 pub async fn member_tenant_ids(database: &Database, user_id: &str) -> anyhow::Result<Vec<String>> {
     on_pool!(database, pool => sqlx::query_scalar(
@@ -417,13 +453,14 @@ pub async fn delete_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     let statements = [
         "DELETE FROM refresh_tokens WHERE tenant_id = $1",
         "DELETE FROM auth_audit WHERE tenant_id = $1",
+        "DELETE FROM tenant_usage WHERE tenant_id = $1",
         "DELETE FROM tenants WHERE id = $1",
     ];
     run_each(tx, &statements, tenant_id, "deleting a tenant").await
 }
 
 /// A tenant in full (`admin show-tenant`).
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct TenantDetails {
     pub tenant_id: String,
     pub slug: String,

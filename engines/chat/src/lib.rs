@@ -267,6 +267,7 @@ impl Engine for Chat {
             .post("/api/v1/webhooks", webhooks::create)
             .doc(
                 Operation::new("Create a webhook (owners only)")
+                    .audited("webhook.created")
                     .description(WEBHOOK_CREATE_DESCRIPTION)
                     .body::<api::WebhookCreate>()
                     .answers::<api::CreatedWebhook>(
@@ -309,6 +310,7 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Retry a dead letter now (owners only)")
+                    .audited("dead_letter.replayed")
                     .description(
                         "One immediate attempt; a success removes the item from the dead \
                          letter queue.",
@@ -329,6 +331,7 @@ impl Engine for Chat {
             .patch("/api/v1/webhooks/{id}", webhooks::update)
             .doc(
                 Operation::new("Update a webhook (owners only)")
+                    .audited("webhook.updated")
                     .description(WEBHOOK_UPDATE_DESCRIPTION)
                     .path_parameter("id", WEBHOOK_ID)
                     .body::<api::WebhookUpdate>()
@@ -349,6 +352,7 @@ impl Engine for Chat {
             .delete("/api/v1/webhooks/{id}", webhooks::destroy)
             .doc(
                 Operation::new("Delete a webhook (owners only)")
+                    .audited("webhook.deleted")
                     .description(
                         "Its pending deliveries and its delivery history are discarded. Of \
                          deletions racing, one answers 204 and the others 404; a concurrent \
@@ -367,6 +371,7 @@ impl Engine for Chat {
             .post("/api/v1/webhooks/{id}/test", webhooks::delivery::test_ping)
             .doc(
                 Operation::new("Send a `test.ping` delivery to a webhook now (owners only)")
+                    .audited("webhook.tested")
                     .description("One synchronous attempt, never retried automatically.")
                     .path_parameter("id", WEBHOOK_ID)
                     .answers::<api::DeliveryAttempt>(200, "The attempt's outcome")
@@ -392,6 +397,7 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Retry a delivery now (owners only)")
+                    .audited("delivery.retried")
                     .description("One immediate attempt, outside the automatic schedule.")
                     .path_parameter("id", WEBHOOK_ID)
                     .path_parameter("delivery_id", "The delivery id")

@@ -119,7 +119,7 @@ const router = new Router()
   .get('/api/v1/notes/{note_id}', show)
   .doc(new Operation('Show a note').pathParameter('note_id', NOTE_ID).ok('Note'))
   .delete('/api/v1/notes/{note_id}', destroy)
-  .doc(new Operation('Delete a note').pathParameter('note_id', NOTE_ID).noContent())
+  .doc(new Operation('Delete a note').pathParameter('note_id', NOTE_ID).noContent().audited('note.deleted'))
   .get('/api/v1/stats', stats)
   .doc(new Operation('Count the notes created and the entities seen').ok('Stats'));
 

@@ -102,6 +102,7 @@ impl Engine for UserManager {
             .post("/api/v1/users/{user_id}/deactivate", users::deactivate)
             .doc(
                 Operation::new("Deactivate a user (owners; not themselves)")
+                    .audited("user.deactivated")
                     .description("Emits `user.deactivated` `{user_id, actor_id}`.")
                     .path_parameter("user_id", USER_ID)
                     .answers::<Profile>(200, "The deactivated profile")
@@ -116,6 +117,7 @@ impl Engine for UserManager {
             .post("/api/v1/users/{user_id}/reactivate", users::reactivate)
             .doc(
                 Operation::new("Reactivate a user (owners; not themselves)")
+                    .audited("user.reactivated")
                     .description("Emits `user.reactivated` `{user_id, actor_id}`.")
                     .path_parameter("user_id", USER_ID)
                     .answers::<Profile>(200, "The reactivated profile")

@@ -227,13 +227,16 @@ pub async fn provisioned_tenant(
         let (_, token_set) = state
             .auth
             .sessions
-            .open(&TokenScope {
-                user_id: user.user_id.clone(),
-                tenant_id: tenant.tenant_id.clone(),
-                workspace_id: None,
-                role: role.as_str().into(),
-                user_type: "user".into(),
-            })
+            .open(
+                &TokenScope {
+                    user_id: user.user_id.clone(),
+                    tenant_id: tenant.tenant_id.clone(),
+                    workspace_id: None,
+                    role: role.as_str().into(),
+                    user_type: "user".into(),
+                },
+                &Default::default(),
+            )
             .await?;
         users.push(BenchUser {
             user_id: user.user_id,

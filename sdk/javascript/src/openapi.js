@@ -94,6 +94,17 @@ export class Operation {
     this.requestBody = undefined;
     this.answerList = [];
     this.pathDescriptions = [];
+    this.auditName = undefined;
+  }
+
+  /**
+   * An audited operation: answered with a success, the host records `<code>.<name>` in the
+   * tenant's audit trail (written as `x-tessera-audit`; `name` is lower-case letters, digits and
+   * `_` in dot-separated words, e.g. `note.deleted`).
+   */
+  audited(name) {
+    this.auditName = name;
+    return this;
   }
 
   /** A longer description (Markdown). */
@@ -254,6 +265,7 @@ function describe(route, schemas) {
   const operation = route.operation ?? new Operation(`${route.method} ${route.pattern}`);
   const object = { operationId: operationId(route.method, route.pattern), summary: operation.summary };
   if (operation.text !== undefined) object.description = operation.text;
+  if (operation.auditName !== undefined) object['x-tessera-audit'] = operation.auditName;
   const parameters = route.captures.map((name) => {
     const parameter = { name, in: 'path', required: true, schema: { type: 'string', minLength: 1 } };
     const described = operation.pathDescriptions.find(([parameterName]) => parameterName === name);

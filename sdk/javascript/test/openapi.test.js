@@ -154,3 +154,14 @@ test('bodies and answers of other kinds', () => {
   // A query parameter is absent rather than null.
   assert.deepEqual(upload.parameters[1], { name: 'mode', in: 'query', required: true, schema: { type: 'string', enum: ['a'] } });
 });
+
+test('an audited operation carries its event name, and only it', () => {
+  const document = new Router()
+    .delete('/api/v1/notes/{note_id}', ok)
+    .doc(new Operation('Delete a note').noContent().audited('note.deleted'))
+    .get('/api/v1/notes', ok)
+    .doc(new Operation('List notes'))
+    .openapi({});
+  assert.equal(document.paths['/api/v1/notes/{note_id}'].delete['x-tessera-audit'], 'note.deleted');
+  assert.equal(document.paths['/api/v1/notes'].get['x-tessera-audit'], undefined);
+});

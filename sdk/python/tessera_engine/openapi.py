@@ -98,6 +98,14 @@ class Operation:
     _body: Optional[tuple[Optional[Schema], Optional[str], bool]] = None
     _answers: list[_Answer] = field(default_factory=list)
     _path_descriptions: dict[str, str] = field(default_factory=dict)
+    _audit: Optional[str] = None
+
+    def audited(self, name: str) -> "Operation":
+        """An audited operation: answered with a success, the host records `<code>.<name>` in the
+        tenant's audit trail (written as `x-tessera-audit`; `name` is lower-case letters, digits
+        and `_` in dot-separated words, e.g. `note.deleted`)."""
+        self._audit = name
+        return self
 
     def description(self, text: str) -> "Operation":
         """A longer description (Markdown)."""
@@ -195,6 +203,8 @@ def describe(method: str, pattern: str, captures: list[str], operation: Optional
     }
     if operation._description is not None:
         described["description"] = operation._description
+    if operation._audit is not None:
+        described["x-tessera-audit"] = operation._audit
     parameters: list[dict[str, Any]] = []
     for name in captures:
         parameter: dict[str, Any] = {

@@ -70,3 +70,12 @@ def test_every_operation_gets_the_standard_errors_unless_it_describes_its_own():
 
 def test_operation_ids_keep_letters_and_digits_only():
     assert operation_id("PATCH", "/api/v1/user-settings/{key}") == "patch_api_v1_user_settings_key"
+
+
+def test_audited_operations_carry_their_event_name():
+    router = Router().delete(
+        "/api/v1/notes/{note_id}", nothing, Operation("Delete a note").no_content().audited("note.deleted")
+    ).get("/api/v1/notes", nothing, Operation("List notes"))
+    document = router.openapi()
+    assert document["paths"]["/api/v1/notes/{note_id}"]["delete"]["x-tessera-audit"] == "note.deleted"
+    assert "x-tessera-audit" not in document["paths"]["/api/v1/notes"]["get"]

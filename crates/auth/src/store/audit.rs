@@ -11,8 +11,10 @@ pub struct NewAuditRow {
     pub id: String,
     pub tenant_id: Option<String>,
     pub user_id: Option<String>,
-    /// The dotted event name, e.g. `login.failed`.
-    pub event: &'static str,
+    /// The dotted event name, e.g. `login.failed`, or an engine's `<code>.<name>`.
+    pub event: String,
+    /// The engine whose audited operation this records; `None` for the host's own events.
+    pub engine_code: Option<String>,
     pub login: Option<String>,
     pub client_ip: Option<String>,
     pub correlation_id: Option<String>,
@@ -26,6 +28,7 @@ pub struct NewAuditRow {
 pub struct AuditRow {
     pub id: String,
     pub event: String,
+    pub engine_code: Option<String>,
     pub user_id: Option<String>,
     pub login: Option<String>,
     pub client_ip: Option<String>,
@@ -36,8 +39,9 @@ pub struct AuditRow {
 }
 
 const INSERT: &str = "INSERT INTO auth_audit
-    (id, tenant_id, user_id, event, login, client_ip, correlation_id, details, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+    (id, tenant_id, user_id, event, login, client_ip, correlation_id, details, created_at,
+     engine_code)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
 /// Inserts `row` in its own statement (committed at once).
 pub async fn insert(database: &Database, row: &NewAuditRow) -> anyhow::Result<()> {
@@ -45,12 +49,13 @@ pub async fn insert(database: &Database, row: &NewAuditRow) -> anyhow::Result<()
         .bind(&row.id)
         .bind(row.tenant_id.as_deref())
         .bind(row.user_id.as_deref())
-        .bind(row.event)
+        .bind(&row.event)
         .bind(row.login.as_deref())
         .bind(row.client_ip.as_deref())
         .bind(row.correlation_id.as_deref())
         .bind(&row.details)
         .bind(&row.created_at)
+        .bind(row.engine_code.as_deref())
         .execute(pool)
         .await
         .map(drop))
@@ -63,37 +68,74 @@ pub async fn insert_in(tx: &mut Tx, row: &NewAuditRow) -> anyhow::Result<()> {
         .bind(&row.id)
         .bind(row.tenant_id.as_deref())
         .bind(row.user_id.as_deref())
-        .bind(row.event)
+        .bind(&row.event)
         .bind(row.login.as_deref())
         .bind(row.client_ip.as_deref())
         .bind(row.correlation_id.as_deref())
         .bind(&row.details)
         .bind(&row.created_at)
+        .bind(row.engine_code.as_deref())
         .execute(&mut **conn)
         .await
         .map(drop))
     .with_context(|| format!("recording the audit event {}", row.event))
 }
 
+/// Which entries of an event name a filter keeps.
+#[derive(Debug, Clone, Copy)]
+pub enum EventFilter<'a> {
+    /// The host's own event of this name (never an engine's entry).
+    Host(&'a str),
+    /// An engine's entries of this full name (`<code>.<name>`).
+    Engine(&'a str),
+}
+
+/// What a page of the trail is narrowed to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    pub event: Option<EventFilter<'a>>,
+    pub user_id: Option<&'a str>,
+    /// Only the entries of this engine's operations.
+    pub engine_code: Option<&'a str>,
+}
+
 /// Up to `limit` rows of `tenant_id`'s trail, newest first (ties by id, descending), strictly
-/// after the position `after` (`(created_at, id)`), of only `event` and `user_id` when given.
+/// after the position `after` (`(created_at, id)`), narrowed by `filter`.
 pub async fn list(
     database: &Database,
     tenant_id: &str,
-    event: Option<&str>,
-    user_id: Option<&str>,
+    filter: ListFilter<'_>,
     after: Option<(&str, &str)>,
     limit: u32,
 ) -> anyhow::Result<Vec<AuditRow>> {
     let mut sql = String::from(
-        "SELECT id, event, user_id, login, client_ip, correlation_id, details, created_at
+        "SELECT id, event, engine_code, user_id, login, client_ip, correlation_id, details,
+                created_at
          FROM auth_audit WHERE tenant_id = $1",
     );
     let mut binds: Vec<&str> = vec![tenant_id];
-    if let Some(event) = event {
-        binds.push(event);
-        sql.push_str(&format!(" AND event = ${}", binds.len()));
+    match filter.event {
+        None => {}
+        Some(EventFilter::Host(event)) => {
+            binds.push(event);
+            sql.push_str(&format!(
+                " AND event = ${} AND engine_code IS NULL",
+                binds.len()
+            ));
+        }
+        Some(EventFilter::Engine(event)) => {
+            binds.push(event);
+            sql.push_str(&format!(
+                " AND event = ${} AND engine_code IS NOT NULL",
+                binds.len()
+            ));
+        }
     }
+    if let Some(engine_code) = filter.engine_code {
+        binds.push(engine_code);
+        sql.push_str(&format!(" AND engine_code = ${}", binds.len()));
+    }
+    let user_id = filter.user_id;
     if let Some(user_id) = user_id {
         binds.push(user_id);
         sql.push_str(&format!(" AND user_id = ${}", binds.len()));

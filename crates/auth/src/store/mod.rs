@@ -7,6 +7,7 @@ pub mod audit;
 pub mod email_code;
 pub mod keys;
 pub mod lockout;
+pub mod memberships;
 pub mod mfa;
 pub mod sessions;
 pub mod sign_in;

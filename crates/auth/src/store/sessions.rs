@@ -21,21 +21,28 @@ pub struct RefreshRow {
     pub revoked_at: Option<String>,
 }
 
-/// Stores a new session of `user_id`.
-pub async fn insert_session(
-    tx: &mut Tx,
-    session_id: &str,
-    user_id: &str,
-    created_at: &str,
-    expires_at: &str,
-) -> anyhow::Result<()> {
+/// A new session's row.
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub user_id: &'a str,
+    pub created_at: &'a str,
+    pub expires_at: &'a str,
+    pub client_ip: Option<&'a str>,
+    pub user_agent: Option<&'a str>,
+}
+
+/// Stores a new session.
+pub async fn insert_session(tx: &mut Tx, session: &NewSession<'_>) -> anyhow::Result<()> {
     on_tx!(tx, conn => sqlx::query(
-        "INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        "INSERT INTO sessions (id, user_id, created_at, expires_at, client_ip, user_agent)
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
-    .bind(session_id)
-    .bind(user_id)
-    .bind(created_at)
-    .bind(expires_at)
+    .bind(session.id)
+    .bind(session.user_id)
+    .bind(session.created_at)
+    .bind(session.expires_at)
+    .bind(session.client_ip)
+    .bind(session.user_agent)
     .execute(&mut **conn)
     .await
     .map(drop))
@@ -64,6 +71,66 @@ pub async fn unrevoked_sessions(database: &Database, user_id: &str) -> anyhow::R
     .fetch_all(pool)
     .await)
     .context("listing a user's sessions")
+}
+
+/// An active session as its user's list shows it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub created_at: String,
+    pub expires_at: String,
+    /// When its newest token set was issued (sign-in, refresh or context switch).
+    pub last_active_at: Option<String>,
+    pub client_ip: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// The user's sessions active at `now`, newest first (at most `limit`).
+pub async fn list_active(
+    database: &Database,
+    user_id: &str,
+    now: &str,
+    limit: u32,
+) -> anyhow::Result<Vec<SessionRow>> {
+    on_pool!(database, pool => sqlx::query_as(
+        "SELECT s.id, s.created_at, s.expires_at, s.client_ip, s.user_agent,
+                (SELECT MAX(r.issued_at) FROM refresh_tokens r WHERE r.session_id = s.id)
+                    AS last_active_at
+         FROM sessions s
+         WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+         ORDER BY s.created_at DESC, s.id DESC
+         LIMIT $3",
+    )
+    .bind(user_id)
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await)
+    .context("listing a user's active sessions")
+}
+
+/// Revokes the session now for `reason` when it is `user_id`'s and active at `now`: false when
+/// it is not (another user's, unknown, ended), and nothing changed.
+pub async fn revoke_own(
+    tx: &mut Tx,
+    user_id: &str,
+    session_id: &str,
+    now: &str,
+    reason: &str,
+) -> anyhow::Result<bool> {
+    let revoked = on_tx!(tx, conn => sqlx::query(
+        "UPDATE sessions SET revoked_at = $3, revoked_reason = $4
+         WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > $3",
+    )
+    .bind(session_id)
+    .bind(user_id)
+    .bind(now)
+    .bind(reason)
+    .execute(&mut **conn)
+    .await
+    .map(|done| done.rows_affected()))
+    .context("ending one of a user's sessions")?;
+    Ok(revoked == 1)
 }
 
 /// Whether the session is neither revoked nor expired at `now`.

@@ -221,6 +221,16 @@ pub async fn record_use(
     Ok(updated == 1)
 }
 
+/// Deletes every credential (passkey) of the user; how many there were.
+pub async fn delete_credentials(tx: &mut Tx, user_id: &str) -> anyhow::Result<u64> {
+    on_tx!(tx, conn => sqlx::query("DELETE FROM webauthn_credentials WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut **conn)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("deleting a user's passkeys")
+}
+
 /// Deletes the user's credential `id`; whether there was one.
 pub async fn delete_credential(tx: &mut Tx, user_id: &str, id: &str) -> anyhow::Result<bool> {
     let deleted: u64 = on_tx!(tx, conn => sqlx::query(

@@ -1,0 +1,215 @@
+//! A tenant's usage (issue 31): the engine calls and the limits hit that the host counts per
+//! tenant (only for tokens it verified), added to the database in batches, read by the
+//! tenant's owners (`GET /core/api/v1/usage`) beside what each engine keeps for them, and by
+//! the operator for every tenant (`GET /core/api/operator/usage`); the tenant's provisioning
+//! for its owners (`GET /core/api/v1/tenant`, `POST …/provisioning/retry`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::database_test;
+use crate::helpers::{
+    TestApp, create_owner, eventually, json_with_status, run_admin, spawn_app_with_engines,
+};
+
+const PASSWORD: &str = "Correct-Horse-42";
+
+async fn sign_in(app: &TestApp, login: &str) -> String {
+    let response = app
+        .post_json(
+            "/auth/api/v1/auth/login",
+            &json!({ "login": login, "password": PASSWORD }),
+        )
+        .await;
+    json_with_status(response, 200).await["data"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn usage(app: &TestApp, token: &str) -> Value {
+    json_with_status(app.get_as("/core/api/v1/usage?days=2", token).await, 200).await["data"]
+        .clone()
+}
+
+database_test!(
+    owners_read_their_tenants_engine_calls_limits_hit_and_storage,
+    |backend| async move {
+        let app = spawn_app_with_engines(backend, &["notes"], |config| {
+            config.rate_limits.write_per_minute = 5;
+            config.usage.flush_interval = Duration::from_millis(100);
+        })
+        .await;
+        for slug in ["acme", "globex"] {
+            run_admin(
+                &app.database,
+                &["create-tenant", "--slug", slug, "--name", slug],
+            )
+            .json();
+        }
+        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
+        create_owner(&app.database, "globex", "owner@globex.example", PASSWORD);
+        let acme = sign_in(&app, "owner@acme.example").await;
+        let globex = sign_in(&app, "owner@globex.example").await;
+
+        // Three notes, then writes until the write limit refuses.
+        for title in ["one", "two", "three"] {
+            json_with_status(
+                app.post_as("/notes/api/v1/notes", &acme, &json!({ "title": title }))
+                    .await,
+                201,
+            )
+            .await;
+        }
+        let mut refused = 0;
+        for _ in 0..10 {
+            let response = app
+                .post_as("/notes/api/v1/notes", &acme, &json!({ "title": "more" }))
+                .await;
+            if response.status() == 429 {
+                refused += 1;
+            }
+        }
+        assert!(refused >= 1, "the write limit refused some");
+        // A forged bearer counts for no one (the host never verified it).
+        let forged = "eyJhbGciOiJFZERTQSIsImtpZCI6IngifQ.eyJ0aWQiOiJ4In0.c2ln";
+        for _ in 0..3 {
+            let status = app
+                .post_as("/notes/api/v1/notes", forged, &json!({ "title": "x" }))
+                .await
+                .status();
+            assert!(status == 401 || status == 429, "{status}");
+        }
+
+        let counted = eventually(10, "the usage counters flushed", || async {
+            let counted = usage(&app, &acme).await;
+            (counted["limits_hit_by_limit"]["rate_limit.write"].as_i64() == Some(refused)
+                && counted["engine_calls"].as_i64() >= Some(5))
+            .then_some(counted)
+        })
+        .await;
+        let allowed = 5 - 3; // the write budget after the three notes
+        assert_eq!(
+            counted["engine_calls_by_engine"]["notes"],
+            json!(3 + allowed),
+            "{counted}"
+        );
+        assert_eq!(counted["limits_hit"], json!(refused), "{counted}");
+        assert_eq!(counted["days"], 2);
+        let daily = counted["daily"].as_array().unwrap();
+        assert_eq!(daily.len(), 2);
+        assert_eq!(daily[1]["engine_calls"], counted["engine_calls"], "today");
+        assert_eq!(daily[0]["engine_calls"], 0, "yesterday");
+        let notes_storage = counted["storage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|engine| engine["engine"] == "notes")
+            .unwrap_or_else(|| panic!("{counted}"));
+        assert!(notes_storage["entries"].as_i64().unwrap() >= 5, "{counted}");
+        assert!(notes_storage["entry_bytes"].as_i64().unwrap() > 0);
+
+        // Another tenant's owner sees none of it; a non-owner may not look; bad windows refused.
+        let theirs = usage(&app, &globex).await;
+        assert_eq!(theirs["engine_calls"], 0, "{theirs}");
+        assert_eq!(theirs["limits_hit"], 0, "{theirs}");
+        let refused_days =
+            json_with_status(app.get_as("/core/api/v1/usage?days=0", &acme).await, 422).await;
+        assert!(refused_days["errors"]["days"].is_array(), "{refused_days}");
+        let editor = json_with_status(
+            app.post_as(
+                "/auth/api/v1/members",
+                &acme,
+                &json!({ "email": "ed@acme.example", "password": PASSWORD, "role": "editor" }),
+            )
+            .await,
+            201,
+        )
+        .await;
+        assert_eq!(editor["data"]["role"], "editor");
+        let editor = sign_in(&app, "ed@acme.example").await;
+        assert_eq!(
+            app.get_as("/core/api/v1/usage", &editor).await.status(),
+            403
+        );
+
+        // The operator sees every tenant's totals, busiest first.
+        let operator = app.admin(&["operator-token"]).json()["operator_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let totals = json_with_status(
+            app.get_as("/core/api/operator/usage?days=1", &operator)
+                .await,
+            200,
+        )
+        .await;
+        assert_eq!(totals["data"][0]["slug"], "acme", "{totals}");
+        assert_eq!(totals["data"][0]["engine_calls"], counted["engine_calls"]);
+        assert_eq!(
+            app.get_as("/core/api/operator/usage", &acme).await.status(),
+            401
+        );
+    }
+);
+
+database_test!(
+    owners_see_their_tenants_provisioning_and_retry_it,
+    |backend| async move {
+        let app = spawn_app_with_engines(backend, &["notes", "chat"], |_| {}).await;
+        run_admin(
+            &app.database,
+            &["create-tenant", "--slug", "acme", "--name", "Acme"],
+        )
+        .json();
+        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
+        let owner = sign_in(&app, "owner@acme.example").await;
+        let shown = json_with_status(app.get_as("/core/api/v1/tenant", &owner).await, 200).await;
+        assert_eq!(shown["data"]["slug"], "acme");
+        assert_eq!(shown["data"]["members"], 1);
+        assert_eq!(
+            shown["data"]["provisioning"]["status"], "completed",
+            "{shown}"
+        );
+        assert_eq!(
+            shown["data"]["provisioning"]["engines"]["chat"]["status"], "provisioned",
+            "{shown}"
+        );
+        let retried = json_with_status(
+            app.post_as("/core/api/v1/tenant/provisioning/retry", &owner, &json!({}))
+                .await,
+            200,
+        )
+        .await;
+        assert_eq!(retried["data"]["status"], "completed", "{retried}");
+        assert_eq!(retried["data"]["retried"], json!({}), "nothing left to run");
+
+        let viewer_email = "viewer@acme.example";
+        json_with_status(
+            app.post_as(
+                "/auth/api/v1/members",
+                &owner,
+                &json!({ "email": viewer_email, "password": PASSWORD, "role": "viewer" }),
+            )
+            .await,
+            201,
+        )
+        .await;
+        let viewer = sign_in(&app, viewer_email).await;
+        assert_eq!(
+            app.get_as("/core/api/v1/tenant", &viewer).await.status(),
+            403
+        );
+        assert_eq!(
+            app.post_as(
+                "/core/api/v1/tenant/provisioning/retry",
+                &viewer,
+                &json!({})
+            )
+            .await
+            .status(),
+            403
+        );
+    }
+);
