@@ -28,7 +28,8 @@
 //! and the work writes cause is batched more on a slower host, so the write row counts speed as
 //! much as work (BENCHMARKS.md, issue 28, session 33).
 //! `TESSERA_BENCH_BINARY=path` serves with another `tessera` binary (an earlier build, to
-//! compare two in one sitting).
+//! compare two in one sitting); with `TESSERA_BENCH_LOGS_ONLY=1` only the logs-only host is
+//! measured (what two builds' defaults cost).
 
 #[path = "../../tests/it/components.rs"]
 mod components;
@@ -97,6 +98,16 @@ impl Telemetry {
         Self::TracesOneInTen,
         Self::TracesOneInAHundred,
     ];
+
+    /// The hosts this run measures: every one, or the logs-only host alone
+    /// (`TESSERA_BENCH_LOGS_ONLY=1`).
+    fn measured() -> &'static [Self] {
+        if std::env::var("TESSERA_BENCH_LOGS_ONLY").is_ok_and(|value| value == "1") {
+            &Self::ALL[..1]
+        } else {
+            &Self::ALL
+        }
+    }
 
     fn name(self) -> &'static str {
         match self {
@@ -534,7 +545,7 @@ async fn count_instructions() -> anyhow::Result<()> {
     std::fs::create_dir_all(&directory)?;
     let counter = Arc::new(AtomicU64::new(0));
     let mut per_request = Vec::new();
-    for telemetry in Telemetry::ALL {
+    for &telemetry in Telemetry::measured() {
         let host = start_host(telemetry, Some(&directory)).await?;
         let pid = host.child.id();
         let mut counts = [0.0; 2];
@@ -565,11 +576,11 @@ async fn count_instructions() -> anyhow::Result<()> {
         directory.display()
     );
     print!("\nInstructions per request (callgrind; the cost against logs only):\n\n| workload |");
-    for telemetry in Telemetry::ALL {
+    for telemetry in Telemetry::measured() {
         print!(" {} |", telemetry.name());
     }
     println!();
-    println!("|---|{}", "---|".repeat(Telemetry::ALL.len()));
+    println!("|---|{}", "---|".repeat(Telemetry::measured().len()));
     for (slot, workload) in Workload::ALL.into_iter().enumerate() {
         print!(
             "| {} ({} requests) |",
@@ -595,8 +606,8 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("TESSERA_BENCH_CALLGRIND").is_ok_and(|value| value == "1") {
         return count_instructions().await;
     }
-    let mut hosts = Vec::with_capacity(Telemetry::ALL.len());
-    for telemetry in Telemetry::ALL {
+    let mut hosts = Vec::with_capacity(Telemetry::measured().len());
+    for &telemetry in Telemetry::measured() {
         hosts.push(start_host(telemetry, None).await?);
     }
     // A scraper per metrics host, as Prometheus would be, once a second throughout.
