@@ -465,22 +465,43 @@ fn drop_secrets(value: &mut Value, dropped: &mut Vec<String>) {
     }
 }
 
-/// The row an entry becomes: normalized, secrets dropped.
-fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
-    let mut details = match &entry.details {
+/// `details` as stored: a JSON object (`null` is `{}`, anything else `{"value": …}`) without
+/// the keys naming secrets (a warning names the dropped keys), serialized.
+fn stored_details(details: &Value, event: &str) -> anyhow::Result<String> {
+    let mut details = match details {
         Value::Null => Value::Object(Map::new()),
-        Value::Object(_) => entry.details.clone(),
+        Value::Object(_) => details.clone(),
         other => serde_json::json!({ "value": other }),
     };
     let mut dropped = Vec::new();
     drop_secrets(&mut details, &mut dropped);
     if !dropped.is_empty() {
         tracing::warn!(
-            event = entry.event.as_str(),
+            event,
             keys = ?dropped,
             "audit details named secrets; they were not stored"
         );
     }
+    serde_json::to_string(&details).context("serializing audit details")
+}
+
+/// The client IP and correlation id of `origin` as stored (IPv4-mapped addresses as IPv4,
+/// malformed correlation ids not at all).
+fn stored_origin(
+    client_ip: Option<IpAddr>,
+    correlation_id: Option<&String>,
+) -> (Option<String>, Option<String>) {
+    (
+        client_ip.map(|ip| ip.to_canonical().to_string()),
+        correlation_id
+            .filter(|id| is_well_formed_correlation_id(id))
+            .cloned(),
+    )
+}
+
+/// The row an entry becomes: normalized, secrets dropped.
+fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
+    let (client_ip, correlation_id) = stored_origin(entry.client_ip, entry.correlation_id.as_ref());
     let non_empty = |value: &Option<String>| {
         value
             .as_deref()
@@ -499,12 +520,9 @@ fn stored_row(entry: &AuditEntry) -> anyhow::Result<NewAuditRow> {
             .as_deref()
             .map(normalize_email)
             .filter(|login| is_valid_email(login)),
-        client_ip: entry.client_ip.map(|ip| ip.to_canonical().to_string()),
-        correlation_id: entry
-            .correlation_id
-            .clone()
-            .filter(|id| is_well_formed_correlation_id(id)),
-        details: serde_json::to_string(&details).context("serializing audit details")?,
+        client_ip,
+        correlation_id,
+        details: stored_details(&entry.details, entry.event.as_str())?,
         created_at: time::now(),
     })
 }
@@ -593,13 +611,8 @@ pub struct EngineAuditEntry {
 /// Records an engine's audited operation inside the caller's transaction (the batch writer's,
 /// with the call's unit of work).
 pub async fn record_engine_in(tx: &mut Tx, entry: &EngineAuditEntry) -> anyhow::Result<()> {
-    let mut details = match &entry.details {
-        Value::Object(_) => entry.details.clone(),
-        Value::Null => Value::Object(Map::new()),
-        other => serde_json::json!({ "value": other }),
-    };
-    let mut dropped = Vec::new();
-    drop_secrets(&mut details, &mut dropped);
+    let (client_ip, correlation_id) =
+        stored_origin(entry.origin.client_ip, entry.origin.correlation_id.as_ref());
     let row = NewAuditRow {
         id: uuid::Uuid::new_v4().to_string(),
         tenant_id: Some(entry.tenant_id.clone()),
@@ -607,16 +620,9 @@ pub async fn record_engine_in(tx: &mut Tx, entry: &EngineAuditEntry) -> anyhow::
         event: entry.event.clone(),
         engine_code: Some(entry.engine_code.clone()),
         login: None,
-        client_ip: entry
-            .origin
-            .client_ip
-            .map(|ip| ip.to_canonical().to_string()),
-        correlation_id: entry
-            .origin
-            .correlation_id
-            .clone()
-            .filter(|id| is_well_formed_correlation_id(id)),
-        details: serde_json::to_string(&details).context("serializing audit details")?,
+        client_ip,
+        correlation_id,
+        details: stored_details(&entry.details, &entry.event)?,
         created_at: time::now(),
     };
     store::insert_in(tx, &row).await

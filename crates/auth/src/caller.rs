@@ -33,18 +33,8 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AuthState::from_ref(state);
-        let token = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                value
-                    .strip_prefix("Bearer ")
-                    .or_else(|| value.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|token| !token.is_empty())
-            .ok_or(ApiError::Unauthenticated)?;
+        let token =
+            tessera_http::extract::bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
         let claims = state
             .access_tokens
             .verify(token)

@@ -111,6 +111,21 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
     }
 }
 
+/// The token of `Authorization: Bearer <token>` (scheme `Bearer` or `bearer`), trimmed; `None`
+/// without one. Not verified: the `Caller` extractor verifies it, and what only needs to know
+/// whose request it is (usage metering) asks the verified-token cache.
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

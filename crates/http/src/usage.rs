@@ -25,7 +25,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -182,16 +182,7 @@ fn limit_of_status(status: StatusCode) -> Option<&'static str> {
 
 /// Middleware: counts each answered request for the tenant of its (recently verified) bearer.
 pub async fn meter(State(metering): State<Metering>, request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-        })
-        .map(str::to_owned);
+    let token = crate::extract::bearer_token(request.headers()).map(str::to_owned);
     let response = next.run(request).await;
     let Some(token) = token else {
         return response;
