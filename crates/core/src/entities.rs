@@ -8,6 +8,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+/// What entities can be sorted by (the store orders by it).
+pub use crate::store::entities::EntitySort;
 use crate::store::entities::{self as store, EntityRow, EntityWrite};
 use tessera_http::paging::OffsetPage;
 use tessera_storage::{Database, Tx};
@@ -37,13 +39,6 @@ fn entity_of(row: EntityRow) -> anyhow::Result<Entity> {
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
-}
-
-/// What entities can be sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntitySort {
-    CreatedAt,
-    UpdatedAt,
 }
 
 /// A tenant's entity.

@@ -4,6 +4,8 @@
 
 use anyhow::Context as _;
 
+/// What families can be sorted by (the store orders by it).
+pub use crate::store::families::FamilySort;
 use crate::store::families::{self as store, FamilyInsert, FamilyRow};
 use tessera_http::paging::OffsetPage;
 use tessera_storage::{Database, Tx, time};
@@ -71,19 +73,11 @@ pub struct Family {
 }
 
 /// An item of `GET /core/api/v1/families`.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct FamilyItem {
     pub id: String,
     pub code: String,
     pub label: String,
-}
-
-/// What families can be sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FamilySort {
-    Code,
-    Label,
-    CreatedAt,
 }
 
 /// One page of a tenant's families, and the total.
@@ -95,7 +89,11 @@ pub async fn list(
     page: &OffsetPage,
 ) -> anyhow::Result<(Vec<FamilyItem>, u64)> {
     let total = store::count(database, tenant_id).await?;
-    let items = store::page(database, tenant_id, sort, descending, page).await?;
+    let items = store::page(database, tenant_id, sort, descending, page)
+        .await?
+        .into_iter()
+        .map(|(id, code, label)| FamilyItem { id, code, label })
+        .collect();
     Ok((items, u64::try_from(total).unwrap_or(0)))
 }
 

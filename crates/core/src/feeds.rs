@@ -32,18 +32,39 @@ pub struct TimelineItem {
 }
 
 /// An inbox item.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct InboxItem {
     pub id: String,
     /// `entity.assigned` or `notification`.
     #[serde(rename = "type")]
-    #[sqlx(rename = "item_type")]
     pub kind: String,
     pub title: String,
     pub entity_id: Option<String>,
     pub created_at: String,
     /// Null until marked read.
     pub read_at: Option<String>,
+}
+
+/// The item of a stored row, and its position.
+fn inbox_item_of(row: InboxRow) -> (i64, InboxItem) {
+    let InboxRow {
+        position,
+        id,
+        item_type,
+        title,
+        entity_id,
+        created_at,
+        read_at,
+    } = row;
+    let item = InboxItem {
+        id,
+        kind: item_type,
+        title,
+        entity_id,
+        created_at,
+        read_at,
+    };
+    (position, item)
 }
 
 /// A page of the tenant's timeline (optionally of one entity) with each item's sequence.
@@ -84,10 +105,7 @@ pub async fn inbox(
     descending: bool,
 ) -> anyhow::Result<Vec<(i64, InboxItem)>> {
     let rows = store::inbox(database, tenant_id, recipient_id, page, descending).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| (row.position, row.item))
-        .collect())
+    Ok(rows.into_iter().map(inbox_item_of).collect())
 }
 
 /// Marks one of the recipient's items read (keeping the first read time) and records it in
@@ -102,7 +120,7 @@ pub async fn mark_read(
 ) -> anyhow::Result<Option<InboxItem>> {
     let mut tx = database.begin().await?;
     let row = store::lock_inbox_item(&mut tx, tenant_id, recipient_id, item_id).await?;
-    let Some(InboxRow { mut item, .. }) = row else {
+    let Some((_, mut item)) = row.map(inbox_item_of) else {
         tx.rollback().await?;
         return Ok(None);
     };

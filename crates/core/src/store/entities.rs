@@ -6,7 +6,6 @@
 
 use anyhow::Context as _;
 
-use crate::entities::EntitySort;
 use tessera_http::paging::OffsetPage;
 use tessera_storage::compact::{IdText, StoredId, StoredTime, TimeText};
 use tessera_storage::{Database, DatabaseKind, Tx};
@@ -49,6 +48,13 @@ pub(crate) struct EntityWrite<'a> {
     pub created_by: &'a str,
     pub created_at: &'a str,
     pub updated_at: &'a str,
+}
+
+/// What entities can be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntitySort {
+    CreatedAt,
+    UpdatedAt,
 }
 
 const COLUMNS: &str = "id, family_code, fields, status, created_at, updated_at";

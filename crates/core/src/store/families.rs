@@ -3,13 +3,23 @@
 
 use anyhow::Context as _;
 
-use crate::families::{FamilyItem, FamilySort};
 use tessera_http::paging::OffsetPage;
 use tessera_storage::{Database, Tx};
 use tessera_storage::{on_pool, on_tx};
 
 /// A family row: id, code, label, statuses (a JSON array) and creation time.
 pub(crate) type FamilyRow = (String, String, String, String, String);
+
+/// A family row of a page: id, code and label.
+pub(crate) type FamilyItemRow = (String, String, String);
+
+/// What families can be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FamilySort {
+    Code,
+    Label,
+    CreatedAt,
+}
 
 /// A family to insert; `statuses` is a JSON array.
 pub(crate) struct FamilyInsert<'a> {
@@ -88,7 +98,7 @@ pub(crate) async fn page(
     sort: FamilySort,
     descending: bool,
     page: &OffsetPage,
-) -> anyhow::Result<Vec<FamilyItem>> {
+) -> anyhow::Result<Vec<FamilyItemRow>> {
     let order = if descending { "DESC" } else { "ASC" };
     // The column and direction come from enums, never from the request text.
     let sql = format!(
@@ -96,7 +106,7 @@ pub(crate) async fn page(
          ORDER BY {} {order}, id {order} LIMIT $2 OFFSET $3",
         sort_column(sort)
     );
-    on_pool!(database, pool => sqlx::query_as::<_, FamilyItem>(sqlx::AssertSqlSafe(sql.clone()))
+    on_pool!(database, pool => sqlx::query_as::<_, FamilyItemRow>(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(page.limit())
         .bind(page.offset())

@@ -5,7 +5,6 @@
 
 use anyhow::Context as _;
 
-use crate::feeds::InboxItem;
 use tessera_http::paging::CursorPage;
 use tessera_storage::{Database, DatabaseKind, Tx};
 use tessera_storage::{on_pool, on_tx};
@@ -22,12 +21,18 @@ pub(crate) type TimelineRow = (
     String,
 );
 
-/// An inbox item with its position.
+/// An inbox item row with its position (`feeds.rs` makes the API's item of it).
 #[derive(sqlx::FromRow)]
 pub(crate) struct InboxRow {
     pub position: i64,
-    #[sqlx(flatten)]
-    pub item: InboxItem,
+    pub id: String,
+    /// `entity.assigned` or `notification`.
+    pub item_type: String,
+    pub title: String,
+    pub entity_id: Option<String>,
+    pub created_at: String,
+    /// Null until marked read.
+    pub read_at: Option<String>,
 }
 
 const INBOX_COLUMNS: &str = "position, id, item_type, title, entity_id, created_at, read_at";
