@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::families::FamilyCache;
-use crate::intentions::{self, IntentionError, Prepared, ProcessedIntention, Submitter};
+use crate::intention_batch::{self, IntentionError, Prepared, ProcessedIntention, Submitter};
 use crate::projections::signal::EventSignal;
 use tessera_storage::Database;
 
@@ -137,7 +137,7 @@ async fn write(
     work: &[(Submitter, Prepared)],
 ) -> anyhow::Result<Vec<Result<ProcessedIntention, IntentionError>>> {
     let mut tx = database.begin().await?;
-    let outcomes = intentions::apply_batch(&mut tx, work)
+    let outcomes = intention_batch::apply_batch(&mut tx, work)
         .await
         .context("writing a batch of intentions")?;
     tx.commit().await?;

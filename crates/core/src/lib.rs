@@ -9,6 +9,7 @@ pub mod events;
 pub mod families;
 pub mod feeds;
 pub mod health;
+mod intention_batch;
 pub mod intention_writer;
 pub mod intentions;
 pub mod projections;
