@@ -8,6 +8,7 @@ use tessera_storage::Database;
 use tessera_storage::cache::Cache;
 
 use crate::intention_writer::IntentionWriter;
+use crate::projections::ProjectionWorkerInputs;
 use crate::projections::bus_relay::EventSink;
 use crate::projections::signal::EventSignal;
 use crate::projections::worker::ProjectionConfig;
@@ -29,6 +30,20 @@ impl std::ops::Deref for CoreState {
 
     fn deref(&self) -> &CoreServices {
         &self.0
+    }
+}
+
+/// What the projection workers take of the core service.
+impl From<&CoreState> for ProjectionWorkerInputs {
+    fn from(state: &CoreState) -> Self {
+        Self {
+            database: state.database.clone(),
+            event_signal: state.event_signal.clone(),
+            workers: state.workers.clone(),
+            config: state.projections.clone(),
+            chain_write_budget: state.workflows.chain_write_budget,
+            event_sink: state.event_sink.clone(),
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::events::StoredEvent;
-use crate::projections::Projection;
+use crate::projections::projection::Projection;
 use tessera_storage::Tx;
 
 /// Where the relay hands the log's events: the engines' event bus, which the app wires in

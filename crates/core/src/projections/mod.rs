@@ -6,17 +6,25 @@
 
 pub mod bus_relay;
 pub mod log_cache;
+pub(crate) mod projection;
 pub mod projector;
 pub mod signal;
 pub mod stats;
 mod store;
 pub mod worker;
 
-use std::future::Future;
+pub use projection::Projection;
 
-use crate::events::StoredEvent;
+use std::sync::Arc;
+
+use crate::search::SearchProjection;
+use crate::workers::WorkerRegistry;
+use crate::workflows::runner::WorkflowRunner;
+use bus_relay::EventSink;
+use signal::EventSignal;
 use tessera_http::backpressure::BacklogSample;
-use tessera_storage::{Database, Tx};
+use tessera_storage::Database;
+use worker::ProjectionConfig;
 
 /// The events the slowest projection has not applied yet (counted up to `cap`) and how long
 /// the first of them has waited: the projections' part of the platform's backlog.
@@ -45,72 +53,61 @@ pub async fn backlog_by_tenant(
         .collect())
 }
 
-/// A consumer of the event log with its own checkpoint.
-pub trait Projection: Send + Sync + 'static {
-    /// The checkpoint row, the worker slot in extended health and the metrics key:
-    /// `projector`, `search`, `workflow` or `bus`.
-    fn name(&self) -> &'static str;
-
-    /// Applies `events` (in log order, all after the checkpoint) inside `tx`; the worker
-    /// moves the checkpoint in the same transaction. An error rolls the whole batch back.
-    fn apply<'a>(
-        &'a self,
-        tx: &'a mut Tx,
-        events: &'a [StoredEvent],
-    ) -> impl Future<Output = anyhow::Result<()>> + Send + 'a;
-
-    /// Deletes everything the projection wrote, for `tessera admin rebuild-projections`.
-    /// `Ok(false)` when the projection is not a read model and must not be replayed (the
-    /// workflow worker: replaying it would run actions again).
-    fn reset<'a>(
-        &'a self,
-        tx: &'a mut Tx,
-    ) -> impl Future<Output = anyhow::Result<bool>> + Send + 'a;
-
-    /// Called after a batch's transaction committed (the bus relay wakes the work worker).
-    fn committed(&self) {}
+/// What the projection workers need of the core service: its database, the append signal that
+/// wakes them, the registry they report to, their settings, the workflow runner's write budget
+/// and where the bus relay publishes. The core state gives it (`From<&CoreState>`).
+#[derive(Clone)]
+pub struct ProjectionWorkerInputs {
+    pub database: Database,
+    pub event_signal: EventSignal,
+    pub workers: WorkerRegistry,
+    pub config: ProjectionConfig,
+    /// Intentions a workflow chain may execute (`WorkflowLimits::chain_write_budget`).
+    pub chain_write_budget: u32,
+    pub event_sink: Arc<dyn EventSink>,
 }
 
 /// Starts this host's projection workers (unless configured off) and, on PostgreSQL, the
 /// relay of append notifications between hosts.
 pub fn spawn_workers(
-    state: &crate::state::CoreState,
+    inputs: impl Into<ProjectionWorkerInputs>,
     background: &tokio_util::task::TaskTracker,
     shutdown: &tokio_util::sync::CancellationToken,
 ) {
-    let config = state.projections.clone();
+    let inputs = inputs.into();
+    let config = inputs.config.clone();
     if !config.run_workers {
         tracing::info!("projection workers are off in this host (TESSERA_PROJECTION_WORKERS)");
         return;
     }
     background.spawn(
-        state
+        inputs
             .event_signal
             .clone()
-            .run_postgres_relay(state.database.clone(), shutdown.clone()),
+            .run_postgres_relay(inputs.database.clone(), shutdown.clone()),
     );
     // One cache of recently read log stretches for the host's workers (used on SQLite).
     let log_cache = log_cache::LogCache::default();
     macro_rules! spawn {
         ($projection:expr) => {
             background.spawn(worker::run(
-                state.database.clone(),
+                inputs.database.clone(),
                 log_cache.clone(),
-                std::sync::Arc::new($projection),
-                state.event_signal.clone(),
-                state.workers.clone(),
+                Arc::new($projection),
+                inputs.event_signal.clone(),
+                inputs.workers.clone(),
                 config.clone(),
                 shutdown.clone(),
             ))
         };
     }
     spawn!(projector::Projector);
-    spawn!(crate::search::SearchProjection);
-    spawn!(crate::workflows::runner::WorkflowRunner {
-        chain_write_budget: state.workflows.chain_write_budget,
+    spawn!(SearchProjection);
+    spawn!(WorkflowRunner {
+        chain_write_budget: inputs.chain_write_budget,
     });
     spawn!(bus_relay::BusRelay {
-        sink: state.event_sink.clone(),
+        sink: inputs.event_sink.clone(),
     });
 }
 
@@ -131,7 +128,7 @@ pub async fn rebuild(
 ) -> anyhow::Result<Vec<RebuildReport>> {
     let mut reports = Vec::new();
     reports.extend(rebuild_one(database, &projector::Projector, batch_size).await?);
-    reports.extend(rebuild_one(database, &crate::search::SearchProjection, batch_size).await?);
+    reports.extend(rebuild_one(database, &SearchProjection, batch_size).await?);
     // Not the workflow runner: it is no read model, and replaying it would run actions again.
     Ok(reports)
 }

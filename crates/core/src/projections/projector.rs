@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::store::projector::{self as store, InboxInsert};
 use crate::events::StoredEvent;
-use crate::projections::Projection;
+use crate::projections::projection::Projection;
 use tessera_storage::Tx;
 
 /// The entity field whose value names the person an entity is assigned to.

@@ -20,10 +20,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use super::Projection;
 use super::log_cache::{EventBatch, LogCache};
+use super::projection::Projection;
 use super::signal::EventSignal;
 use super::store::checkpoints::{self, CheckpointRow};
+/// A position in the log's reading order (the log store reads by it).
+pub use super::store::log::LogPosition;
 use super::store::{log, stats};
 use crate::events::StoredEvent;
 use crate::workers::WorkerRegistry;
@@ -56,22 +58,6 @@ impl Default for ProjectionConfig {
             idle_poll: Duration::from_secs(1),
             batch_interval: Duration::from_millis(100),
             degraded_lag: crate::workers::DEGRADED_LAG,
-        }
-    }
-}
-
-/// A position in the log's reading order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct LogPosition {
-    pub transaction_id: i64,
-    pub position: i64,
-}
-
-impl LogPosition {
-    pub fn of(event: &StoredEvent) -> Self {
-        Self {
-            transaction_id: event.transaction_id,
-            position: event.position,
         }
     }
 }

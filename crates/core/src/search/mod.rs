@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::events::{DomainEvent, StoredEvent};
-use crate::projections::Projection;
+use crate::projections::projection::Projection;
 use crate::state::CoreState;
 use query::{TenantKey, Term};
 use tessera_storage::{Database, Pool, Tx, TxInner};

@@ -40,7 +40,7 @@ use super::templates::{self, Context};
 use crate::events::{self, AppendGroup, EntityState, EventContext, NewEvent, StoredEvent};
 use crate::families;
 use crate::intentions::{self, Intention, IntentionError, Prepared, Submitter};
-use crate::projections::Projection;
+use crate::projections::projection::Projection;
 use tessera_storage::{Tx, time};
 
 /// Events at this depth (three workflow hops from a person's intention) trigger nothing:

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 
-use crate::projections::worker::LogPosition;
+use super::log::LogPosition;
 use tessera_storage::{Database, Tx};
 use tessera_storage::{on_pool, on_tx};
 

@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use sqlx::PgPool;
 
 use crate::events::StoredEvent;
-use crate::projections::worker::LogPosition;
 use tessera_storage::{Database, Tx};
 use tessera_storage::{on_pool, on_tx};
 
@@ -16,6 +15,22 @@ const STORED_EVENT_COLUMNS: &str =
     "position, transaction_id, id, tenant_id, sequence, event_type, entity_id,
      intention_id, actor_id, correlation_id, depth, data, occurred_at, entity_state, traceparent,
      group_offset";
+
+/// A position in the log's reading order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct LogPosition {
+    pub transaction_id: i64,
+    pub position: i64,
+}
+
+impl LogPosition {
+    pub fn of(event: &StoredEvent) -> Self {
+        Self {
+            transaction_id: event.transaction_id,
+            position: event.position,
+        }
+    }
+}
 
 /// PostgreSQL: the occurrence time of the first event after `after` in reading order,
 /// committed or not yet safe to read.
