@@ -20,7 +20,7 @@ mod store;
 pub mod workers;
 pub mod workflows;
 
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 pub use crate::state::{CoreServices, CoreState};
 
@@ -31,9 +31,7 @@ where
     tessera_auth::AuthState: axum::extract::FromRef<S>,
 {
     OpenApiRouter::new()
-        .routes(routes!(health::health))
-        .routes(routes!(health::extended_health))
         .merge(routes::router())
-        .merge(search::router())
-        .merge(workflows::router())
+        .merge(search::routes::router())
+        .merge(workflows::routes::router())
 }

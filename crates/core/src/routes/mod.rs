@@ -1,12 +1,15 @@
-//! The core service's HTTP resources, one router per resource merged here.
+//! The core service's HTTP resources, one router per resource merged here (health's two
+//! endpoints directly).
 
 mod entities;
 mod families;
 mod feeds;
+mod health;
 mod intentions;
 mod metrics;
 
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::CoreState;
 
@@ -17,6 +20,8 @@ where
     tessera_auth::AuthState: axum::extract::FromRef<S>,
 {
     OpenApiRouter::new()
+        .routes(routes!(health::health))
+        .routes(routes!(health::extended_health))
         .merge(families::router())
         .merge(intentions::router())
         .merge(entities::router())

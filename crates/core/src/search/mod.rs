@@ -24,7 +24,7 @@
 pub mod highlight;
 mod postgres;
 pub mod query;
-mod routes;
+pub(crate) mod routes;
 mod sqlite;
 mod store;
 
@@ -36,11 +36,9 @@ use std::future::Future;
 
 use anyhow::Context as _;
 use serde_json::{Map, Value};
-use utoipa_axum::router::OpenApiRouter;
 
 use crate::events::{DomainEvent, StoredEvent};
 use crate::projections::projection::Projection;
-use crate::state::CoreState;
 use query::{TenantKey, Term};
 use tessera_storage::{Database, Pool, Tx, TxInner};
 
@@ -79,16 +77,6 @@ pub async fn erase_tenant(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<u64> {
         TxInner::Sqlite(conn) => SqliteIndex::erase_tenant(conn, tenant_id).await,
         TxInner::Postgres(conn) => PostgresIndex::erase_tenant(conn, tenant_id).await,
     }
-}
-
-/// `GET /core/api/v1/search`.
-pub fn router<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    CoreState: axum::extract::FromRef<S>,
-    tessera_auth::AuthState: axum::extract::FromRef<S>,
-{
-    routes::router()
 }
 
 /// An entity as the index holds it.

@@ -25,7 +25,8 @@ pub const DEFAULT_SEARCH_PAGE_SIZE: u32 = 20;
 /// Longest `q`, in characters.
 pub const MAX_QUERY_CHARS: usize = 1000;
 
-pub(super) fn router<S>() -> OpenApiRouter<S>
+/// `GET /core/api/v1/search`.
+pub(crate) fn router<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     CoreState: axum::extract::FromRef<S>,

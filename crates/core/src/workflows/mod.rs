@@ -6,15 +6,11 @@
 
 pub mod conditions;
 pub mod definition;
-mod routes;
+pub(crate) mod routes;
 pub mod runner;
 mod schema;
 pub mod store;
 pub mod templates;
-
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::state::CoreState;
 
 /// What an operator bounds about workflows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,14 +31,4 @@ impl Default for WorkflowLimits {
             chain_write_budget: 100,
         }
     }
-}
-
-/// `/core/api/v1/workflows…`.
-pub fn router<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    CoreState: axum::extract::FromRef<S>,
-    tessera_auth::AuthState: axum::extract::FromRef<S>,
-{
-    routes::router()
 }

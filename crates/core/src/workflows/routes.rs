@@ -20,7 +20,8 @@ use tessera_http::extract::{ApiJson, ApiQuery, NoQuery};
 use tessera_http::paging::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, OffsetMeta, OffsetPage};
 use tessera_http::{ApiError, ApiResult};
 
-pub fn router<S>() -> OpenApiRouter<S>
+/// `/core/api/v1/workflows…`.
+pub(crate) fn router<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     CoreState: axum::extract::FromRef<S>,
