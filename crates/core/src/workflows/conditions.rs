@@ -6,42 +6,14 @@
 //! objects by JSON equality. A field the entity does not have (absent, or `null`) never
 //! matches a comparison by accident: only `is_empty` and `changed` can hold for it.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::workflows::definition::{Condition, Operator};
-
-/// The entity a workflow run is about, after the change that triggered it.
-#[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
-    pub entity_id: &'a str,
-    /// The user who created the entity.
-    pub owner_id: Option<&'a str>,
-    pub status: Option<&'a str>,
-    pub fields: &'a Map<String, Value>,
-    /// The field codes the triggering intention set or changed.
-    pub changed: &'a BTreeSet<String>,
-}
-
-impl<'a> Subject<'a> {
-    /// The value a condition on `field` looks at: the entity's field of that code or, when the
-    /// entity has no such field, its status for `status`. `None` when there is no value
-    /// (absent, or `null`).
-    pub fn value(&self, field: &str) -> Option<Cow<'a, Value>> {
-        match self.fields.get(field) {
-            Some(Value::Null) => None,
-            Some(value) => Some(Cow::Borrowed(value)),
-            None if field == "status" => self
-                .status
-                .map(|status| Cow::Owned(Value::String(status.to_owned()))),
-            None => None,
-        }
-    }
-}
+/// The entity a run is about, which conditions are checked against.
+pub use crate::workflows::subject::Subject;
 
 /// Whether every condition holds (an empty list does).
 pub fn all_hold(conditions: &[Condition], subject: &Subject) -> bool {
@@ -224,7 +196,9 @@ impl Numeric {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use std::collections::BTreeSet;
+
+    use serde_json::{Map, json};
 
     use super::*;
 

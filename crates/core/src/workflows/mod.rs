@@ -1,8 +1,8 @@
 //! Workflows: event-driven automations of a tenant. Definitions and their validation
-//! (`definition.rs`), condition evaluation (`conditions.rs`), value templates
-//! (`templates.rs`), storage of workflows and runs (`store.rs`), the HTTP endpoints
-//! (`routes.rs`) with the documented shape of their bodies (`schema.rs`) and the runner the
-//! `workflow` worker drives (`runner.rs`).
+//! (`definition.rs`), condition evaluation (`conditions.rs`) and value templates
+//! (`templates.rs`) over the entity a run is about (`subject.rs`), storage of workflows and
+//! runs (`store.rs`), the HTTP endpoints (`routes.rs`) with the documented shape of their
+//! bodies (`schema.rs`) and the runner the `workflow` worker drives (`runner.rs`).
 
 pub mod conditions;
 pub mod definition;
@@ -10,6 +10,7 @@ pub(crate) mod routes;
 pub mod runner;
 mod schema;
 pub mod store;
+pub(crate) mod subject;
 pub mod templates;
 
 /// What an operator bounds about workflows.

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::intentions::is_field_code;
-use crate::workflows::conditions::Subject;
+use crate::workflows::subject::Subject;
 
 /// What opens a placeholder.
 const OPENER: &str = "{{";
