@@ -55,7 +55,7 @@ pub async fn backlog_by_tenant(
 
 /// What the projection workers need of the core service: its database, the append signal that
 /// wakes them, the registry they report to, their settings, the workflow runner's write budget
-/// and where the bus relay publishes. The core state gives it (`From<&CoreState>`).
+/// and where the bus relay publishes. The core state gives it (`state.rs`).
 #[derive(Clone)]
 pub struct ProjectionWorkerInputs {
     pub database: Database,

@@ -210,9 +210,13 @@ impl FullTextIndex for SqliteIndex {
             store::add_words(conn, chunk).await?;
         }
         for chunk in documents.chunks(CHUNK) {
-            let rows: Vec<(&Document, String)> = chunk
+            let rows: Vec<store::DocumentWrite<'_>> = chunk
                 .iter()
-                .map(|document| (document, Value::Object(document.fields.clone()).to_string()))
+                .map(|document| store::DocumentWrite {
+                    entity_id: &document.entity_id,
+                    family_code: &document.family_code,
+                    fields: Value::Object(document.fields.clone()).to_string(),
+                })
                 .collect();
             let ids = store::upsert_documents(conn, key.number, &rows).await?;
             let by_entity: std::collections::HashMap<&str, &Document> = chunk

@@ -15,6 +15,38 @@ use tessera_storage::on_tx;
 pub(crate) const TENANT_NUMBER: &str =
     "(SELECT tenant_number FROM event_sequences WHERE tenant_id = $1)";
 
+/// An event as stored in the log, in the order projections read it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredEvent {
+    /// Global insertion position (not commit order on PostgreSQL; see `transaction_id`).
+    pub position: i64,
+    /// The appending transaction's id on PostgreSQL; 0 on SQLite.
+    pub transaction_id: i64,
+    pub id: String,
+    pub tenant_id: String,
+    pub sequence: i64,
+    pub event_type: String,
+    pub entity_id: Option<String>,
+    pub intention_id: Option<String>,
+    pub actor_id: Option<String>,
+    pub correlation_id: Option<String>,
+    pub depth: i64,
+    /// JSON object text: the fields beyond type, entity id and timestamp.
+    pub data: String,
+    pub occurred_at: String,
+    /// [`crate::events::EntityState`] JSON on the first event of an intention.
+    pub entity_state: Option<String>,
+    /// The trace its intention was submitted in
+    /// ([`crate::events::EventContext::traceparent`]); read as
+    /// `None` where a query leaves it out (logs from before migration 21).
+    #[sqlx(default)]
+    pub traceparent: Option<String>,
+    /// The event's place among its intention's events (0: the first); read as 0 where a query
+    /// leaves it out.
+    #[sqlx(default)]
+    pub group_offset: i64,
+}
+
 /// What a group of events shares, stored once: the group is found by its tenant's number and
 /// its first event's sequence.
 pub(crate) struct GroupInsert<'a> {

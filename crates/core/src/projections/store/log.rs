@@ -6,7 +6,7 @@
 use anyhow::Context as _;
 use sqlx::PgPool;
 
-use crate::events::StoredEvent;
+use crate::store::events::StoredEvent;
 use tessera_storage::{Database, Tx};
 use tessera_storage::{on_pool, on_tx};
 

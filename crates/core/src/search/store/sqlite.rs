@@ -8,8 +8,6 @@ use anyhow::Context as _;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use tessera_storage::compact::{IdText, StoredId};
 
-use crate::search::Document;
-
 /// A stored document: entity id, family code and fields (JSON object text). Entity ids are
 /// stored compact (`tessera_storage::compact`) and read back as text.
 pub(crate) type DocumentRow = (IdText, String, String);
@@ -70,22 +68,28 @@ pub(crate) async fn load(
     Ok(rows)
 }
 
-/// Inserts or replaces the documents of the tenant with key `tenant_key` (each with its
-/// fields as JSON object text) in one statement; returns each stored document's rowid and
-/// entity id.
+/// A document to insert or replace; `fields` is JSON object text.
+pub(crate) struct DocumentWrite<'a> {
+    pub entity_id: &'a str,
+    pub family_code: &'a str,
+    pub fields: String,
+}
+
+/// Inserts or replaces the documents of the tenant with key `tenant_key` in one statement;
+/// returns each stored document's rowid and entity id.
 pub(crate) async fn upsert_documents(
     conn: &mut SqliteConnection,
     tenant_key: i64,
-    rows: &[(&Document, String)],
+    rows: &[DocumentWrite<'_>],
 ) -> anyhow::Result<Vec<(i64, IdText)>> {
     let mut upsert = QueryBuilder::<Sqlite>::new(
         "INSERT INTO search_documents (tenant_key, entity_id, family_code, fields) ",
     );
-    upsert.push_values(rows, |mut row, (document, fields)| {
+    upsert.push_values(rows, |mut row, document| {
         row.push_bind(tenant_key)
-            .push_bind(StoredId(&document.entity_id))
-            .push_bind(&document.family_code)
-            .push_bind(fields);
+            .push_bind(StoredId(document.entity_id))
+            .push_bind(document.family_code)
+            .push_bind(&document.fields);
     });
     upsert.push(
         " ON CONFLICT (tenant_key, entity_id) DO UPDATE SET
