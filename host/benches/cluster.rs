@@ -1,4 +1,4 @@
-//! A cluster on one PostgreSQL (issue 30), measured as deployed: `tessera serve` (this
+//! A cluster on one PostgreSQL, measured as deployed: `tessera serve` (this
 //! package's release binary) as child processes on one fresh PostgreSQL database, each host
 //! with its own data dir and the seven engines, 32 clients over real HTTP spread evenly over
 //! the hosts running. With one host, then two, then three (started in turn, all in one run):

@@ -1,4 +1,4 @@
-//! The engine author's dev loop (issue 26): change-to-served latency of `cargo xtask dev`. A
+//! The engine author's dev loop: change-to-served latency of `cargo xtask dev`. A
 //! standalone engine crate (`new-engine --path`) is built by the loop into a running host's
 //! plugins dir; then, several times, its source changes and the clock runs until the host
 //! answers the route with the change. Reported: the median, fastest and slowest

@@ -1,4 +1,4 @@
-//! What metrics and traces cost (issue 28), measured as deployed: `tessera serve` (this
+//! What metrics and traces cost, measured as deployed: `tessera serve` (this
 //! package's release binary) as child processes, each on its own SQLite data dir with the seven
 //! engines and `echo` loaded, logging JSON lines at info to a pipe the benchmark drains (as
 //! journald or a container runtime would). The hosts differ only in their environment:
@@ -26,7 +26,7 @@
 //! about ten minutes): the figure this machine's noise moves least. Under valgrind SHA-256 runs
 //! its portable code (no SHA extensions), so the counted base is larger than the native one;
 //! and the work writes cause is batched more on a slower host, so the write row counts speed as
-//! much as work (BENCHMARKS.md, issue 28, session 33).
+//! much as work: its count says little about tracing's share, the engine route's does.
 //! `TESSERA_BENCH_BINARY=path` serves with another `tessera` binary (an earlier build, to
 //! compare two in one sitting); with `TESSERA_BENCH_LOGS_ONLY=1` only the logs-only host is
 //! measured (what two builds' defaults cost).
@@ -554,8 +554,8 @@ async fn count_instructions() -> anyhow::Result<()> {
             // The work the warm-up left (the core's projections and deliveries) is done before
             // counting starts, and the counted requests' own before it ends. The warm-up is
             // long enough for each pool connection to have prepared the statements it runs
-            // (a first preparation costs up to 330,000 instructions, and 34 of them fell in a
-            // counted window after a warm-up as long as the window: BENCHMARKS.md, session 38).
+            // (a first preparation costs up to 330,000 instructions, and with a warm-up only as
+            // long as the window 34 of them fell in a counted window).
             fixed_requests(&host, workload, total * WARM_UP_TIMES, &counter).await?;
             settled(&host).await?;
             let before = dumped_instructions(&directory, pid)?;

@@ -1,4 +1,4 @@
-//! Engines in Rust, Python and JavaScript side by side (issue 27): the Rust `notes` engine and
+//! Engines in Rust, Python and JavaScript side by side: the Rust `notes` engine and
 //! the kits' examples `pynotes` (componentize-py) and `jsnotes` (componentize-js), built as the
 //! project builds them, in one host serving all nine engines over real HTTP on loopback
 //! (SQLite). For each: its size, the instance memory it starts with, the host's first load

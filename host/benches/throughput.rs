@@ -1,4 +1,4 @@
-//! Accepted versus processed (issue 32): intentions accepted per second by 16 clients over
+//! Accepted versus processed: intentions accepted per second by 16 clients over
 //! real HTTP against a host serving the seven engines, and entities fully processed per
 //! second: from the first request until every projection applied every event and every engine
 //! delivery and job those events caused completed. On SQLite, and on PostgreSQL when

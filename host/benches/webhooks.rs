@@ -19,8 +19,8 @@
 //!    trusted, keep-alive) to the same receiver: 1 sequential loop, and as many concurrent
 //!    loops sharing one client as the items of engine work the host runs at once
 //!    (`WorkerConfig::default().concurrency`, 64). 1 s warm-up, then the 2xx answers completed
-//!    in a 5 s window. The single loop is the ceiling the target is judged against (the issue's
-//!    "a native reqwest loop"); the concurrent loops, what the receiver takes at most, are
+//!    in a 5 s window. The single loop is the ceiling the target is judged against ("a native
+//!    reqwest loop"); the concurrent loops, what the receiver takes at most, are
 //!    reported beside it.
 //! 2. **Engine deliveries at 1 webhook**: a fresh host with the chat engine; a tenant created
 //!    through `TenancyService` (the orchestrator runs chat's `provision_tenant`), an owner
@@ -55,7 +55,7 @@
 //! `TESSERA_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p tessera-host --bench webhooks`
 //! on a quiet machine; the first run also builds the engines (wasm32-wasip2, release). Most of
 //! the time goes to posting the messages and waiting for the 32,000 deliveries per database:
-//! about two minutes with both databases at the rates of 2026-11-24.
+//! about two minutes with both databases at the rates in BENCHMARKS.md.
 //!
 //! For iterating: `TESSERA_BENCH_ONLY` (a comma list of `sqlite`, `postgres`, `live`, `drain`)
 //! narrows the run, and `TESSERA_BENCH_PERF_DIR` records each drain with `perf record`.

@@ -5,7 +5,7 @@
 //! `tessera_storage::sqlite_backup`) and the service secret that seals what the database
 //! keeps sealed (TOTP secrets, vault data, signing seeds), without which the copy cannot be
 //! used. A restore checks all of it before anything lands in the data dir, and never
-//! overwrites. PostgreSQL is backed up with `pg_dump` (README, "Backup and restore").
+//! overwrites. PostgreSQL is backed up with `pg_dump` (docs/src/operating/backup.md).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -71,7 +71,7 @@ fn sqlite_file(config: &Config, command: &str) -> anyhow::Result<PathBuf> {
     sqlite_backup::database_file(&config.database.url)?.with_context(|| {
         format!(
             "`tessera admin {command}` handles the embedded SQLite database; this one is PostgreSQL: \
-             back it up with pg_dump and keep the service secret with it (README, \"Backup and restore\")"
+             back it up with pg_dump and keep the service secret with it (docs/src/operating/backup.md)"
         )
     })
 }

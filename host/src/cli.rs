@@ -33,7 +33,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve /auth, /core and every engine on one listener. Every setting is a flag, an
     /// environment variable and a key of the --config file (flag, else environment, else file,
-    /// else default; README: Configuration).
+    /// else default; docs/src/operating/configuration.md).
     Serve(ServeCommand),
     /// Administer tenants, users, engines, signing keys and backups (works while a server
     /// runs).
@@ -121,7 +121,7 @@ pub enum AdminCommand {
     /// it. Safe while servers run; the workflow worker is not replayed.
     RebuildProjections,
     /// Write a consistent copy of the embedded (SQLite) database and the service secret to one
-    /// archive (mode 0600) while servers run. PostgreSQL: use pg_dump (README).
+    /// archive (mode 0600) while servers run. PostgreSQL: use pg_dump (docs/src/operating/backup.md).
     Backup {
         /// The archive to create (never overwritten).
         #[arg(long)]

@@ -1,6 +1,6 @@
 //! The Tessera host: one binary serving the authentication service (`/auth`), the core service
 //! (`/core`) and, through the engine runtime, every engine component (`/<engine>/…`).
-//! See ARCHITECTURE.md for the map.
+//! See docs/src/architecture.md for the map.
 
 pub mod app;
 pub mod backup;

@@ -1,6 +1,7 @@
 //! Every setting of the host in one registry: its environment variable, its flag, its key in
 //! the `--config` file, its default and what it does (CONTRACT §2 and §8). The flags of
-//! `tessera serve`, the file's keys and README's configuration reference are all made from it.
+//! `tessera serve`, the file's keys and the book's configuration reference
+//! (`docs/src/operating/configuration.md`) are all made from it.
 //!
 //! A value is taken from the flag, else the environment variable, else the file, else the
 //! default: [`install`] hands the flags given and the file's values to
@@ -605,7 +606,7 @@ fn collect(
     }
     let variable = format!("{PREFIX}{}", path.to_ascii_uppercase());
     if setting(&variable).is_none() {
-        anyhow::bail!("`{path}` is not a setting (README: Configuration)");
+        anyhow::bail!("`{path}` is not a setting (docs/src/operating/configuration.md)");
     }
     values.insert(variable, scalar(path, value)?);
     Ok(())
@@ -759,7 +760,8 @@ pub fn family_variables() -> Vec<(String, String)> {
     ))
 }
 
-/// README's configuration reference: a table of every setting and family.
+/// The configuration reference (`docs/src/operating/configuration.md`): a table of every
+/// setting and family.
 pub fn reference() -> String {
     let mut table = String::from(
         "| flag | environment variable | config file key | default | what it does |\n|---|---|---|---|---|\n",
@@ -856,32 +858,28 @@ mod tests {
         }
     }
 
-    /// README's reference is [`reference`]'s table (`UPDATE_README=1` rewrites it).
+    /// The book's configuration reference (`docs/src/operating/configuration.md`) is
+    /// [`reference`]'s table (`UPDATE_REFERENCE=1` rewrites it).
     #[test]
-    fn the_readme_reference_lists_every_setting() {
+    fn the_configuration_reference_lists_every_setting() {
         const BEGIN: &str = "<!-- settings reference: made by host/src/settings.rs -->\n";
         const END: &str = "<!-- end of the settings reference -->";
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
-        let start = readme
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/operating/configuration.md");
+        let page = std::fs::read_to_string(&path).unwrap();
+        let start = page
             .find(BEGIN)
-            .expect("README has the settings reference's markers")
+            .expect("docs/src/operating/configuration.md has the settings reference's markers")
             + BEGIN.len();
-        let end = start
-            + readme[start..]
-                .find(END)
-                .expect("the reference's end marker");
+        let end = start + page[start..].find(END).expect("the reference's end marker");
         let table = reference();
-        if readme[start..end] != table {
-            if std::env::var_os("UPDATE_README").is_some() {
-                std::fs::write(
-                    &path,
-                    format!("{}{table}{}", &readme[..start], &readme[end..]),
-                )
-                .unwrap();
+        if page[start..end] != table {
+            if std::env::var_os("UPDATE_REFERENCE").is_some() {
+                std::fs::write(&path, format!("{}{table}{}", &page[..start], &page[end..]))
+                    .unwrap();
             } else {
                 panic!(
-                    "README's configuration reference is out of date: run `UPDATE_README=1 cargo test -p tessera-host --lib settings`"
+                    "the configuration reference in docs/src/operating/configuration.md is out of date: run `UPDATE_REFERENCE=1 cargo test -p tessera-host --lib settings`"
                 );
             }
         }

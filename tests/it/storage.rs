@@ -459,7 +459,8 @@ database_test!(
     |backend| async move {
         use tessera_host::storage::engine_kv::{self, KvScope};
 
-        // A database at the schema before session 24's migrations, with data in it.
+        // A database at the schema of migration 20261125000013 (before the compact engine storage
+        // and the search terms), with data in it.
         let (database, old) = migrated_to(backend, 20261125000013).await;
         on_pool!(old, pool => sqlx::query(
             "INSERT INTO engine_kv (engine_code, tenant_id, key, value, updated_at) VALUES

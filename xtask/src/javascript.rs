@@ -11,7 +11,7 @@
 //! that run every call through the component model's async task bookkeeping, which costs 2.6×
 //! the requests per second in SpiderMonkey's interpreter; 0.20.0 has the lean bindings and the
 //! fix of repeated export calls (a use-after-free, componentize-js #319). jco 1.35.0 fails with
-//! `os error 44`. See `docs/polyglot-engines.md`.
+//! `os error 44`. See `docs/src/engines/javascript.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

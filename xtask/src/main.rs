@@ -21,6 +21,8 @@
 //!   unpacked into `DIR` for crates outside the repository (`package_sdk.rs`).
 //! - `cluster [--hosts N] [--database-url postgres://…] [--base-port PORT]`: N hosts (3) on one
 //!   PostgreSQL database, each on its own port and data dir, to try a cluster (`cluster.rs`).
+//! - `book`: build the book in `docs/` with mdBook (installed under the target dir when missing)
+//!   and fail on any link or anchor that does not resolve (`book.rs`).
 //! - `js-types`: regenerate the JavaScript kit's TypeScript declarations of the engine world
 //!   (`sdk/javascript/types`, `jco guest-types` of `wit/`); `test` checks they are current.
 //!
@@ -32,6 +34,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
+mod book;
 mod browser;
 mod cluster;
 mod dev;
@@ -110,6 +113,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             cluster::run(&workspace_root(), &target_dir(), &options)
         }
         "js-types" => javascript::write_wit_types(&workspace_root(), &target_dir()),
+        "book" => book::build_and_check(&workspace_root(), &target_dir()),
         "package-sdk" => {
             let (out, verify) = package_sdk::parse(rest)?;
             package_sdk::package(&workspace_root(), &target_dir(), &out, verify)
@@ -119,7 +123,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                 "cargo xtask run [serve flags…] | test [cargo test args…] \
                  | build-engines [--plugins-dir DIR] [--languages rust,python,javascript] \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
-                 | package-sdk DIR [--no-verify] | js-types \
+                 | package-sdk DIR [--no-verify] | js-types | book \
                  | cluster [--hosts N] [--database-url postgres://…] [--base-port PORT] \
                  | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
             );

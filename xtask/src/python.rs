@@ -11,7 +11,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-/// The componentize-py that builds Python engines (docs/polyglot-engines.md: 0.25.1 works).
+/// The componentize-py that builds Python engines (docs/src/engines/python.md: 0.25.1 works).
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 /// The pytest the kit's and the engines' tests run with.
 pub const PYTEST_VERSION: &str = "8.3.4";

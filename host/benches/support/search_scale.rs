@@ -1,4 +1,4 @@
-//! Search over a million contacts (issue 32), the second part of the throughput benchmark
+//! Search over a million contacts, the second part of the throughput benchmark
 //! (`throughput.rs` includes this file as its module `search_scale`):
 //! a host with the seven engines loaded, one tenant holding `CONTACTS` contacts, and
 //! `GET /core/api/v1/search` over real HTTP for a rare word (in 10 contacts) and a common one

@@ -309,7 +309,7 @@ pub(crate) async fn page(
 /// `$5` once more). `CROSS JOIN` keeps that order: left to choose, SQLite's planner may walk
 /// the tenant's documents by `(tenant_key, entity_id)` and probe the page for each (every
 /// document of the tenant read per search: 43 ms at a million contacts, where the page costs
-/// 0.3 ms; BENCHMARKS.md, issue 32, session 38). Public for the test that checks the plan.
+/// 0.3 ms, measured by the `throughput` benchmark). Public for the test that checks the plan.
 pub const PAGE: &str = "WITH candidates AS MATERIALIZED (
        SELECT rowid AS id, search_rank(search_index, $6) AS score
        FROM search_index WHERE search_index MATCH $1 LIMIT $2)
