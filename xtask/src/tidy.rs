@@ -17,6 +17,9 @@
 //!    of `engines/`, or a path, setting or key prefixed by one (`"/chat/…"`, `"drive.…"`).
 //! 7. The SDK's copy of the WIT package (`engines/sdk/wit/`, packaged with the crate so it
 //!    builds an engine on its own) is byte for byte the repository's `wit/engine.wit`.
+//! 8. `README.md`, `BENCHMARKS.md` and the book's architecture page stay under their sizes.
+//! 9. No file names a sitting (the word session and a number): the files speak of the project
+//!    only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,7 +41,7 @@ struct CrateLayer {
 /// for wasm32 too: so the engine SDK gets the wire rules and the signatures, never the storage
 /// layer or the host.
 ///
-/// Issue 23 splits the host into crates (crates/http, crates/auth, crates/runtime, …): add each
+/// The host is split into crates (crates/http, crates/auth, crates/runtime, …): add each
 /// new crate here, on the lowest layer above every Tessera crate it depends on, and keep
 /// `tessera-host` (the assembly) alone on the top layer. A crate missing from this table fails
 /// the test.
@@ -133,7 +136,7 @@ fn every_rust_file_opens_with_a_doc_line() {
 
 /// Rule 1b: every host benchmark runs on the `tessera` binary's allocator (mimalloc), so what
 /// it measures in-process is what the binary runs: glibc's malloc alone cost the throughput
-/// benchmark a seventh of its CPU (BENCHMARKS.md, session 32).
+/// benchmark a seventh of its CPU.
 #[test]
 fn host_benchmarks_use_the_binarys_allocator() {
     let root = crate::workspace_root();
@@ -686,6 +689,13 @@ fn unquote(value: &str) -> &str {
 /// The Rust files of the tree, relative to `root` and sorted: tracked ones and new ones git does
 /// not ignore, that exist on disk, outside any `target/` folder.
 fn rust_files(root: &Path) -> Vec<String> {
+    tree_files(root, "*.rs")
+}
+
+/// The files of the tree matching a git pathspec (`*.rs`), relative to `root` and sorted:
+/// tracked ones and new ones git does not ignore, that exist on disk, outside any `target/` or
+/// `node_modules/` folder.
+fn tree_files(root: &Path, pathspec: &str) -> Vec<String> {
     let output = Command::new("git")
         .args([
             "ls-files",
@@ -694,7 +704,7 @@ fn rust_files(root: &Path) -> Vec<String> {
             "--exclude-standard",
             "-z",
         ])
-        .args(["--", "*.rs"])
+        .args(["--", pathspec])
         .current_dir(root)
         .output()
         .expect("running `git ls-files` (the tidy tests list the tree's files through git)");
@@ -707,7 +717,11 @@ fn rust_files(root: &Path) -> Vec<String> {
         .expect("file names are UTF-8")
         .split('\0')
         .filter(|path| !path.is_empty())
-        .filter(|path| !path.split('/').any(|folder| folder == "target"))
+        .filter(|path| {
+            !path
+                .split('/')
+                .any(|folder| folder == "target" || folder == "node_modules")
+        })
         .filter(|path| root.join(path).is_file())
         .map(str::to_owned)
         .collect();
@@ -715,10 +729,66 @@ fn rust_files(root: &Path) -> Vec<String> {
     files.dedup();
     assert!(
         !files.is_empty(),
-        "git lists no Rust files under {}",
+        "git lists no {pathspec} files under {}",
         root.display()
     );
     files
+}
+
+/// Rule 8: the pages a newcomer reads first stay short: the README (a two-minute read), the
+/// benchmarks (current figures, one table per area) and the architecture page (a map, not a
+/// manual). Reference material belongs in the book's other pages.
+#[test]
+fn the_first_pages_stay_short() {
+    let root = crate::workspace_root();
+    let mut failures = Vec::new();
+    for (path, limit) in [
+        ("README.md", 15_000),
+        ("BENCHMARKS.md", 30_000),
+        ("docs/src/architecture.md", 40_000),
+    ] {
+        let bytes = read(&root, path).len();
+        if bytes >= limit {
+            failures.push(format!(
+                "{path} is {bytes} bytes, the limit is {limit}: move reference material to the book page that owns it"
+            ));
+        }
+    }
+    assert_no_failures("the first pages stay short", &failures);
+}
+
+/// Rule 9: the project's files speak of the project only: no sittings or session numbers in
+/// the documentation or the code's comments (a benchmark holds current figures; history is
+/// git's). Migrations are left as they were applied (their checksums are recorded in every
+/// database).
+#[test]
+fn the_files_speak_of_the_project_only() {
+    let root = crate::workspace_root();
+    let mut failures = Vec::new();
+    for pathspec in ["*.md", "*.rs", "*.py", "*.js", "*.toml", "*.wit"] {
+        for path in tree_files(&root, pathspec) {
+            if path.starts_with("migrations/") {
+                continue;
+            }
+            let text = read(&root, &path).to_ascii_lowercase();
+            for (line_number, line) in text.lines().enumerate() {
+                if names_a_sitting(line) {
+                    failures.push(format!("{path}:{}: {}", line_number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert_no_failures("the files speak of the project only", &failures);
+}
+
+/// Whether a lower-cased line says "session" followed by a space and a digit.
+fn names_a_sitting(line: &str) -> bool {
+    line.match_indices("session ").any(|(at, found)| {
+        line[at + found.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 /// Rule 7: the packaged SDK carries the engine world the host implements, not a drifted copy.
@@ -890,4 +960,224 @@ tessera-host.workspace = true
         ]
     );
     assert_eq!(manifest.dependencies[0].line, 7);
+}
+
+/// The crates whose insides rules 10 and 11 keep: their source folder and the state type their
+/// routes take (`FromRef` of the app's state).
+const LAYERED_CRATES: &[(&str, &str)] = &[
+    ("crates/auth/src", "AuthState"),
+    ("crates/core/src", "CoreState"),
+    ("crates/runtime/src", "RuntimeState"),
+];
+
+/// A module of a crate: its path from the crate root (`["projections", "store", "log"]`), and
+/// the crate paths its code names (`crate::…`, `super::…`, `self::…` resolved to whole paths),
+/// tests left out.
+struct CrateModule {
+    file: String,
+    path: Vec<String>,
+    names: Vec<Vec<String>>,
+    code: String,
+}
+
+/// Every module of the crate whose sources are under `source` (a folder of `root`).
+fn crate_modules(root: &Path, source: &str) -> Vec<CrateModule> {
+    let prefix = format!("{source}/");
+    rust_files(root)
+        .into_iter()
+        .filter_map(|file| {
+            let relative = file.strip_prefix(&prefix)?.strip_suffix(".rs")?.to_owned();
+            let mut path: Vec<String> = relative.split('/').map(str::to_owned).collect();
+            if matches!(path.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                path.pop();
+            }
+            let text = read(root, &file);
+            // A module's own tests (`#[cfg(test)] mod tests`, at its end) are not its imports.
+            let text = text
+                .find("#[cfg(test)]\nmod tests")
+                .map_or(text.as_str(), |at| &text[..at]);
+            let code = lex(text).code;
+            let names = crate_paths(&code, &path);
+            Some(CrateModule {
+                file,
+                path,
+                names,
+                code,
+            })
+        })
+        .collect()
+}
+
+/// The crate paths `code` names, resolved from the module at `module`: `crate::a::b` as
+/// `[a, b]`, `super::c` from `[x, y]` as `[x, c]`, `crate::{a, b::c}` as `[a]` and `[b, c]`.
+fn crate_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let is_identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut paths = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| is_identifier(c) || c == ':') {
+                continue;
+            }
+            let mut base: Vec<String> = match start {
+                "crate::" => Vec::new(),
+                "self::" => module.to_vec(),
+                _ => module[..module.len().saturating_sub(1)].to_vec(),
+            };
+            let mut rest = &code[at + start.len()..];
+            while let Some(after) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = after;
+            }
+            let mut heads = Vec::new();
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                let mut depth = 0;
+                let mut item_start = 0;
+                let group = &group[..end];
+                for (index, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            heads.push(&group[item_start..index]);
+                            item_start = index + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                heads.push(&group[item_start..]);
+            } else {
+                heads.push(rest);
+            }
+            for head in heads {
+                let mut path = base.clone();
+                for segment in head.trim_start().split("::") {
+                    let identifier: String =
+                        segment.chars().take_while(|c| is_identifier(*c)).collect();
+                    if identifier.is_empty() {
+                        break;
+                    }
+                    let whole = identifier.len() == segment.len();
+                    path.push(identifier);
+                    if !whole {
+                        break;
+                    }
+                }
+                paths.push(path);
+            }
+        }
+    }
+    paths
+}
+
+/// The module a crate path lands in: its longest prefix that is a module of the crate (the
+/// crate's root aside: what it re-exports is found where it is defined, or not at all).
+fn module_of<'a>(modules: &'a [CrateModule], path: &[String]) -> Option<&'a CrateModule> {
+    (1..=path.len())
+        .rev()
+        .find_map(|length| modules.iter().find(|module| module.path == path[..length]))
+}
+
+fn is_store_module(path: &[String]) -> bool {
+    path.iter()
+        .any(|segment| segment == "store" || segment.ends_with("_store"))
+}
+
+fn is_route_module(module: &CrateModule) -> bool {
+    module.path.is_empty()
+        || module.path == ["state"]
+        || module
+            .path
+            .iter()
+            .any(|segment| segment == "routes" || segment.ends_with("_routes"))
+}
+
+/// Rule 10: inside a layered crate, only its route modules (`routes.rs`, a `routes/` folder,
+/// `*_routes.rs`), its `state.rs` and its root name the crate's state: a service takes what it
+/// needs (the database, its settings, a handle) and never reaches back into the state that
+/// holds it.
+#[test]
+fn only_route_modules_name_their_crates_state() {
+    let root = crate::workspace_root();
+    let mut failures = Vec::new();
+    for (source, state) in LAYERED_CRATES {
+        for module in crate_modules(&root, source) {
+            if is_route_module(&module) {
+                continue;
+            }
+            let names_it = module
+                .code
+                .match_indices(state)
+                .any(|(at, _)| is_whole_word(&module.code, at, state.len()));
+            if names_it {
+                failures.push(format!(
+                    "{}: names `{state}`; only route modules take the state: hand this module \
+                     the narrow values it needs instead",
+                    module.file
+                ));
+            }
+        }
+    }
+    assert_no_failures("only route modules name their crate's state", &failures);
+}
+
+/// Rule 11: inside a layered crate, a store module (a `store.rs`, a file under a `store/`
+/// folder) owns its rows and converts at its boundary: it imports only other store modules and
+/// leaf modules (modules that import nothing of the crate), never the services and routes above
+/// it.
+#[test]
+fn store_modules_import_nothing_above_them() {
+    let root = crate::workspace_root();
+    let mut failures = Vec::new();
+    for (source, _) in LAYERED_CRATES {
+        let modules = crate_modules(&root, source);
+        for module in modules.iter().filter(|module| is_store_module(&module.path)) {
+            for name in &module.names {
+                let Some(target) = module_of(&modules, name) else {
+                    continue;
+                };
+                let is_leaf = target
+                    .names
+                    .iter()
+                    .all(|path| module_of(&modules, path).is_none_or(|m| m.path == target.path));
+                if target.path == module.path
+                    || is_store_module(&target.path)
+                    || is_leaf
+                {
+                    continue;
+                }
+                failures.push(format!(
+                    "{}: imports `{}` from {}, a module above the store; move what the store \
+                     needs down into it (or into a leaf module) and convert at its boundary",
+                    module.file,
+                    name.join("::"),
+                    target.file
+                ));
+            }
+        }
+    }
+    failures.sort();
+    failures.dedup();
+    assert_no_failures("store modules import nothing above them", &failures);
+}
+
+#[test]
+fn crate_paths_resolve_crate_super_and_groups() {
+    let module = vec!["projections".to_owned(), "store".to_owned(), "log".to_owned()];
+    let code = "use crate::{events::StoredEvent, store::{a, b}};\nuse super::checkpoints;\n\
+                let x = super::super::worker::LogPosition::ZERO;";
+    let paths: Vec<String> = crate_paths(code, &module)
+        .iter()
+        .map(|path| path.join("::"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "events::StoredEvent",
+            "store",
+            "projections::store::checkpoints",
+            "projections::worker::LogPosition::ZERO"
+        ]
+    );
 }
