@@ -54,14 +54,12 @@
 //! learn which addresses strangers try); its normalized login is kept anyway, because repeated
 //! failures across many logins from one IP are how password spraying shows.
 
-use std::convert::Infallible;
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::str::FromStr;
 
 use anyhow::Context as _;
-use axum::extract::{ConnectInfo, FromRequestParts, RawQuery, State};
-use axum::http::request::Parts;
+use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -70,10 +68,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
+pub use crate::request_origin::{MAX_USER_AGENT_CHARS, RequestOrigin};
 use crate::state::AuthState;
 use crate::store::audit::{self as store, AuditRow, EventFilter, ListFilter, NewAuditRow};
-use tessera_http::client_address::ClientAddress;
-use tessera_http::conventions::{CorrelationId, is_well_formed_correlation_id};
+use tessera_http::conventions::is_well_formed_correlation_id;
 use tessera_http::envelope::{self, DataWithMeta};
 use tessera_http::extract::parse_query;
 use tessera_http::paging::{CursorMeta, CursorPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
@@ -291,68 +289,6 @@ impl FromStr for AuditEvent {
             .into_iter()
             .find(|event| event.as_str() == name)
             .ok_or_else(|| UnknownAuditEvent(name.to_owned()))
-    }
-}
-
-/// Where a request came from: the peer's IP address (from `ConnectInfo<SocketAddr>`, which the
-/// server provides) and the request's correlation id (from the conventions layer). Either is
-/// `None` when the router runs without them (e.g. `oneshot` in unit tests); extracting never
-/// fails.
-///
-/// The IP is the client's as the host resolved it (`tessera_http::client_address`): the TCP
-/// peer's, or behind a trusted proxy the client it forwarded for; behind a proxy that is not
-/// in `TESSERA_TRUSTED_PROXIES`, the proxy's (a client could write any address in
-/// `X-Forwarded-For`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestOrigin {
-    pub client_ip: Option<IpAddr>,
-    pub correlation_id: Option<String>,
-    /// The `User-Agent` header, printable ASCII only, cut at [`MAX_USER_AGENT_CHARS`]: what a
-    /// user's sessions list shows of the device (never trusted for anything).
-    pub user_agent: Option<String>,
-}
-
-/// The most characters of a `User-Agent` kept.
-pub const MAX_USER_AGENT_CHARS: usize = 256;
-
-impl RequestOrigin {
-    /// Reads the origin from a request's parts.
-    pub fn from_parts(parts: &Parts) -> Self {
-        Self {
-            client_ip: match parts.extensions.get::<ClientAddress>() {
-                Some(ClientAddress(address)) => Some(address.to_canonical()),
-                None => parts
-                    .extensions
-                    .get::<ConnectInfo<SocketAddr>>()
-                    .map(|ConnectInfo(address)| address.ip().to_canonical()),
-            },
-            correlation_id: parts
-                .extensions
-                .get::<CorrelationId>()
-                .map(|CorrelationId(id)| id.clone()),
-            user_agent: parts
-                .headers
-                .get(axum::http::header::USER_AGENT)
-                .map(|value| {
-                    value
-                        .as_bytes()
-                        .iter()
-                        .filter(|byte| byte.is_ascii_graphic() || **byte == b' ')
-                        .take(MAX_USER_AGENT_CHARS)
-                        .map(|byte| char::from(*byte))
-                        .collect::<String>()
-                })
-                .map(|agent| agent.trim().to_owned())
-                .filter(|agent| !agent.is_empty()),
-        }
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for RequestOrigin {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self::from_parts(parts))
     }
 }
 

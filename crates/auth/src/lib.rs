@@ -17,6 +17,7 @@ pub mod passkeys;
 pub mod password;
 mod password_change;
 mod password_reset;
+mod request_origin;
 mod routes;
 pub mod sessions;
 pub mod sign_in_mail;

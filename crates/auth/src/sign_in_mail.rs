@@ -16,7 +16,7 @@ use chrono::Utc;
 use lettre::message::{Mailbox, Message, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use crate::audit::RequestOrigin;
+use crate::request_origin::RequestOrigin;
 use crate::store;
 use tessera_http::ApiError;
 use tessera_http::config::Secret;
