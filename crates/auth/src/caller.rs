@@ -5,12 +5,11 @@
 //! `sessions::ACTIVE_CACHE_TTL` ago, on every host), so a demotion applies within seconds.
 //! Guests are scoped here too, deny by default: in core a guest token reaches only the routes
 //! of [`GUEST_CORE_ROUTES`] (its own inbox) and every other core route is a 403.
+//!
+//! The extractors (`FromRequestParts` for [`Caller`] and [`OptionalCaller`]) are the routes'
+//! part: `routes/caller.rs`.
 
-use axum::extract::{FromRef, FromRequestParts, MatchedPath};
-use axum::http::header;
-use axum::http::request::Parts;
-
-use crate::state::AuthState;
+use crate::tokens::AccessClaims;
 use tessera_http::ApiError;
 
 /// Who is calling, as established from a verified access token.
@@ -22,52 +21,6 @@ pub struct Caller {
     pub role: String,
     pub token_type: String,
     pub session_id: String,
-}
-
-impl<S> FromRequestParts<S> for Caller
-where
-    S: Send + Sync,
-    AuthState: FromRef<S>,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let state = AuthState::from_ref(state);
-        let token =
-            tessera_http::extract::bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
-        let claims = state
-            .access_tokens
-            .verify(token)
-            .await
-            .ok_or(ApiError::Unauthenticated)?;
-        // A logged-out or revoked session's tokens are refused before they expire, and so are
-        // those of a membership that has ended.
-        let (active, membership) = tokio::try_join!(
-            state.sessions.is_active(&claims.sid),
-            state.sessions.current_membership(&claims.sub, &claims.tid),
-        )?;
-        let (Some((current_role, user_type)), true) = (membership, active) else {
-            return Err(ApiError::Unauthenticated);
-        };
-        let caller = Caller {
-            role: lower_role(claims.role, current_role),
-            token_type: if user_type == "guest" {
-                user_type
-            } else {
-                claims.typ
-            },
-            user_id: claims.sub,
-            tenant_id: claims.tid,
-            workspace_id: claims.wid,
-            session_id: claims.sid,
-        };
-        let route = parts
-            .extensions
-            .get::<MatchedPath>()
-            .map_or_else(|| parts.uri.path(), MatchedPath::as_str);
-        caller.require_route(route)?;
-        Ok(caller)
-    }
 }
 
 /// The core routes a guest token may use: its own inbox, reading it and marking its items read
@@ -93,24 +46,25 @@ fn lower_role(token_role: String, current_role: String) -> String {
 #[derive(Debug, Clone)]
 pub struct OptionalCaller(pub Option<Caller>);
 
-impl<S> FromRequestParts<S> for OptionalCaller
-where
-    S: Send + Sync,
-    AuthState: FromRef<S>,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        if !parts.headers.contains_key(header::AUTHORIZATION) {
-            return Ok(Self(None));
-        }
-        Caller::from_request_parts(parts, state)
-            .await
-            .map(|caller| Self(Some(caller)))
-    }
-}
-
 impl Caller {
+    /// The caller a verified token speaks for, given the member's current role and user type
+    /// in the token's tenant: the lower of the token's role and the current one, and a guest
+    /// token whenever the member is a guest now.
+    pub fn from_verified(claims: AccessClaims, current_role: String, user_type: String) -> Self {
+        Caller {
+            role: lower_role(claims.role, current_role),
+            token_type: if user_type == "guest" {
+                user_type
+            } else {
+                claims.typ
+            },
+            user_id: claims.sub,
+            tenant_id: claims.tid,
+            workspace_id: claims.wid,
+            session_id: claims.sid,
+        }
+    }
+
     /// Guests read only what is shared with them and write nothing in core.
     pub fn is_guest(&self) -> bool {
         self.token_type == "guest"

@@ -9,14 +9,11 @@ mod email_code;
 pub mod identity;
 pub mod keys;
 mod lockout;
-mod magic_link;
 mod mailed_token;
 mod mfa;
 pub mod own_sessions;
 pub mod passkeys;
 pub mod password;
-mod password_change;
-mod password_reset;
 mod request_origin;
 mod routes;
 pub mod sessions;
@@ -58,15 +55,7 @@ where
 {
     OpenApiRouter::new()
         .routes(routes!(health))
-        .merge(audit::router())
         .merge(routes::router())
-        .merge(mfa::router())
-        .merge(password_change::router())
-        .merge(password_reset::router())
-        .merge(magic_link::router())
-        .merge(email_code::router())
-        .merge(passkeys::router())
-        .merge(own_sessions::router())
 }
 
 /// Liveness of the authentication service.

@@ -6,15 +6,17 @@
 //! Tokens are 256-bit random values, stored as SHA-256 hashes, spent by one conditional
 //! statement.
 
+use std::sync::Arc;
+
 use chrono::Utc;
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::sessions::hash_token;
-use super::sign_in_mail::{MailKind, MailValues};
-use super::store;
-use crate::state::AuthState;
+use crate::audit::{self, AuditEntry, AuditEvent};
+use crate::request_origin::RequestOrigin;
+use crate::sessions::hash_token;
+use crate::sign_in_mail::{MailKind, MailValues, SignInMailer};
+use crate::store;
 use tessera_http::ApiResult;
-use tessera_storage::time;
+use tessera_storage::{Database, time};
 
 /// A kind of mailed token.
 pub(crate) struct TokenKind {
@@ -60,23 +62,24 @@ pub(crate) fn link_with_token(base: &str, token: &str) -> String {
 
 /// Asks for a token of `kind` for `login` (normalized), mailed in a link to `link_base`: for a
 /// known account, a token is stored and mailed after the answer; for an unknown login nothing
-/// is, after the same work. 503 without a relay, 429 beyond the limits (nothing counted then).
+/// is, after the same work, through `mailer` (the relay's: the route answers 503 without one).
+/// 429 beyond the limits (nothing counted then).
 pub(crate) async fn request(
-    state: &AuthState,
+    database: &Database,
+    mailer: &Arc<SignInMailer>,
     origin: &RequestOrigin,
     login: String,
     kind: &TokenKind,
     link_base: &str,
 ) -> ApiResult<()> {
-    let mailer = state.sign_in_mailer()?;
     let token = new_token();
     let now = Utc::now();
-    let account = store::account_by_email(&state.database, &login).await?;
+    let account = store::account_by_email(database, &login).await?;
     // A known account's request shows in its (first) tenant's trail. Looked up for unknown
     // logins too (for no user), so both do the same work.
     let user_id = account.as_ref().map_or("", |account| &account.user_id);
-    let membership = store::membership(&state.database, user_id, None).await?;
-    let mut tx = state.database.begin().await?;
+    let membership = store::membership(database, user_id, None).await?;
+    let mut tx = database.begin().await?;
     mailer.count(&mut tx, &login, origin).await?;
     let mut entry = AuditEntry::new(kind.requested).login(&login).origin(origin);
     if let Some(account) = &account {

@@ -1,37 +1,30 @@
-//! MFA with TOTP (CONTRACT §4): setup, confirm (ten single-use recovery codes), the login
-//! challenge and its verify step, and disabling. The secret is stored sealed with a key derived
-//! from the service secret; the last accepted time step is stored with a conditional update, so
-//! no code is ever accepted twice, not even by two parallel requests. A wrong code at verify
-//! counts toward the login's lockout like a wrong password: each code reserves its guess
-//! before it is evaluated (`lockout::reserve`), and a right one gives it back.
+//! MFA (CONTRACT §4): which second factors a user has (TOTP, passkeys, e-mailed codes), the
+//! login's challenge that asks for one and the check of its answer, and TOTP itself. The TOTP
+//! secret is stored sealed with a key derived from the service secret; the last accepted time
+//! step is stored with a conditional update, so no code is ever accepted twice, not even by two
+//! parallel requests. A wrong answer at verify counts toward the login's lockout like a wrong
+//! password: the route reserves its guess before it is evaluated (`lockout::reserve`), and a
+//! right one gives it back. The endpoints are `routes/mfa.rs`.
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::caller::Caller;
-use super::lockout;
-use super::routes::{TokenSetWithServices, open_session};
-use super::sessions::hash_token;
-use super::totp::{self, TotpSecret};
-use crate::state::AuthState;
+use crate::audit::{self, AuditEvent};
+use crate::passkeys::RelyingParty;
+use crate::request_origin::RequestOrigin;
+use crate::sessions::hash_token;
 use crate::store;
-use tessera_http::envelope::Data;
-use tessera_http::extract::ApiJson;
-use tessera_http::{ApiError, ApiResult, ValidationErrors};
+use crate::totp::{self, TotpSecret};
+use tessera_http::config::Secret;
 use tessera_storage::{Database, Tx, time};
 
 /// How long an `mfa_token` may be used.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
 
-fn sealing_key(state: &AuthState) -> [u8; 32] {
-    totp::derive_key(state.service_secret.expose())
+/// The key TOTP secrets are sealed with, derived from the service secret.
+pub(crate) fn sealing_key(service_secret: &Secret) -> [u8; 32] {
+    totp::derive_key(service_secret.expose())
 }
 
 /// The second factors the user has on, in the order a login's 202 lists them.
@@ -43,10 +36,10 @@ pub async fn enrolled_methods(
     if totp_enabled(database, user_id).await? {
         methods.push("totp");
     }
-    if super::passkeys::enabled(database, user_id).await? {
+    if crate::passkeys::enabled(database, user_id).await? {
         methods.push("webauthn");
     }
-    if super::email_code::enabled(database, user_id).await? {
+    if crate::email_code::enabled(database, user_id).await? {
         methods.push("otp");
     }
     Ok(methods)
@@ -63,7 +56,7 @@ pub async fn remove_every_second_factor_in(tx: &mut Tx, user_id: &str) -> anyhow
 }
 
 /// Whether the user has TOTP on.
-async fn totp_enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
+pub(crate) async fn totp_enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
     Ok(store::mfa::enabled_at(database, user_id).await?.is_some())
 }
 
@@ -72,33 +65,29 @@ pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool>
     Ok(!enrolled_methods(database, user_id).await?.is_empty())
 }
 
+// `data` of a login's 202: the `mfa_token` for the verify step and the methods it may use.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MfaChallenge {
     pub mfa_token: String,
     pub methods: Vec<&'static str>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MfaChallengeBody {
-    pub data: MfaChallenge,
-    pub message: &'static str,
-}
-
-/// The 202 of a login whose password was right: an `mfa_token` for the verify step.
-pub async fn challenge(
-    state: &AuthState,
+/// The challenge of a login whose password (or magic link) was right: a new `mfa_token` for
+/// the verify step, stored hashed, and `mfa.challenged` recorded.
+pub(crate) async fn start_challenge(
+    database: &Database,
     user_id: &str,
     login: &str,
     origin: &RequestOrigin,
-) -> ApiResult<Response> {
+) -> anyhow::Result<MfaChallenge> {
     let mfa_token = base64::Engine::encode(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         rand::random::<[u8; 32]>(),
     );
-    let methods = enrolled_methods(&state.database, user_id).await?;
+    let methods = enrolled_methods(database, user_id).await?;
     let now = Utc::now();
     store::mfa::insert_challenge(
-        &state.database,
+        database,
         &hash_token(&mfa_token),
         user_id,
         login,
@@ -106,408 +95,98 @@ pub async fn challenge(
         &time::format(now),
     )
     .await?;
-    let entry = audit::entry_for_user(&state.database, AuditEvent::MfaChallenged, user_id)
+    let entry = audit::entry_for_user(database, AuditEvent::MfaChallenged, user_id)
         .await?
         .login(login)
         .origin(origin);
-    audit::record(&state.database, &entry).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(MfaChallengeBody {
-            data: MfaChallenge { mfa_token, methods },
-            message: "A second factor is required.",
-        }),
-    )
-        .into_response())
+    audit::record(database, &entry).await?;
+    Ok(MfaChallenge { mfa_token, methods })
 }
 
-pub fn router<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    AuthState: axum::extract::FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(setup))
-        .routes(routes!(confirm))
-        .routes(routes!(verify))
-        .routes(routes!(disable))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TotpSetup {
-    /// Base32, for typing into an authenticator app.
-    pub secret: String,
-    pub otpauth_url: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TotpEnabled {
-    pub enabled: bool,
-    /// Shown once; each works once.
-    pub recovery_codes: Vec<String>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct CodeRequest {
-    /// The current TOTP code.
-    #[schema(schema_with = totp_code_schema, required = true)]
-    pub code: Option<String>,
-}
-
-/// The second step of a login with MFA: which of the two forms is documented by hand
-/// (`PartialSchema` below), as the code's shape depends on `method`.
-#[derive(Debug, Deserialize)]
-pub struct VerifyRequest {
-    pub mfa_token: Option<String>,
-    pub method: Option<String>,
-    pub code: Option<String>,
-    /// The passkey's answer to `…/mfa/webauthn/challenge` (`method: "webauthn"`).
-    pub credential: Option<serde_json::Value>,
-}
-
-/// A TOTP code as `totp::verify` reads it: six ASCII digits, spaces allowed between them and
-/// white space around them, at most 24 bytes in all (`max_length`). Anything else is a wrong
-/// code.
-fn totp_code_schema() -> utoipa::openapi::Object {
-    use tessera_http::schema::{string, trimmed};
-    string(trimmed("[0-9](?: *[0-9]){5}"))
-        .max_length(Some(4 * totp::DIGITS))
-        .description(Some(
-            "The current TOTP code: 6 digits, spaces allowed between them (`123 456`) and \
-             white space around them; at most 24 bytes",
-        ))
-        .build()
-}
-
-/// A recovery code as `totp::hash_recovery_code` reads it: twelve symbols of Crockford's
-/// base32 (either case; `o`, `i` and `l` read as `0`, `1`, `1`; no `u`), hyphens and white
-/// space anywhere. Anything else is a wrong code.
-fn recovery_code_schema() -> utoipa::openapi::Object {
-    use tessera_http::schema::{WHITE_SPACE_CHARACTERS as SPACE, string};
-    string(format!(
-        "^[-{SPACE}]*(?:[0-9A-TV-Za-tv-z][-{SPACE}]*){{12}}$"
-    ))
-    .description(Some(
-        "One of the recovery codes handed out when MFA was enabled (`xxxxxx-xxxxxx`): case, \
-             hyphens and white space do not matter",
-    ))
-    .build()
-}
-
-impl utoipa::PartialSchema for VerifyRequest {
-    /// One object per `method`: `totp` with a TOTP code, `recovery_code` with a recovery code,
-    /// `otp` with a mailed code (all three fields required), `webauthn` with a `credential`
-    /// instead of a code; `mfa_token` not blank.
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use tessera_http::schema::{NOT_BLANK, string, string_enum};
-        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-        let form = |method: &str, field: &str, value: utoipa::openapi::Object| {
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .property(
-                    "mfa_token",
-                    string(NOT_BLANK)
-                        .description(Some("The `mfa_token` of the login's 202 answer")),
-                )
-                .required("mfa_token")
-                .property("method", string_enum(&[method]))
-                .required("method")
-                .property(field, value)
-                .required(field)
-        };
-        OneOfBuilder::new()
-            .item(form("totp", "code", totp_code_schema()))
-            .item(form("recovery_code", "code", recovery_code_schema()))
-            .item(form("otp", "code", super::email_code::email_code_schema()))
-            .item(form(
-                "webauthn",
-                "credential",
-                super::passkeys::credential_schema(),
-            ))
-            .description(Some(
-                "`mfa_token`, `method` (`totp`, `recovery_code`, `otp`: a mailed code, or \
-                 `webauthn`: a passkey) and the `code` of that method, or for `webauthn` the \
-                 `credential` answering `…/mfa/webauthn/challenge`",
-            ))
-            .into()
-    }
-}
-
-impl ToSchema for VerifyRequest {}
-
-/// What a verify request answers its challenge with.
-enum Answer {
-    /// A TOTP, recovery or mailed code.
-    Code(String),
-    /// A passkey's assertion.
-    Credential(serde_json::Value),
-}
-
-/// Starts a TOTP enrolment: a new secret, pending until confirmed.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/totp/setup",
-    tag = "auth",
-    security(("bearer" = [])),
-    responses(
-        (status = 200, description = "The secret and its otpauth URL", body = Data<TotpSetup>),
-        (status = 401, description = "Unauthenticated"),
-        (status = 409, description = "TOTP is already enabled"),
-    )
-)]
-async fn setup(State(state): State<AuthState>, caller: Caller) -> ApiResult<Json<Data<TotpSetup>>> {
-    if totp_enabled(&state.database, &caller.user_id).await? {
-        return Err(ApiError::Conflict("TOTP is already enabled.".into()));
-    }
-    let email = store::email_of(&state.database, &caller.user_id)
-        .await?
-        .ok_or(ApiError::Unauthenticated)?;
-    let secret = TotpSecret::generate();
-    store::mfa::store_pending_secret(
-        &state.database,
-        &caller.user_id,
-        &totp::seal(&secret, &sealing_key(&state)),
-        &time::now(),
-    )
-    .await?;
-    Ok(Json(Data {
-        data: TotpSetup {
-            otpauth_url: totp::otpauth_url(&secret, totp::ISSUER, &email),
-            secret: secret.to_base32(),
-        },
-    }))
-}
-
-/// The user's sealed secret and last step; `pending` selects an unconfirmed one.
-async fn secret_of(
-    state: &AuthState,
+/// The user's sealed secret, opened, and its last step; `pending` selects an unconfirmed one.
+pub(crate) async fn secret_of(
+    database: &Database,
+    service_secret: &Secret,
     user_id: &str,
     pending: bool,
-) -> ApiResult<Option<(TotpSecret, Option<i64>)>> {
-    let Some(row) = store::mfa::secret(&state.database, user_id).await? else {
+) -> anyhow::Result<Option<(TotpSecret, Option<i64>)>> {
+    let Some(row) = store::mfa::secret(database, user_id).await? else {
         return Ok(None);
     };
     if row.enabled_at.is_none() != pending {
         return Ok(None);
     }
-    let secret = totp::open(&row.sealed_secret, &sealing_key(state))
+    let secret = totp::open(&row.sealed_secret, &sealing_key(service_secret))
         .map_err(|error| anyhow::anyhow!("opening a TOTP secret: {error}"))?;
     Ok(Some((secret, row.last_step)))
 }
 
 /// Accepts `code` for the user's secret at most once: the matched step is stored only if it is
 /// newer than the last one, in one conditional update.
-async fn accept_code(
-    state: &AuthState,
+pub(crate) async fn accept_code(
+    database: &Database,
     user_id: &str,
     secret: &TotpSecret,
     last_step: Option<i64>,
     code: &str,
-) -> ApiResult<bool> {
+) -> anyhow::Result<bool> {
     let Some(step) = totp::verify(secret, code, Utc::now().timestamp(), last_step) else {
         return Ok(false);
     };
-    Ok(store::mfa::advance_last_step(&state.database, user_id, step).await?)
+    store::mfa::advance_last_step(database, user_id, step).await
 }
 
-/// The 422 of a wrong or missing code at an enrolment (`{code: [invalid]}`).
-pub(crate) fn invalid_code() -> ApiError {
-    ApiError::Validation(ValidationErrors::single("code", "invalid"))
+/// What a verify request answers its challenge with, by method.
+pub(crate) enum Answer {
+    /// `totp`: a TOTP code.
+    Totp(String),
+    /// `recovery_code`: one of the recovery codes.
+    RecoveryCode(String),
+    /// `otp`: the mailed code.
+    EmailCode(String),
+    /// `webauthn`: a passkey's assertion.
+    Passkey(serde_json::Value),
 }
 
-/// Confirms the enrolment with a first code: MFA is on, and ten recovery codes are returned.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/totp/confirm",
-    tag = "auth",
-    security(("bearer" = [])),
-    request_body = CodeRequest,
-    responses(
-        (status = 200, description = "Enabled, with recovery codes", body = Data<TotpEnabled>),
-        (status = 401, description = "Unauthenticated"),
-        (status = 422, description = "Missing or wrong code, or no setup pending"),
-    )
-)]
-async fn confirm(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    caller: Caller,
-    ApiJson(body): ApiJson<CodeRequest>,
-) -> ApiResult<Json<Data<TotpEnabled>>> {
-    let mut errors = ValidationErrors::new();
-    let code = errors.required("code", body.code);
-    errors.into_result()?;
-    let (secret, last_step) = secret_of(&state, &caller.user_id, true)
-        .await?
-        .ok_or_else(invalid_code)?;
-    if !accept_code(&state, &caller.user_id, &secret, last_step, &code).await? {
-        return Err(invalid_code());
-    }
-    let recovery_codes = totp::generate_recovery_codes();
-    let mut tx = state.database.begin().await?;
-    store::mfa::enable(&mut tx, &caller.user_id, &time::now()).await?;
-    store::mfa::delete_recovery_codes(&mut tx, &caller.user_id).await?;
-    for code in &recovery_codes {
-        store::mfa::insert_recovery_code(&mut tx, &caller.user_id, &totp::hash_recovery_code(code))
-            .await?;
-    }
-    audit::record_in(
-        &mut tx,
-        &AuditEntry::new(AuditEvent::MfaEnabled)
-            .caller(&caller)
-            .origin(&origin)
-            .detail("method", "totp"),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Json(Data {
-        data: TotpEnabled {
-            enabled: true,
-            recovery_codes,
-        },
-    }))
-}
-
-/// The second step of a login with MFA: the `mfa_token` and a TOTP, recovery or mailed code.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/verify",
-    tag = "auth",
-    request_body = VerifyRequest,
-    responses(
-        (status = 200, description = "Token set and service map, as a login", body = TokenSetWithServices),
-        (status = 401, description = "Unknown, expired or used mfa_token, or a wrong code or passkey answer (counts toward the lockout)"),
-        (status = 422, description = "Missing fields or unknown method"),
-        (status = 429, description = "Locked after too many failures"),
-    )
-)]
-async fn verify(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    ApiJson(body): ApiJson<VerifyRequest>,
-) -> ApiResult<Response> {
-    let mut errors = ValidationErrors::new();
-    let mfa_token = errors.required("mfa_token", body.mfa_token);
-    let method = errors.required("method", body.method);
-    let answer = if method == "webauthn" {
-        match body.credential.filter(serde_json::Value::is_object) {
-            Some(credential) => Answer::Credential(credential),
-            None => {
-                errors.add("credential", "required");
-                Answer::Credential(serde_json::Value::Null)
-            }
-        }
-    } else {
-        Answer::Code(errors.required("code", body.code))
-    };
-    if !method.is_empty()
-        && !["totp", "recovery_code", "otp", "webauthn"].contains(&method.as_str())
-    {
-        errors.add("method", "in");
-    }
-    errors.into_result()?;
-
-    let store::mfa::Challenge { user_id, login } =
-        store::mfa::challenge(&state.database, &hash_token(&mfa_token), &time::now())
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
-    let auth = &state.config;
-    let attempt = audit::entry_for_user(&state.database, AuditEvent::MfaFailed, &user_id)
-        .await?
-        .login(&login)
-        .origin(&origin)
-        .detail("method", method.clone());
-    // The guess is counted before it is evaluated, so parallel guesses cannot pass the limit.
-    lockout::reserve_or_refuse(&state.database, auth, &login, attempt.clone()).await?;
-    let accepted = match (method.as_str(), &answer) {
-        (_, Answer::Credential(credential)) => {
-            super::passkeys::accept_second_factor(
-                &state,
-                &user_id,
-                &hash_token(&mfa_token),
+/// Whether `answer` is right for the user's challenge of `mfa_token_hash` (a code is spent, or
+/// its step used up, if so). The caller reserved the guess.
+pub(crate) async fn accept_answer(
+    database: &Database,
+    service_secret: &Secret,
+    relying_party: Option<&RelyingParty>,
+    user_id: &str,
+    mfa_token_hash: &str,
+    answer: &Answer,
+) -> anyhow::Result<bool> {
+    match answer {
+        Answer::Passkey(credential) => {
+            crate::passkeys::accept_second_factor(
+                database,
+                service_secret,
+                relying_party,
+                user_id,
+                mfa_token_hash,
                 credential,
             )
-            .await?
+            .await
         }
-        ("totp", Answer::Code(code)) => match secret_of(&state, &user_id, false).await? {
+        Answer::Totp(code) => match secret_of(database, service_secret, user_id, false).await? {
             Some((secret, last_step)) => {
-                accept_code(&state, &user_id, &secret, last_step, code).await?
+                accept_code(database, user_id, &secret, last_step, code).await
             }
-            None => false,
+            None => Ok(false),
         },
-        ("otp", Answer::Code(code)) => {
-            super::email_code::accept_login_code(&state, &user_id, code).await?
+        Answer::EmailCode(code) => {
+            crate::email_code::accept_login_code(database, service_secret, user_id, code).await
         }
-        (_, Answer::Code(code)) => {
+        Answer::RecoveryCode(code) => {
             store::mfa::use_recovery_code(
-                &state.database,
-                &user_id,
+                database,
+                user_id,
                 &totp::hash_recovery_code(code),
                 &time::now(),
             )
-            .await?
+            .await
         }
-    };
-    if !accepted {
-        // The guess stays counted: its reservation is the failure.
-        audit::record(&state.database, &attempt).await?;
-        return Err(ApiError::Unauthenticated);
     }
-    // A right code gives its slot back; earlier wrong codes stay counted until the next
-    // right password clears them.
-    lockout::release(&state.database, &login, auth.lockout_max_attempts).await?;
-    // One successful verify per challenge.
-    let spent =
-        store::mfa::spend_challenge(&state.database, &hash_token(&mfa_token), &time::now()).await?;
-    if !spent {
-        return Err(ApiError::Unauthenticated);
-    }
-    let entry = if method == "recovery_code" {
-        AuditEntry::new(AuditEvent::RecoveryCodeUsed)
-    } else {
-        AuditEntry::new(AuditEvent::MfaSucceeded).detail("method", method)
-    };
-    open_session(&state, &user_id, &login, &origin, entry).await
-}
-
-/// Turns TOTP off, given a current code.
-#[utoipa::path(
-    delete,
-    path = "/auth/api/v1/auth/mfa/totp",
-    tag = "auth",
-    security(("bearer" = [])),
-    request_body = CodeRequest,
-    responses(
-        (status = 204, description = "MFA is off"),
-        (status = 401, description = "Unauthenticated"),
-        (status = 422, description = "Missing or wrong code, or MFA is not enabled"),
-    )
-)]
-async fn disable(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    caller: Caller,
-    ApiJson(body): ApiJson<CodeRequest>,
-) -> ApiResult<StatusCode> {
-    let mut errors = ValidationErrors::new();
-    let code = errors.required("code", body.code);
-    errors.into_result()?;
-    let (secret, last_step) = secret_of(&state, &caller.user_id, false)
-        .await?
-        .ok_or_else(invalid_code)?;
-    if !accept_code(&state, &caller.user_id, &secret, last_step, &code).await? {
-        return Err(invalid_code());
-    }
-    let mut tx = state.database.begin().await?;
-    store::mfa::delete_mfa(&mut tx, &caller.user_id).await?;
-    audit::record_in(
-        &mut tx,
-        &AuditEntry::new(AuditEvent::MfaDisabled)
-            .caller(&caller)
-            .origin(&origin)
-            .detail("method", "totp"),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
 }

@@ -1,36 +1,19 @@
 //! What a signed-in user manages of their own sign-in: their active sessions, listed with where
-//! each was opened and ended one by one (`GET`/`DELETE /auth/api/v1/auth/sessions…`), and the
-//! tenants and workspaces they may switch to (`GET /auth/api/v1/auth/memberships`, the choices
-//! of `switch-context`).
+//! each was opened and ended one by one, and the tenants and workspaces they may switch to (the
+//! choices of `switch-context`). The endpoints are `routes/own_sessions.rs`
+//! (`GET`/`DELETE /auth/api/v1/auth/sessions…`, `GET /auth/api/v1/auth/memberships`).
 //!
-//! A session of another user is answered as unknown (404), never as forbidden: its id tells
+//! A session of another user is answered as unknown, never as forbidden: its id tells
 //! nothing. Ending the session of the calling token is a logout.
 
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::audit::{AuditEntry, AuditEvent, RequestOrigin};
 use crate::caller::Caller;
-use crate::state::AuthState;
+use crate::sessions::Sessions;
 use crate::store::memberships as store;
-use tessera_http::envelope::Data;
-use tessera_http::extract::NoQuery;
-use tessera_http::{ApiError, ApiResult};
-
-pub fn router<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    AuthState: axum::extract::FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(list_sessions))
-        .routes(routes!(end_session))
-        .routes(routes!(list_memberships))
-}
+use tessera_storage::Database;
 
 /// One of the caller's active sessions.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -50,25 +33,10 @@ pub struct SessionItem {
     pub current: bool,
 }
 
-/// The caller's active sessions, newest first (every device they are signed in on).
-#[utoipa::path(
-    get,
-    path = "/auth/api/v1/auth/sessions",
-    operation_id = "auth_sessions_list",
-    tag = "auth",
-    security(("bearer" = [])),
-    responses(
-        (status = 200, description = "The caller's active sessions, newest first", body = Data<Vec<SessionItem>>),
-        (status = 401, description = "Unauthenticated"),
-    )
-)]
-async fn list_sessions(
-    State(state): State<AuthState>,
-    caller: Caller,
-    _: NoQuery,
-) -> ApiResult<Json<Data<Vec<SessionItem>>>> {
-    let sessions = state.sessions.list_active(&caller.user_id).await?;
-    let data = sessions
+/// The caller's active sessions, newest first, the caller's own marked `current`.
+pub async fn sessions_of(sessions: &Sessions, caller: &Caller) -> anyhow::Result<Vec<SessionItem>> {
+    let sessions = sessions.list_active(&caller.user_id).await?;
+    Ok(sessions
         .into_iter()
         .map(|session| SessionItem {
             current: session.id == caller.session_id,
@@ -79,48 +47,25 @@ async fn list_sessions(
             client_ip: session.client_ip,
             user_agent: session.user_agent,
         })
-        .collect();
-    Ok(Json(Data { data }))
+        .collect())
 }
 
-/// Ends one of the caller's sessions: its refresh token stops working at once and its access
-/// tokens within seconds on every host (at once on this one).
-#[utoipa::path(
-    delete,
-    path = "/auth/api/v1/auth/sessions/{session_id}",
-    operation_id = "auth_sessions_end",
-    tag = "auth",
-    security(("bearer" = [])),
-    params(("session_id" = String, Path, description = "A session id from the caller's list")),
-    responses(
-        (status = 204, description = "The session ended (`session.revoked` in the audit trail)"),
-        (status = 401, description = "Unauthenticated"),
-        (status = 404, description = "No active session of the caller has this id"),
-    )
-)]
-async fn end_session(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    caller: Caller,
-    Path(session_id): Path<String>,
-    _: NoQuery,
-) -> ApiResult<StatusCode> {
+/// Ends one of the caller's active sessions, recording `session.revoked`: false (nothing
+/// changed) when the session is not theirs or not active.
+pub async fn end_own_session(
+    sessions: &Sessions,
+    caller: &Caller,
+    origin: &RequestOrigin,
+    session_id: &str,
+) -> anyhow::Result<bool> {
     let entry = AuditEntry::new(AuditEvent::SessionRevoked)
-        .caller(&caller)
-        .origin(&origin)
-        .detail("session_id", session_id.clone())
+        .caller(caller)
+        .origin(origin)
+        .detail("session_id", session_id.to_owned())
         .detail("current", session_id == caller.session_id);
-    let ended = state
-        .sessions
-        .revoke_own(&caller.user_id, &session_id, &entry)
-        .await?;
-    if ended {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(
-            "No active session of yours has this id.".into(),
-        ))
-    }
+    sessions
+        .revoke_own(&caller.user_id, session_id, &entry)
+        .await
 }
 
 /// A tenant the caller belongs to, with its workspaces.
@@ -147,27 +92,15 @@ pub struct WorkspaceChoice {
     pub current: bool,
 }
 
-/// The tenants the caller may switch to (`switch-context`), each with its workspaces; disabled
-/// tenants are left out, as sign-in leaves them out.
-#[utoipa::path(
-    get,
-    path = "/auth/api/v1/auth/memberships",
-    operation_id = "auth_memberships_list",
-    tag = "auth",
-    security(("bearer" = [])),
-    responses(
-        (status = 200, description = "The caller's tenants, oldest membership first", body = Data<Vec<MembershipItem>>),
-        (status = 401, description = "Unauthenticated"),
-    )
-)]
-async fn list_memberships(
-    State(state): State<AuthState>,
-    caller: Caller,
-    _: NoQuery,
-) -> ApiResult<Json<Data<Vec<MembershipItem>>>> {
-    let memberships = store::of_user(&state.database, &caller.user_id).await?;
-    let mut workspaces = store::workspaces_of(&state.database, &caller.user_id).await?;
-    let data = memberships
+/// The tenants the caller may switch to, oldest membership first, each with its workspaces;
+/// disabled tenants are left out, as sign-in leaves them out.
+pub async fn memberships_of(
+    database: &Database,
+    caller: &Caller,
+) -> anyhow::Result<Vec<MembershipItem>> {
+    let memberships = store::of_user(database, &caller.user_id).await?;
+    let mut workspaces = store::workspaces_of(database, &caller.user_id).await?;
+    Ok(memberships
         .into_iter()
         .map(|membership| {
             let current_tenant = membership.tenant_id == caller.tenant_id;
@@ -193,6 +126,5 @@ async fn list_memberships(
                 role: membership.role,
             }
         })
-        .collect();
-    Ok(Json(Data { data }))
+        .collect())
 }

@@ -16,10 +16,11 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use utoipa::ToSchema;
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::tokens::{AccessClaims, AccessTokens};
+use crate::audit::{self, AuditEntry, AuditEvent};
 use crate::config::AuthConfig;
+use crate::request_origin::RequestOrigin;
 use crate::store::sessions::{self as store, RefreshRow};
+use crate::tokens::{AccessClaims, AccessTokens};
 use tessera_storage::{Database, Tx, time};
 
 /// The most sessions a user's list shows (more than `max_active_sessions` could ever be
@@ -64,7 +65,7 @@ pub enum RefreshError {
 
 /// How opaque tokens (refresh tokens, `mfa_token`s) are stored: SHA-256, hex. They are 256-bit
 /// random values, so a fast hash is enough; the token itself is never stored.
-pub(super) fn hash_token(token: &str) -> String {
+pub(crate) fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
@@ -145,6 +146,44 @@ impl Sessions {
             self.active.invalidate(&id).await;
         }
         Ok((session_id, token_set))
+    }
+
+    /// The end of a successful sign-in (a password, a second factor, a magic link, a passkey):
+    /// a session in the user's first tenant and its default workspace, and `entry` (the event
+    /// and its details) recorded with the session. `None` when the user belongs to no tenant.
+    pub(crate) async fn open_in_first_tenant(
+        &self,
+        user_id: &str,
+        login: &str,
+        origin: &RequestOrigin,
+        entry: AuditEntry,
+    ) -> anyhow::Result<Option<TokenSet>> {
+        let Some(membership) = crate::store::membership(&self.database, user_id, None).await?
+        else {
+            return Ok(None);
+        };
+        let workspace_id =
+            crate::store::default_workspace(&self.database, &membership.tenant_id).await?;
+        let (session_id, token_set) = self
+            .open(
+                &TokenScope {
+                    user_id: user_id.to_owned(),
+                    tenant_id: membership.tenant_id.clone(),
+                    workspace_id,
+                    role: membership.role,
+                    user_type: membership.user_type,
+                },
+                origin,
+            )
+            .await?;
+        let entry = entry
+            .tenant(membership.tenant_id)
+            .user(user_id)
+            .login(login)
+            .origin(origin)
+            .detail("session_id", session_id);
+        audit::record(&self.database, &entry).await?;
+        Ok(Some(token_set))
     }
 
     /// A new token set in an existing session (switch-context): earlier tokens stay valid.

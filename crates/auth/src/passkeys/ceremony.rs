@@ -13,11 +13,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::CEREMONY_LIFETIME;
-use crate::state::AuthState;
 use crate::store;
 use crate::store::webauthn::NewCeremony;
-use tessera_storage::time;
+use tessera_http::config::Secret;
+use tessera_storage::{Database, time};
+
+/// How long a ceremony may take between its start and its finish (the options' `timeout`).
+pub const CEREMONY_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
 
 /// The key that seals ceremony state, derived from the service secret.
 fn sealing_key(service_secret: &str) -> [u8; 32] {
@@ -85,7 +87,7 @@ fn challenge_key(challenge: &[u8]) -> String {
 }
 
 /// The row key of the challenge in `options.publicKey.challenge`.
-pub(super) fn options_challenge_key(options: &Value) -> anyhow::Result<String> {
+pub(crate) fn options_challenge_key(options: &Value) -> anyhow::Result<String> {
     options
         .pointer("/publicKey/challenge")
         .and_then(Value::as_str)
@@ -97,7 +99,7 @@ pub(super) fn options_challenge_key(options: &Value) -> anyhow::Result<String> {
 /// The row key of the challenge a credential answers (`response.clientDataJSON.challenge`);
 /// `None` when it has none. The relying party checks it against the state afterwards: this
 /// only finds the row.
-pub(super) fn credential_challenge_key(credential: &Value) -> Option<String> {
+pub(crate) fn credential_challenge_key(credential: &Value) -> Option<String> {
     let client_data = credential
         .pointer("/response/clientDataJSON")
         .and_then(Value::as_str)
@@ -111,8 +113,9 @@ pub(super) fn credential_challenge_key(credential: &Value) -> Option<String> {
 }
 
 /// Stores a started ceremony.
-pub(super) async fn store_ceremony<T: Serialize>(
-    state: &AuthState,
+pub(crate) async fn store_ceremony<T: Serialize>(
+    database: &Database,
+    service_secret: &Secret,
     key_hash: &str,
     kind: &str,
     user_id: Option<&str>,
@@ -120,10 +123,10 @@ pub(super) async fn store_ceremony<T: Serialize>(
     ceremony: &T,
 ) -> anyhow::Result<()> {
     let now = Utc::now();
-    let key = sealing_key(state.service_secret.expose());
+    let key = sealing_key(service_secret.expose());
     let sealed_state = seal_state(&key, key_hash, ceremony)?;
     store::webauthn::insert_ceremony(
-        &state.database,
+        database,
         &NewCeremony {
             key_hash,
             kind,
@@ -139,26 +142,21 @@ pub(super) async fn store_ceremony<T: Serialize>(
 
 /// Takes the ceremony of `key_hash` (single use) and opens its state; `None` when there is
 /// none of `kind` for `user_id` and `binding`, or it expired.
-pub(super) async fn take_ceremony<T: DeserializeOwned>(
-    state: &AuthState,
+pub(crate) async fn take_ceremony<T: DeserializeOwned>(
+    database: &Database,
+    service_secret: &Secret,
     key_hash: &str,
     kind: &str,
     user_id: Option<&str>,
     binding: Option<&str>,
 ) -> anyhow::Result<Option<T>> {
-    let Some(sealed_state) = store::webauthn::take_ceremony(
-        &state.database,
-        key_hash,
-        kind,
-        user_id,
-        binding,
-        &time::now(),
-    )
-    .await?
+    let Some(sealed_state) =
+        store::webauthn::take_ceremony(database, key_hash, kind, user_id, binding, &time::now())
+            .await?
     else {
         return Ok(None);
     };
-    let key = sealing_key(state.service_secret.expose());
+    let key = sealing_key(service_secret.expose());
     open_state(&key, key_hash, &sealed_state).map(Some)
 }
 

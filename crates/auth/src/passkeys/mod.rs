@@ -17,165 +17,50 @@
 //! one in its record, and the record is written back only by an update conditional on the
 //! stored counter being lower, so of two uses with the same counter (a cloned authenticator, or
 //! a race) one fails. Counterless authenticators (always 0) are accepted as the spec allows.
+//!
+//! The endpoints are `routes/passkeys.rs`.
 
 mod ceremony;
 mod relying_party;
 
+pub use ceremony::CEREMONY_LIFETIME;
+pub(crate) use ceremony::{
+    credential_challenge_key, options_challenge_key, store_ceremony, take_ceremony,
+};
 pub use relying_party::{RelyingParty, RelyingPartyConfig};
 
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
 use webauthn_rs::prelude::{
-    AuthenticationResult, Credential, DiscoverableAuthentication, Passkey, PasskeyAuthentication,
-    PasskeyRegistration, PublicKeyCredential, RegisterPublicKeyCredential, Uuid, WebauthnError,
+    AuthenticationResult, Credential, Passkey, PasskeyAuthentication, PublicKeyCredential,
+    WebauthnError,
 };
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::caller::Caller;
-use super::lockout;
-use super::routes::{TokenSetWithServices, open_session};
-use super::sessions::hash_token;
-use super::store;
-use super::store::webauthn::NewCredential;
-use crate::state::AuthState;
-use ceremony::{credential_challenge_key, options_challenge_key, store_ceremony, take_ceremony};
-use tessera_http::envelope::Data;
-use tessera_http::extract::ApiJson;
-use tessera_http::{ApiError, ApiResult, ValidationErrors};
+use crate::store;
+use tessera_http::config::Secret;
 use tessera_storage::{Database, time};
-
-/// How long a ceremony may take between its start and its finish (the options' `timeout`).
-pub const CEREMONY_LIFETIME: chrono::Duration = chrono::Duration::minutes(5);
 
 /// The longest credential name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
 
-const REGISTER: &str = "register";
-const SECOND_FACTOR: &str = "mfa";
-const PASSWORDLESS: &str = "passkey";
-
-pub fn router<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    AuthState: axum::extract::FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(start_registration))
-        .routes(routes!(finish_registration))
-        .routes(routes!(list_credentials))
-        .routes(routes!(delete_credential))
-        .routes(routes!(second_factor_challenge))
-        .routes(routes!(start_passwordless))
-        .routes(routes!(finish_passwordless))
-}
+/// The kind of a registration's ceremony.
+pub(crate) const REGISTER: &str = "register";
+/// The kind of a second factor's ceremony.
+pub(crate) const SECOND_FACTOR: &str = "mfa";
+/// The kind of a passwordless sign-in's ceremony.
+pub(crate) const PASSWORDLESS: &str = "passkey";
 
 /// Whether the user has a passkey.
 pub async fn enabled(database: &Database, user_id: &str) -> anyhow::Result<bool> {
     Ok(store::webauthn::count_credentials(database, user_id).await? > 0)
 }
 
-// ---- Wire shapes -------------------------------------------------------------------------
-
-/// WebAuthn options for `navigator.credentials.create()` or `.get()`: `{publicKey: …}` in the
-/// W3C JSON encoding (binary fields base64url).
-fn options_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .property(
-            "publicKey",
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .description(Some(
-                    "PublicKeyCredentialCreationOptions or PublicKeyCredentialRequestOptions, \
-                     W3C WebAuthn Level 3 JSON (binary fields base64url)",
-                )),
-        )
-        .required("publicKey")
-        .description(Some(
-            "The argument of `navigator.credentials.create()` (registration) or `.get()` \
-             (sign-in), in the W3C JSON encoding",
-        ))
-        .build()
-}
-
-/// A credential as the browser returns it, in the W3C JSON encoding (`toJSON()` of a
-/// `PublicKeyCredential`): `id`, `rawId`, `type`, `response`.
-pub(crate) fn credential_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .description(Some(
-            "The PublicKeyCredential the authenticator returned, in the W3C JSON encoding \
-             (`credential.toJSON()`: `id`, `rawId`, `type`, `response`, binary fields base64url)",
-        ))
-        .build()
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CeremonyOptions {
-    #[schema(schema_with = options_schema)]
-    pub options: Value,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PasswordlessOptions {
-    #[schema(schema_with = options_schema)]
-    pub options: Value,
-    /// Give it back to `…/passkey/finish` with the credential.
-    pub challenge_id: String,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct FinishRegistrationRequest {
-    #[schema(schema_with = credential_schema, required = true)]
-    pub credential: Option<Value>,
-    /// A name for the credential (1 to 100 characters); default `Passkey`.
-    #[schema(max_length = 100, pattern = r"\S")]
-    pub name: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PasskeyCredential {
-    pub id: String,
-    pub name: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RegisteredPasskey {
-    pub id: String,
-    pub name: String,
-    pub created_at: String,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct SecondFactorChallengeRequest {
-    /// The `mfa_token` of the login's 202 answer. Not blank.
-    #[schema(value_type = String, required = true, pattern = r"\S")]
-    pub mfa_token: Option<String>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct FinishPasswordlessRequest {
-    /// The `challenge_id` of `…/passkey/start`. Not blank.
-    #[schema(value_type = String, required = true, pattern = r"\S")]
-    pub challenge_id: Option<String>,
-    #[schema(schema_with = credential_schema, required = true)]
-    pub credential: Option<Value>,
-}
-
 /// The user's passkeys as the relying party reads them.
-async fn passkeys_of(database: &Database, user_id: &str) -> anyhow::Result<Vec<Passkey>> {
+pub(crate) async fn passkeys_of(
+    database: &Database,
+    user_id: &str,
+) -> anyhow::Result<Vec<Passkey>> {
     store::webauthn::passkeys_of(database, user_id)
         .await?
         .iter()
@@ -184,18 +69,18 @@ async fn passkeys_of(database: &Database, user_id: &str) -> anyhow::Result<Vec<P
 }
 
 /// A credential id as stored (base64url, unpadded).
-fn credential_id_text(credential_id: &[u8]) -> String {
+pub(crate) fn credential_id_text(credential_id: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(credential_id)
 }
 
 /// A passkey's signature counter.
-fn counter_of(passkey: &Passkey) -> i64 {
+pub(crate) fn counter_of(passkey: &Passkey) -> i64 {
     i64::from(Credential::from(passkey.clone()).counter)
 }
 
 /// Why a use of a passkey was refused (logged, and a detail of the audit entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
+pub(crate) enum Refusal {
     /// No ceremony, a malformed or wrongly signed answer, or an unknown credential.
     Invalid,
     /// The signature counter did not advance: a cloned authenticator, or a replay in a race.
@@ -203,7 +88,7 @@ enum Refusal {
 }
 
 impl Refusal {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Refusal::Invalid => "invalid",
             Refusal::Counter => "counter",
@@ -220,7 +105,7 @@ impl Refusal {
 }
 
 /// Logs a refused use of a passkey.
-fn log_refusal(refusal: Refusal, error: Option<&WebauthnError>) {
+pub(crate) fn log_refusal(refusal: Refusal, error: Option<&WebauthnError>) {
     match refusal {
         Refusal::Counter => tracing::warn!(
             "a passkey's signature counter did not advance: refused (a cloned authenticator, or \
@@ -267,7 +152,7 @@ async fn record_use(
 
 /// The outcome of a finished ceremony for `user_id`: its credential's use recorded, or why it
 /// was refused (logged once, here).
-async fn accept_result(
+pub(crate) async fn accept_result(
     database: &Database,
     user_id: &str,
     result: Result<AuthenticationResult, WebauthnError>,
@@ -293,12 +178,14 @@ async fn accept_result(
 /// started for `mfa_token_hash` and the user (the ceremony is spent either way). The caller
 /// reserved the guess.
 pub(crate) async fn accept_second_factor(
-    state: &AuthState,
+    database: &Database,
+    service_secret: &Secret,
+    relying_party: Option<&RelyingParty>,
     user_id: &str,
     mfa_token_hash: &str,
     credential: &Value,
 ) -> anyhow::Result<bool> {
-    let Some(relying_party) = state.relying_party.as_deref() else {
+    let Some(relying_party) = relying_party else {
         return Ok(false);
     };
     let Some(key_hash) = credential_challenge_key(credential) else {
@@ -308,7 +195,8 @@ pub(crate) async fn accept_second_factor(
         return Ok(false);
     };
     let Some(ceremony) = take_ceremony::<PasskeyAuthentication>(
-        state,
+        database,
+        service_secret,
         &key_hash,
         SECOND_FACTOR,
         Some(user_id),
@@ -321,450 +209,5 @@ pub(crate) async fn accept_second_factor(
     let result = relying_party
         .webauthn
         .finish_passkey_authentication(&answer, &ceremony);
-    Ok(accept_result(&state.database, user_id, result)
-        .await?
-        .is_ok())
-}
-
-/// The 422 of a credential that is missing or not the answer of a pending ceremony.
-fn invalid_credential() -> ApiError {
-    ApiError::Validation(ValidationErrors::single("credential", "invalid"))
-}
-
-/// Reads the optional credential name: trimmed, 1 to [`MAX_NAME_CHARS`] characters.
-fn credential_name(errors: &mut ValidationErrors, name: Option<String>) -> String {
-    let Some(name) = name else {
-        return "Passkey".into();
-    };
-    let name = name.trim().to_owned();
-    if name.is_empty() {
-        errors.add("name", "required");
-    } else {
-        errors.check_length(&name, "name", 1, MAX_NAME_CHARS);
-    }
-    name
-}
-
-// ---- Endpoints ---------------------------------------------------------------------------
-
-/// Starts registering a passkey for the caller: creation options for the browser.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/webauthn/register/start",
-    tag = "auth",
-    security(("bearer" = [])),
-    responses(
-        (status = 200, description = "Creation options (`options.publicKey`) for `navigator.credentials.create()`", body = Data<CeremonyOptions>),
-        (status = 401, description = "Unauthenticated"),
-        (status = 409, description = "The caller has as many passkeys as allowed"),
-        (status = 503, description = "This host offers no passkeys (its public URL is a bare IP address)"),
-    )
-)]
-async fn start_registration(
-    State(state): State<AuthState>,
-    caller: Caller,
-) -> ApiResult<Json<Data<CeremonyOptions>>> {
-    let relying_party = state.relying_party()?;
-    let registered = passkeys_of(&state.database, &caller.user_id).await?;
-    if registered.len() >= relying_party.max_credentials_per_user as usize {
-        return Err(too_many_passkeys(relying_party));
-    }
-    let login = store::email_of(&state.database, &caller.user_id)
-        .await?
-        .ok_or(ApiError::Unauthenticated)?;
-    let user_handle = match store::webauthn::user_handle(&state.database, &caller.user_id).await? {
-        Some(handle) => handle,
-        None => {
-            let handle = Uuid::new_v4().to_string();
-            store::webauthn::keep_user_handle(&state.database, &caller.user_id, &handle).await?
-        }
-    };
-    let user_handle = Uuid::parse_str(&user_handle)
-        .map_err(|error| anyhow::anyhow!("a stored WebAuthn user handle: {error}"))?;
-    let registered = registered
-        .iter()
-        .map(|passkey| passkey.cred_id().clone())
-        .collect();
-    let (options, registration) = relying_party
-        .webauthn
-        .start_passkey_registration(user_handle, &login, &login, Some(registered))
-        .map_err(|error| anyhow::anyhow!("starting a passkey registration: {error}"))?;
-    let mut options = serde_json::to_value(options).map_err(anyhow::Error::from)?;
-    // Ask for a discoverable credential, so the passkey also signs in without a password.
-    if let Some(selection) = options.pointer_mut("/publicKey/authenticatorSelection") {
-        selection["residentKey"] = Value::from("preferred");
-        selection["requireResidentKey"] = Value::from(false);
-    }
-    let key_hash = options_challenge_key(&options)?;
-    store_ceremony::<PasskeyRegistration>(
-        &state,
-        &key_hash,
-        REGISTER,
-        Some(&caller.user_id),
-        None,
-        &registration,
-    )
-    .await?;
-    Ok(Json(Data {
-        data: CeremonyOptions { options },
-    }))
-}
-
-fn too_many_passkeys(relying_party: &RelyingParty) -> ApiError {
-    ApiError::Conflict(format!(
-        "This account has {} passkeys, the most allowed (TESSERA_WEBAUTHN_MAX_CREDENTIALS); \
-         delete one first.",
-        relying_party.max_credentials_per_user
-    ))
-}
-
-/// Finishes a registration with the browser's credential: the passkey is the caller's.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/webauthn/register/finish",
-    tag = "auth",
-    security(("bearer" = [])),
-    request_body = FinishRegistrationRequest,
-    responses(
-        (status = 201, description = "Registered", body = Data<RegisteredPasskey>),
-        (status = 401, description = "Unauthenticated"),
-        (status = 409, description = "The credential is registered already, or the caller has as many passkeys as allowed"),
-        (status = 422, description = "Missing or invalid credential (no pending registration of the caller's it answers), or a bad name"),
-        (status = 503, description = "This host offers no passkeys"),
-    )
-)]
-async fn finish_registration(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    caller: Caller,
-    ApiJson(body): ApiJson<FinishRegistrationRequest>,
-) -> ApiResult<(StatusCode, Json<Data<RegisteredPasskey>>)> {
-    let relying_party = state.relying_party()?;
-    let mut errors = ValidationErrors::new();
-    let credential = body.credential.filter(Value::is_object);
-    if credential.is_none() {
-        errors.add("credential", "required");
-    }
-    let name = credential_name(&mut errors, body.name);
-    errors.into_result()?;
-    let credential = credential.expect("checked above");
-    let key_hash = credential_challenge_key(&credential).ok_or_else(invalid_credential)?;
-    let answer = serde_json::from_value::<RegisterPublicKeyCredential>(credential)
-        .map_err(|_| invalid_credential())?;
-    let registration = take_ceremony::<PasskeyRegistration>(
-        &state,
-        &key_hash,
-        REGISTER,
-        Some(&caller.user_id),
-        None,
-    )
-    .await?
-    .ok_or_else(invalid_credential)?;
-    let passkey = relying_party
-        .webauthn
-        .finish_passkey_registration(&answer, &registration)
-        .map_err(|error| {
-            tracing::info!(error = %error, "a passkey registration was refused");
-            invalid_credential()
-        })?;
-    let id = Uuid::new_v4().to_string();
-    let created_at = time::now();
-    let mut tx = state.database.begin().await?;
-    // One registration at a time per user, so parallel ones cannot pass the limit.
-    store::webauthn::lock_user(&mut tx, &caller.user_id).await?;
-    let count = store::webauthn::count_credentials_in(&mut tx, &caller.user_id).await?;
-    if count >= i64::from(relying_party.max_credentials_per_user) {
-        return Err(too_many_passkeys(relying_party));
-    }
-    let inserted = store::webauthn::insert_credential(
-        &mut tx,
-        &NewCredential {
-            id: &id,
-            user_id: &caller.user_id,
-            credential_id: &credential_id_text(passkey.cred_id()),
-            name: &name,
-            passkey: &serde_json::to_string(&passkey).map_err(anyhow::Error::from)?,
-            sign_count: counter_of(&passkey),
-            created_at: &created_at,
-        },
-    )
-    .await?;
-    if !inserted {
-        return Err(ApiError::Conflict(
-            "This credential is registered already.".into(),
-        ));
-    }
-    audit::record_in(
-        &mut tx,
-        &AuditEntry::new(AuditEvent::MfaEnabled)
-            .caller(&caller)
-            .origin(&origin)
-            .detail("method", "webauthn")
-            .detail("credential", id.clone()),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(Data {
-            data: RegisteredPasskey {
-                id,
-                name,
-                created_at,
-            },
-        }),
-    ))
-}
-
-/// The caller's passkeys, oldest first.
-#[utoipa::path(
-    get,
-    path = "/auth/api/v1/auth/mfa/webauthn/credentials",
-    tag = "auth",
-    security(("bearer" = [])),
-    responses(
-        (status = 200, description = "The caller's passkeys", body = Data<Vec<PasskeyCredential>>),
-        (status = 401, description = "Unauthenticated"),
-    )
-)]
-async fn list_credentials(
-    State(state): State<AuthState>,
-    _: tessera_http::extract::NoQuery,
-    caller: Caller,
-) -> ApiResult<Json<Data<Vec<PasskeyCredential>>>> {
-    let credentials = store::webauthn::credentials(&state.database, &caller.user_id)
-        .await?
-        .into_iter()
-        .map(|row| PasskeyCredential {
-            id: row.id,
-            name: row.name,
-            created_at: row.created_at,
-            last_used_at: row.last_used_at,
-        })
-        .collect();
-    Ok(Json(Data { data: credentials }))
-}
-
-/// Deletes one of the caller's passkeys.
-#[utoipa::path(
-    delete,
-    path = "/auth/api/v1/auth/mfa/webauthn/credentials/{id}",
-    tag = "auth",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The passkey's id")),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 401, description = "Unauthenticated"),
-        (status = 404, description = "The caller has no passkey of this id"),
-    )
-)]
-async fn delete_credential(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
-    let mut tx = state.database.begin().await?;
-    if !store::webauthn::delete_credential(&mut tx, &caller.user_id, &id).await? {
-        return Err(ApiError::not_found("Passkey"));
-    }
-    audit::record_in(
-        &mut tx,
-        &AuditEntry::new(AuditEvent::MfaDisabled)
-            .caller(&caller)
-            .origin(&origin)
-            .detail("method", "webauthn")
-            .detail("credential", id),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// Request options for a login's second step with a passkey.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/mfa/webauthn/challenge",
-    tag = "auth",
-    request_body = SecondFactorChallengeRequest,
-    responses(
-        (status = 200, description = "Request options (`options.publicKey`) for `navigator.credentials.get()`; answer with `…/mfa/verify`", body = Data<CeremonyOptions>),
-        (status = 401, description = "Unknown, expired or used mfa_token"),
-        (status = 409, description = "The account has no passkey"),
-        (status = 422, description = "Missing mfa_token"),
-        (status = 503, description = "This host offers no passkeys"),
-    )
-)]
-async fn second_factor_challenge(
-    State(state): State<AuthState>,
-    ApiJson(body): ApiJson<SecondFactorChallengeRequest>,
-) -> ApiResult<Json<Data<CeremonyOptions>>> {
-    let relying_party = state.relying_party()?;
-    let mut errors = ValidationErrors::new();
-    let mfa_token = errors.required("mfa_token", body.mfa_token);
-    errors.into_result()?;
-    let mfa_token_hash = hash_token(&mfa_token);
-    let store::mfa::Challenge { user_id, .. } =
-        store::mfa::challenge(&state.database, &mfa_token_hash, &time::now())
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
-    let passkeys = passkeys_of(&state.database, &user_id).await?;
-    if passkeys.is_empty() {
-        return Err(ApiError::Conflict("This account has no passkey.".into()));
-    }
-    let (options, authentication) = relying_party
-        .webauthn
-        .start_passkey_authentication(&passkeys)
-        .map_err(|error| anyhow::anyhow!("starting a passkey authentication: {error}"))?;
-    let options = serde_json::to_value(options).map_err(anyhow::Error::from)?;
-    let key_hash = options_challenge_key(&options)?;
-    store_ceremony::<PasskeyAuthentication>(
-        &state,
-        &key_hash,
-        SECOND_FACTOR,
-        Some(&user_id),
-        Some(&mfa_token_hash),
-        &authentication,
-    )
-    .await?;
-    Ok(Json(Data {
-        data: CeremonyOptions { options },
-    }))
-}
-
-/// Starts a sign-in without a password: request options for a discoverable credential.
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/passkey/start",
-    tag = "auth",
-    responses(
-        (status = 200, description = "Request options (`options.publicKey`, no credentials listed) and the ceremony's `challenge_id`", body = Data<PasswordlessOptions>),
-        (status = 503, description = "This host offers no passkeys"),
-    )
-)]
-async fn start_passwordless(
-    State(state): State<AuthState>,
-    _: tessera_http::extract::NoQuery,
-) -> ApiResult<Json<Data<PasswordlessOptions>>> {
-    let relying_party = state.relying_party()?;
-    let (options, authentication) = relying_party
-        .webauthn
-        .start_discoverable_authentication()
-        .map_err(|error| anyhow::anyhow!("starting a passwordless sign-in: {error}"))?;
-    let mut options = serde_json::to_value(options).map_err(anyhow::Error::from)?;
-    // The client chooses how to ask (a button, or conditional mediation in an autofill field).
-    if let Some(options) = options.as_object_mut() {
-        options.remove("mediation");
-    }
-    let challenge_id = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
-    store_ceremony::<DiscoverableAuthentication>(
-        &state,
-        &hash_token(&challenge_id),
-        PASSWORDLESS,
-        None,
-        None,
-        &authentication,
-    )
-    .await?;
-    Ok(Json(Data {
-        data: PasswordlessOptions {
-            options,
-            challenge_id,
-        },
-    }))
-}
-
-/// Signs in with a discoverable passkey, as a login does (the passkey is both factors: user
-/// verification is required).
-#[utoipa::path(
-    post,
-    path = "/auth/api/v1/auth/passkey/finish",
-    tag = "auth",
-    request_body = FinishPasswordlessRequest,
-    responses(
-        (status = 200, description = "Token set and service map, as a login", body = TokenSetWithServices),
-        (status = 401, description = "Unknown, used or expired challenge_id, an unknown credential, a wrong signature or a counter that did not advance (counts toward the lockout)"),
-        (status = 422, description = "Missing challenge_id or credential, or a credential that is not a WebAuthn assertion"),
-        (status = 429, description = "The account is locked after too many failures (`Retry-After`)"),
-        (status = 503, description = "This host offers no passkeys"),
-    )
-)]
-async fn finish_passwordless(
-    State(state): State<AuthState>,
-    origin: RequestOrigin,
-    ApiJson(body): ApiJson<FinishPasswordlessRequest>,
-) -> ApiResult<Response> {
-    let relying_party = state.relying_party()?;
-    let mut errors = ValidationErrors::new();
-    let challenge_id = errors.required("challenge_id", body.challenge_id);
-    let credential = body.credential.filter(Value::is_object);
-    if credential.is_none() {
-        errors.add("credential", "required");
-    }
-    errors.into_result()?;
-    let answer = serde_json::from_value::<PublicKeyCredential>(credential.expect("checked above"))
-        .map_err(|_| invalid_credential())?;
-    let failed = |refusal: Refusal| {
-        AuditEntry::new(AuditEvent::PasskeyFailed)
-            .origin(&origin)
-            .detail("reason", refusal.as_str())
-    };
-    let Some(ceremony) = take_ceremony::<DiscoverableAuthentication>(
-        &state,
-        &hash_token(challenge_id.trim()),
-        PASSWORDLESS,
-        None,
-        None,
-    )
-    .await?
-    else {
-        audit::record(&state.database, &failed(Refusal::Invalid)).await?;
-        return Err(ApiError::Unauthenticated);
-    };
-    // Which account the authenticator names: its user handle, and the credential under it.
-    let identified = match relying_party
-        .webauthn
-        .identify_discoverable_authentication(&answer)
-    {
-        Ok((user_handle, credential_id)) => {
-            let user =
-                store::webauthn::user_of_handle(&state.database, &user_handle.to_string()).await?;
-            let stored = store::webauthn::passkey_by_credential_id(
-                &state.database,
-                &credential_id_text(credential_id),
-            )
-            .await?;
-            match (user, stored) {
-                (Some((user_id, login)), Some(stored)) if stored.user_id == user_id => {
-                    Some((user_id, login, stored))
-                }
-                _ => None,
-            }
-        }
-        Err(_) => None,
-    };
-    let Some((user_id, login, stored)) = identified else {
-        log_refusal(Refusal::Invalid, None);
-        audit::record(&state.database, &failed(Refusal::Invalid)).await?;
-        return Err(ApiError::Unauthenticated);
-    };
-    // A known account's failures show in its (first) tenant's trail.
-    let failed = audit::entry_for_user(&state.database, AuditEvent::PasskeyFailed, &user_id)
-        .await?
-        .login(&login)
-        .origin(&origin);
-    // The answer is a guess at the account like a password: counted before it is checked.
-    lockout::reserve_or_refuse(&state.database, &state.config, &login, failed.clone()).await?;
-    let passkey: Passkey = serde_json::from_str(&stored.passkey).map_err(anyhow::Error::from)?;
-    let result = relying_party
-        .webauthn
-        .finish_discoverable_authentication_v2(&answer, ceremony, &passkey);
-    if let Err(refusal) = accept_result(&state.database, &user_id, result).await? {
-        // The guess stays counted: its reservation is the failure.
-        audit::record(&state.database, &failed.detail("reason", refusal.as_str())).await?;
-        return Err(ApiError::Unauthenticated);
-    }
-    lockout::release(&state.database, &login, state.config.lockout_max_attempts).await?;
-    let entry = AuditEntry::new(AuditEvent::PasskeyUsed).detail("credential", stored.id);
-    open_session(&state, &user_id, &login, &origin, entry).await
+    Ok(accept_result(database, user_id, result).await?.is_ok())
 }

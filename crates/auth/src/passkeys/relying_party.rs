@@ -4,7 +4,7 @@
 
 use webauthn_rs::prelude::{Url, Webauthn, WebauthnBuilder};
 
-use super::CEREMONY_LIFETIME;
+use super::ceremony::CEREMONY_LIFETIME;
 
 /// The operator's passkey settings; unset parts come from the public URL.
 #[derive(Debug, Clone)]
@@ -34,8 +34,8 @@ impl Default for RelyingPartyConfig {
 
 /// The host's relying party: `webauthn-rs` configured for it, and its limits.
 pub struct RelyingParty {
-    pub(super) webauthn: Webauthn,
-    pub(super) max_credentials_per_user: u32,
+    pub(crate) webauthn: Webauthn,
+    pub(crate) max_credentials_per_user: u32,
 }
 
 impl RelyingParty {

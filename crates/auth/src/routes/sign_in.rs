@@ -1,81 +1,27 @@
 //! `/auth/api/v1/auth/*`: login, refresh, logout, logout everywhere, me, switch-context and the
 //! auth configuration, plus the JWKS document at `/auth/.well-known/jwks.json`.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::caller::Caller;
-use super::keys::Jwks;
-use super::lockout;
-use super::password::{PasswordPolicy, Verified};
-use super::sessions::{RefreshError, TokenScope, TokenSet};
-use super::store;
+use crate::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
+use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
+use crate::keys::Jwks;
+use crate::lockout;
+use crate::password::{PasswordPolicy, Verified};
+use crate::routes::answers::{TokenSetWithServices, mfa_challenged, signed_in, with_services};
+use crate::sessions::{RefreshError, TokenScope, TokenSet};
 use crate::state::AuthState;
+use crate::store;
 use tessera_http::envelope::Data;
 use tessera_http::extract::{ApiJson, NoQuery};
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
-
-/// The services the spec's `meta.services` always names (CONTRACT §2), each at
-/// `<public-url>/<name>`, whether or not an engine of that code is loaded: clients rely on
-/// the keys. Every loaded engine is added beside them. The one place the host names the
-/// seven engines' codes.
-pub const SPEC_SERVICES: [&str; 9] = [
-    "auth",
-    "core",
-    "chat",
-    "voip",
-    "drive",
-    "activity",
-    "usermanager",
-    "notes",
-    "mail",
-];
-
-/// `meta` of login and switch-context.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ServicesMeta {
-    /// Service name to the base URL of its path prefix: the spec's nine services and every
-    /// loaded engine.
-    pub services: BTreeMap<String, String>,
-}
-
-/// `{data: token set, meta: {services}}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TokenSetWithServices {
-    pub data: TokenSet,
-    pub meta: ServicesMeta,
-}
-
-pub(super) fn with_services(state: &AuthState, token_set: TokenSet) -> Response {
-    let services = service_map(&state.public_url, state.engines.engine_codes());
-    Json(TokenSetWithServices {
-        data: token_set,
-        meta: ServicesMeta { services },
-    })
-    .into_response()
-}
-
-/// The spec's services and the loaded engines' codes, each at `<public_url>/<name>`.
-fn service_map(public_url: &str, engine_codes: Vec<String>) -> BTreeMap<String, String> {
-    SPEC_SERVICES
-        .iter()
-        .map(|name| (*name).to_owned())
-        .chain(engine_codes)
-        .map(|name| {
-            let url = format!("{public_url}/{name}");
-            (name, url)
-        })
-        .collect()
-}
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LoginRequest {
@@ -237,10 +183,10 @@ async fn login(
         let rehashed = state.password_hasher.hash(password).await?;
         store::update_password_hash(&state.database, &account.user_id, &rehashed).await?;
     }
-    if super::mfa::enabled(&state.database, &account.user_id).await? {
-        return super::mfa::challenge(&state, &account.user_id, &login, &origin).await;
+    if crate::mfa::enabled(&state.database, &account.user_id).await? {
+        return mfa_challenged(&state, &account.user_id, &login, &origin).await;
     }
-    open_session(
+    signed_in(
         &state,
         &account.user_id,
         &login,
@@ -248,43 +194,6 @@ async fn login(
         AuditEntry::new(AuditEvent::LoginSucceeded),
     )
     .await
-}
-
-/// The end of a successful sign-in (password, a second factor, a magic link): a session in the
-/// user's first tenant and its default workspace, answered with the token set and services, and
-/// `entry` (the event and its details) recorded with the session.
-pub(super) async fn open_session(
-    state: &AuthState,
-    user_id: &str,
-    login: &str,
-    origin: &RequestOrigin,
-    entry: AuditEntry,
-) -> ApiResult<Response> {
-    let membership = store::membership(&state.database, user_id, None)
-        .await?
-        .ok_or(ApiError::Unauthenticated)?;
-    let workspace_id = store::default_workspace(&state.database, &membership.tenant_id).await?;
-    let (session_id, token_set) = state
-        .sessions
-        .open(
-            &TokenScope {
-                user_id: user_id.to_owned(),
-                tenant_id: membership.tenant_id.clone(),
-                workspace_id,
-                role: membership.role,
-                user_type: membership.user_type,
-            },
-            origin,
-        )
-        .await?;
-    let entry = entry
-        .tenant(membership.tenant_id)
-        .user(user_id)
-        .login(login)
-        .origin(origin)
-        .detail("session_id", session_id);
-    audit::record(&state.database, &entry).await?;
-    Ok(with_services(state, token_set))
 }
 
 /// Rotates a refresh token into a new token set.

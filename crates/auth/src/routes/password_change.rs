@@ -11,12 +11,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::caller::Caller;
-use super::lockout;
-use super::password::Verified;
-use super::store;
+use crate::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
+use crate::caller::Caller;
+use crate::lockout;
+use crate::password::Verified;
 use crate::state::AuthState;
+use crate::store;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 

@@ -7,22 +7,21 @@
 //!
 //! No account discovery, as for password recovery ([`mailed_token::request`]).
 
-use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::identity::normalize_email;
-use super::mailed_token::{self, MAGIC_LINK};
-use super::password_reset::MailAccepted;
-use super::routes::{TokenSetWithServices, open_session};
-use super::sessions::hash_token;
-use super::store;
+use crate::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
+use crate::identity::normalize_email;
+use crate::mailed_token::{self, MAGIC_LINK};
+use crate::routes::answers::{
+    MailAccepted, MfaChallengeBody, TokenSetWithServices, mail_accepted, mfa_challenged, signed_in,
+};
+use crate::sessions::hash_token;
 use crate::state::AuthState;
+use crate::store;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 use tessera_storage::time;
@@ -86,14 +85,18 @@ async fn request_magic_link(
     };
     errors.into_result()?;
     let login = normalize_email(&login);
-    mailed_token::request(&state, &origin, login, &MAGIC_LINK, &link_base).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(MailAccepted {
-            message: "If an account has this login, a sign-in link is on its way.",
-        }),
+    mailed_token::request(
+        &state.database,
+        mailer,
+        &origin,
+        login,
+        &MAGIC_LINK,
+        &link_base,
     )
-        .into_response())
+    .await?;
+    Ok(mail_accepted(
+        "If an account has this login, a sign-in link is on its way.",
+    ))
 }
 
 /// Signs in with a magic link's token, as a login does.
@@ -104,7 +107,7 @@ async fn request_magic_link(
     request_body = MagicLinkVerifyRequest,
     responses(
         (status = 200, description = "Token set and service map, as a login", body = TokenSetWithServices),
-        (status = 202, description = "The account has a second factor: its MFA challenge, as a login's", body = super::mfa::MfaChallengeBody),
+        (status = 202, description = "The account has a second factor: its MFA challenge, as a login's", body = MfaChallengeBody),
         (status = 401, description = "The token is unknown, used or expired"),
         (status = 422, description = "Missing token"),
     )
@@ -143,9 +146,9 @@ async fn verify_magic_link(
     }
     // The link stands for the password: an account with a second factor still gets its
     // challenge.
-    if super::mfa::enabled(&state.database, &user_id).await? {
-        return super::mfa::challenge(&state, &user_id, &login, &origin).await;
+    if crate::mfa::enabled(&state.database, &user_id).await? {
+        return mfa_challenged(&state, &user_id, &login, &origin).await;
     }
     let entry = AuditEntry::new(AuditEvent::MagicLinkUsed);
-    open_session(&state, &user_id, &login, &origin, entry).await
+    signed_in(&state, &user_id, &login, &origin, entry).await
 }

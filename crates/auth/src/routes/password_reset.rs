@@ -7,21 +7,21 @@
 //! same work ([`mailed_token::request`]). The token is spent by one conditional statement in
 //! the same transaction as the new password and the sessions' end.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use axum::response::Response;
+use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
-use super::identity::normalize_email;
-use super::lockout;
-use super::mailed_token::{self, PASSWORD_RESET};
-use super::sessions::hash_token;
-use super::store;
+use crate::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
+use crate::identity::normalize_email;
+use crate::lockout;
+use crate::mailed_token::{self, PASSWORD_RESET};
+use crate::routes::answers::{MailAccepted, mail_accepted};
+use crate::sessions::hash_token;
 use crate::state::AuthState;
+use crate::store;
 use tessera_http::extract::ApiJson;
 use tessera_http::{ApiError, ApiResult, ValidationErrors};
 use tessera_storage::time;
@@ -45,12 +45,6 @@ pub struct ResetPasswordRequest {
     /// (`GET /auth/api/v1/auth/config`), else 422 naming the rules it breaks.
     #[schema(value_type = String, required = true, pattern = r"\S")]
     pub password: Option<String>,
-}
-
-/// The 202 of `forgot`, the same for every login.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MailAccepted {
-    pub message: &'static str,
 }
 
 pub fn router<S>() -> OpenApiRouter<S>
@@ -81,19 +75,23 @@ async fn forgot_password(
     origin: RequestOrigin,
     ApiJson(body): ApiJson<ForgotPasswordRequest>,
 ) -> ApiResult<Response> {
-    state.sign_in_mailer()?;
+    let mailer = state.sign_in_mailer()?;
     let mut errors = ValidationErrors::new();
     let login = errors.required("login", body.login);
     errors.into_result()?;
     let login = normalize_email(&login);
-    mailed_token::request(&state, &origin, login, &PASSWORD_RESET, &state.public_url).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(MailAccepted {
-            message: "If an account has this login, a reset mail is on its way.",
-        }),
+    mailed_token::request(
+        &state.database,
+        mailer,
+        &origin,
+        login,
+        &PASSWORD_RESET,
+        &state.public_url,
     )
-        .into_response())
+    .await?;
+    Ok(mail_accepted(
+        "If an account has this login, a reset mail is on its way.",
+    ))
 }
 
 /// Sets a new password with a reset token; every session of the user ends.
