@@ -1,15 +1,15 @@
 //! The activity engine's API description: the documented routes ([`router`]) and the schemas of
-//! what they read and answer. [`Unseen`] is what both "since last seen" routes serialize, and
-//! the feed's items are the engine's own [`FeedItem`](crate::items::FeedItem); the query and
-//! the body of marking are documentation types. The host shows them under `/activity/…` as
-//! `activity.<Name>`.
+//! what they read and answer. [`Unseen`](crate::seen::Unseen) is what both "since last seen"
+//! routes serialize, and the feed's items are the engine's own
+//! [`FeedItem`](crate::items::FeedItem); the query and the body of marking are documentation
+//! types. The host shows them under `/activity/…` as `activity.<Name>`.
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use tessera_sdk::{Operation, Router, tenancy};
 
 use crate::items::FeedItem;
-use crate::{CODE, feed, seen};
+use crate::seen::{self, Unseen};
+use crate::{CODE, feed};
 
 /// Who may read the feed.
 const GUESTS_FORBIDDEN: &str = "Guest tokens do not see the tenant's feed";
@@ -58,20 +58,6 @@ pub fn router() -> Router {
                 .error(403, GUESTS_FORBIDDEN)
                 .invalid("`item_id`: `exists` (not an item of the feed), `string` (not a string)"),
         )
-}
-
-/// The caller's "since last seen" state.
-#[derive(Debug, Serialize, JsonSchema)]
-#[schemars(transform = tessera_sdk::openapi::all_required)]
-pub struct Unseen {
-    /// Items recorded after the caller's mark and not caused by the caller, at most 1000.
-    #[schemars(range(max = seen::MAX_COUNT))]
-    pub count: usize,
-    /// True when the real number may be higher than `count`.
-    pub capped: bool,
-    /// RFC 3339, when the caller last marked the feed seen (or was provisioned); null when the
-    /// caller has no mark (everything counts).
-    pub last_seen_at: Option<String>,
 }
 
 /// `POST /activity/api/v1/feed/seen`: the body is optional.

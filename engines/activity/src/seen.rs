@@ -10,12 +10,12 @@
 //!   feed; provisioning a user sets the mark to "now".
 //! - Marking is the caller's own read state, not tenant data: viewers may do it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::Value;
 use tessera_sdk::storage::{self, Update};
 use tessera_sdk::{ApiError, Context, HandlerResult, HostError, Request, Response, tenancy, time};
 
-use crate::api::Unseen;
 use crate::items::{ITEMS_PREFIX, is_identifier, item_key};
 use crate::require_reader;
 
@@ -25,6 +25,20 @@ pub const MAX_COUNT: usize = 1000;
 const COUNT_BUDGET: usize = 5000;
 /// Items read per storage call while counting.
 const COUNT_BATCH: u32 = 500;
+
+/// The caller's "since last seen" state.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = tessera_sdk::openapi::all_required)]
+pub struct Unseen {
+    /// Items recorded after the caller's mark and not caused by the caller, at most 1000.
+    #[schemars(range(max = MAX_COUNT))]
+    pub count: usize,
+    /// True when the real number may be higher than `count`.
+    pub capped: bool,
+    /// RFC 3339, when the caller last marked the feed seen (or was provisioned); null when the
+    /// caller has no mark (everything counts).
+    pub last_seen_at: Option<String>,
+}
 
 /// A user's mark.
 #[derive(Debug, Clone, Serialize, Deserialize)]
