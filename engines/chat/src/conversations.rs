@@ -1,5 +1,5 @@
 //! Conversations, messages and members (CONTRACT §7). They exist so that the subscribable
-//! events really happen: each change commits with its webhook deliveries (`events.rs`).
+//! events really happen: each change commits with its webhook deliveries (`changes.rs`).
 //!
 //! Access: the default conversation is open to everyone in the tenant; another one to its
 //! members and to owners. Writing needs a writer (owner or editor, not a guest token). A message
@@ -13,7 +13,8 @@ use tessera_sdk::{
 };
 
 use crate::batch::Batch;
-use crate::events::{self, ChatEvent};
+use crate::changes;
+use crate::events::ChatEvent;
 use crate::{new_ordered_id, object_body};
 
 /// Longest conversation title, in characters.
@@ -182,7 +183,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("conversation.created", &conversation.id).user(&ctx.user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::created(&conversation))
 }
 
@@ -206,7 +207,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("conversation.updated", &conversation.id).user(&ctx.user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::ok(&conversation))
 }
 
@@ -273,7 +274,7 @@ pub fn post_message(ctx: &Context, req: &Request) -> HandlerResult {
     }
     let mut batch = Batch::new();
     batch.put(message_key(&conversation.id, &message.id), &message)?;
-    events::commit_with(batch, &ctx.tenant_id, &chat_events)?;
+    changes::commit_with(batch, &ctx.tenant_id, &chat_events)?;
     Ok(Response::created(&message))
 }
 
@@ -296,7 +297,7 @@ pub fn edit_message(ctx: &Context, req: &Request) -> HandlerResult {
     let event = ChatEvent::new("message.updated", &conversation.id)
         .message(&message.id)
         .user(&ctx.user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::ok(&message))
 }
 
@@ -313,7 +314,7 @@ pub fn delete_message(ctx: &Context, req: &Request) -> HandlerResult {
     let event = ChatEvent::new("message.deleted", &conversation.id)
         .message(&message.id)
         .user(&ctx.user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::no_content())
 }
 
@@ -345,7 +346,7 @@ pub fn add_member(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("member.added", &conversation.id).user(&user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::created(&Membership {
         conversation_id: &conversation.id,
         user_id: &user_id,
@@ -370,6 +371,6 @@ pub fn remove_member(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("member.removed", &conversation.id).user(&user_id);
-    events::commit_with(batch, &ctx.tenant_id, &[event])?;
+    changes::commit_with(batch, &ctx.tenant_id, &[event])?;
     Ok(Response::no_content())
 }

@@ -1,13 +1,9 @@
-//! Chat events: what happened, as identifiers only. [`stage`] adds one delivery (and the job of
-//! its first attempt) per subscribed active webhook to the batch of the change itself, so a
-//! committed change always has its deliveries; [`publish`] then puts the events on the host's
-//! bus for other engines.
+//! Chat events: what happened, as identifiers only, the event types a webhook may subscribe to,
+//! and [`publish`], which puts events on the host's bus for other engines. Staging their webhook
+//! deliveries with the change that caused them is `changes.rs`'s.
 
 use tessera_sdk::serde_json::{Map, Value};
 use tessera_sdk::{HostError, events, time};
-
-use crate::batch::Batch;
-use crate::webhooks;
 
 /// The event types a webhook may subscribe to.
 pub const SUBSCRIBABLE: [&str; 8] = [
@@ -76,45 +72,10 @@ impl ChatEvent {
     }
 }
 
-/// Adds the deliveries of `chat_events` to `batch`: one per active webhook subscribed to each.
-pub fn stage(
-    batch: &mut Batch,
-    tenant_id: &str,
-    chat_events: &[ChatEvent],
-) -> Result<(), HostError> {
-    if chat_events.is_empty() {
-        return Ok(());
-    }
-    let subscribers = webhooks::active()?;
-    for event in chat_events {
-        for webhook in subscribers.iter().filter(|webhook| {
-            webhook
-                .events
-                .iter()
-                .any(|subscribed| subscribed == event.event_type)
-        }) {
-            webhooks::delivery::stage_new(batch, tenant_id, webhook, event)?;
-        }
-    }
-    Ok(())
-}
-
 /// Publishes `chat_events` on the host's bus, in the call's unit of work (with their change).
 pub fn publish(chat_events: &[ChatEvent]) -> Result<(), HostError> {
     for event in chat_events {
         events::publish(event.event_type, &event.data())?;
     }
     Ok(())
-}
-
-/// Writes `batch` with the webhook deliveries of `chat_events` and publishes them, all in the
-/// call's unit of work.
-pub fn commit_with(
-    mut batch: Batch,
-    tenant_id: &str,
-    chat_events: &[ChatEvent],
-) -> Result<(), HostError> {
-    stage(&mut batch, tenant_id, chat_events)?;
-    batch.commit()?;
-    publish(chat_events)
 }

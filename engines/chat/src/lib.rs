@@ -6,7 +6,7 @@
 //! Every chat event (`message.*`, `conversation.*`, `member.*`, `notification.created`) is
 //! published on the host's bus and becomes one delivery per active webhook subscribed to it,
 //! written in the same storage transaction as the change that caused it, together with the job
-//! of its first attempt (`events.rs`). What reads all of a webhook's deliveries (resuming the
+//! of its first attempt (`changes.rs`). What reads all of a webhook's deliveries (resuming the
 //! parked ones when it is enabled again, purging them when it is deleted) runs a chunk per job
 //! on the durable scheduler, within the host's scan budget per call (`webhooks/jobs.rs`).
 //! Storage layout (tenant-scoped by the host):
@@ -23,6 +23,7 @@
 
 mod api;
 mod batch;
+mod changes;
 mod conversations;
 mod events;
 mod webhooks;
