@@ -5,7 +5,6 @@ use std::fmt;
 
 use tessera_wire::BodyError;
 
-use crate::response::Response;
 use crate::validation::ValidationErrors;
 
 pub use tessera_wire::messages::{
@@ -82,22 +81,6 @@ impl ApiError {
             Self::Internal(_) => MESSAGE_SERVER_ERROR,
         }
     }
-
-    /// The JSON response.
-    pub fn into_response(self) -> Response {
-        let status = self.status();
-        match self {
-            Self::Validation(errors) => Response::json(
-                status,
-                &serde_json::json!({ "message": MESSAGE_INVALID, "errors": errors.fields() }),
-            ),
-            Self::Internal(detail) => {
-                crate::log::error(format!("request failed: {detail}"));
-                Response::error(status, MESSAGE_SERVER_ERROR)
-            }
-            other => Response::error(status, other.message()),
-        }
-    }
 }
 
 impl fmt::Display for ApiError {
@@ -110,12 +93,6 @@ impl fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
-
-impl From<ApiError> for Response {
-    fn from(error: ApiError) -> Self {
-        error.into_response()
-    }
-}
 
 /// A refused JSON body: 400 when it is not JSON, 422 when it has the wrong shape.
 impl From<BodyError> for ApiError {
@@ -183,61 +160,6 @@ impl From<HostError> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn body(response: &Response) -> serde_json::Value {
-        serde_json::from_slice(&response.body).unwrap()
-    }
-
-    #[test]
-    fn errors_answer_with_the_host_shapes() {
-        let response = ApiError::not_found("Note").into_response();
-        assert_eq!(response.status, 404);
-        assert_eq!(
-            body(&response),
-            serde_json::json!({"message": "Note not found."})
-        );
-
-        let response = ApiError::Forbidden.into_response();
-        assert_eq!(response.status, 403);
-        assert_eq!(
-            body(&response),
-            serde_json::json!({"message": "This action is unauthorized."})
-        );
-
-        let response = ApiError::Unauthenticated.into_response();
-        assert_eq!(
-            (response.status, body(&response)),
-            (401, serde_json::json!({"message": "Unauthenticated."}))
-        );
-
-        let response = ApiError::Internal("disk on fire".into()).into_response();
-        assert_eq!(
-            (response.status, body(&response)),
-            (500, serde_json::json!({"message": "Server Error."}))
-        );
-    }
-
-    #[test]
-    fn validation_errors_list_rules_per_field() {
-        let mut errors = ValidationErrors::new();
-        errors.add("email", "required");
-        errors.add("limit", "min:1");
-        let response = ApiError::from(errors).into_response();
-        assert_eq!(response.status, 422);
-        assert_eq!(
-            body(&response),
-            serde_json::json!({
-                "message": "The given data was invalid.",
-                "errors": {"email": ["required"], "limit": ["min:1"]}
-            })
-        );
-        assert!(
-            response
-                .headers
-                .iter()
-                .any(|(name, value)| name == "content-type" && value == "application/json")
-        );
-    }
 
     #[test]
     fn wire_errors_convert_with_question_marks() {

@@ -1,34 +1,15 @@
-//! The only place that touches the generated WIT bindings of `tessera:engine/engine@0.2.0`:
-//! the `generate!` invocation, and the [`Adapter`] that implements the generated `Guest` trait
-//! for any [`Engine`] by converting between WIT records and the SDK's plain types.
+//! The exports of `tessera:engine/engine@0.2.0`: the [`Adapter`] that implements the generated
+//! `Guest` trait for any [`Engine`] by converting between WIT records and the SDK's plain types.
+//! The bindings themselves are generated in `generated.rs`; the host imports are `imports.rs`'s.
 
 use std::marker::PhantomData;
 
 use crate::context::Context;
 use crate::engine::Engine;
+use crate::generated::bindings;
 use crate::request::Request;
 use crate::response::Response;
 use crate::types::{Descriptor, Event, Job, Permission, SettingKind, TenantInfo, UserInfo};
-
-/// The generated bindings. Not part of the API: use the SDK's modules instead.
-#[doc(hidden)]
-#[allow(missing_docs, clippy::all)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        path: "wit",
-        world: "tessera:engine/engine@0.2.0",
-        pub_export_macro: true,
-        export_macro_name: "__export_tessera_engine",
-        default_bindings_module: "::tessera_sdk::__private::bindings",
-    });
-}
-
-#[cfg(feature = "test-kit")]
-pub(crate) use crate::testkit::fakes as imports;
-/// The host imports the SDK's wrappers call: the component's own, or, with the `test-kit`
-/// feature, the in-memory fakes of [`crate::testkit`] (same functions, same types).
-#[cfg(not(feature = "test-kit"))]
-pub(crate) use bindings::tessera::engine as imports;
 
 use bindings::exports::tessera::engine::guest as wit;
 

@@ -10,7 +10,7 @@ pub mod scheduler {
     use serde::Serialize;
 
     use crate::error::HostError;
-    use crate::guest::imports::scheduler as host;
+    use crate::imports::scheduler as host;
 
     /// Schedules `payload` for `at_unix_ms`; returns the job id.
     pub fn schedule(at_unix_ms: u64, payload: &[u8]) -> Result<String, HostError> {
@@ -40,7 +40,7 @@ pub mod events {
     use serde::Serialize;
 
     use crate::error::HostError;
-    use crate::guest::imports::events as host;
+    use crate::imports::events as host;
 
     /// Publishes an event of `event_type` whose payload is `payload` as JSON (an object).
     pub fn publish<T: Serialize + ?Sized>(event_type: &str, payload: &T) -> Result<(), HostError> {
@@ -56,7 +56,7 @@ pub mod http {
     use serde::Serialize;
 
     use crate::error::HostError;
-    use crate::guest::imports::outbound_http as host;
+    use crate::imports::outbound_http as host;
 
     /// The default timeout of an outbound request.
     pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
@@ -175,7 +175,7 @@ pub mod http {
 /// when needed, and keep the plaintext no longer than that.
 pub mod vault {
     use crate::error::HostError;
-    use crate::guest::imports::vault as host;
+    use crate::imports::vault as host;
 
     /// Encrypts `plaintext` (authenticated; sealing twice gives different bytes).
     pub fn seal(plaintext: &[u8]) -> Result<Vec<u8>, HostError> {
@@ -193,7 +193,7 @@ pub mod vault {
 /// dot: `webhook.retry-schedule-ms`, `engine.max-body-bytes`, `mail-transport.available`,
 /// `storage.scan-page`, `storage.scan-budget`; see `wit/engine.wit`).
 pub mod settings {
-    use crate::guest::imports::settings as host;
+    use crate::imports::settings as host;
 
     /// The setting `name` (the operator's value, else the declared default), or `None` when it
     /// is unset or not a setting of the engine or the host.
@@ -206,7 +206,7 @@ pub mod settings {
 /// database and scoped like storage to this engine and the tenant of the call.
 pub mod blobs {
     use crate::error::HostError;
-    use crate::guest::imports::blobs as host;
+    use crate::imports::blobs as host;
 
     /// What [`put`] did.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +261,7 @@ pub mod blobs {
 /// `settings::get("mail-transport.available")`.
 pub mod mail_transport {
     use crate::error::HostError;
-    use crate::guest::imports::mail_transport as host;
+    use crate::imports::mail_transport as host;
 
     /// One plain-text mail.
     #[derive(Debug, Clone)]

@@ -133,8 +133,10 @@ extern crate self as tessera_sdk;
 mod context;
 mod engine;
 mod error;
+mod generated;
 mod guest;
 mod host;
+mod imports;
 pub mod json;
 pub mod log;
 pub mod openapi;
@@ -171,6 +173,6 @@ pub use validation::{ValidationErrors, is_email};
 /// Used by [`export_engine!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::generated::bindings;
     pub use crate::guest::Adapter;
-    pub use crate::guest::bindings;
 }

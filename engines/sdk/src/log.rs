@@ -24,7 +24,7 @@ pub fn log(level: Level, message: impl AsRef<str>) {
 
 #[cfg(target_arch = "wasm32")]
 fn emit(level: Level, message: &str) {
-    use crate::guest::imports::log as host;
+    use crate::imports::log as host;
     let level = match level {
         Level::Trace => host::Level::Trace,
         Level::Debug => host::Level::Debug,

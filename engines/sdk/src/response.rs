@@ -1,7 +1,10 @@
 //! The HTTP response an engine returns, with constructors for the host's success envelopes
-//! (`{"data": …}`, `{"data": …, "meta": …}`) and error bodies (`{"message": …}`).
+//! (`{"data": …}`, `{"data": …, "meta": …}`) and error bodies (`{"message": …}`), and how an
+//! [`ApiError`] becomes one ([`ApiError::into_response`]).
 
 use serde::Serialize;
+
+use crate::error::{ApiError, MESSAGE_INVALID, MESSAGE_SERVER_ERROR};
 
 /// An HTTP response. Build it with the constructors; the fields are public for anything else.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +52,7 @@ impl Response {
                 .with_body(body),
             Err(error) => {
                 crate::log::error(format!("response serialization failed: {error}"));
-                Self::error(500, crate::error::MESSAGE_SERVER_ERROR)
+                Self::error(500, MESSAGE_SERVER_ERROR)
             }
         }
     }
@@ -105,9 +108,35 @@ impl Response {
     }
 }
 
+/// How an [`ApiError`] is answered: the host's error bodies, and the detail of a 500 logged.
+impl ApiError {
+    /// The JSON response.
+    pub fn into_response(self) -> Response {
+        let status = self.status();
+        match self {
+            Self::Validation(errors) => Response::json(
+                status,
+                &serde_json::json!({ "message": MESSAGE_INVALID, "errors": errors.fields() }),
+            ),
+            Self::Internal(detail) => {
+                crate::log::error(format!("request failed: {detail}"));
+                Response::error(status, MESSAGE_SERVER_ERROR)
+            }
+            other => Response::error(status, other.message()),
+        }
+    }
+}
+
+impl From<ApiError> for Response {
+    fn from(error: ApiError) -> Self {
+        error.into_response()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validation::ValidationErrors;
     use serde_json::json;
 
     fn body(response: &Response) -> serde_json::Value {
@@ -147,5 +176,56 @@ mod tests {
         let response = Response::ok(&map);
         assert_eq!(response.status, 500);
         assert_eq!(body(&response), json!({"message": "Server Error."}));
+    }
+
+    #[test]
+    fn errors_answer_with_the_host_shapes() {
+        let response = ApiError::not_found("Note").into_response();
+        assert_eq!(response.status, 404);
+        assert_eq!(
+            body(&response),
+            serde_json::json!({"message": "Note not found."})
+        );
+
+        let response = ApiError::Forbidden.into_response();
+        assert_eq!(response.status, 403);
+        assert_eq!(
+            body(&response),
+            serde_json::json!({"message": "This action is unauthorized."})
+        );
+
+        let response = ApiError::Unauthenticated.into_response();
+        assert_eq!(
+            (response.status, body(&response)),
+            (401, serde_json::json!({"message": "Unauthenticated."}))
+        );
+
+        let response = ApiError::Internal("disk on fire".into()).into_response();
+        assert_eq!(
+            (response.status, body(&response)),
+            (500, serde_json::json!({"message": "Server Error."}))
+        );
+    }
+
+    #[test]
+    fn validation_errors_list_rules_per_field() {
+        let mut errors = ValidationErrors::new();
+        errors.add("email", "required");
+        errors.add("limit", "min:1");
+        let response = ApiError::from(errors).into_response();
+        assert_eq!(response.status, 422);
+        assert_eq!(
+            body(&response),
+            serde_json::json!({
+                "message": "The given data was invalid.",
+                "errors": {"email": ["required"], "limit": ["min:1"]}
+            })
+        );
+        assert!(
+            response
+                .headers
+                .iter()
+                .any(|(name, value)| name == "content-type" && value == "application/json")
+        );
     }
 }

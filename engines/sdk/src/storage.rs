@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::HostError;
-use crate::guest::imports::storage as host;
+use crate::imports::storage as host;
 use crate::paging::{CursorMeta, CursorPage};
 
 /// Key-value entries in key order, as lists return them: raw bytes by default, or decoded JSON.

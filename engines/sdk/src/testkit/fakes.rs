@@ -176,7 +176,7 @@ fn with_call<T>(f: impl FnOnce(&mut Call) -> Result<T, String>) -> Result<T, Str
 
 /// The fake of `tessera:engine/storage`.
 pub mod storage {
-    pub use crate::guest::bindings::tessera::engine::storage::Transaction;
+    pub use crate::generated::bindings::tessera::engine::storage::Transaction;
 
     use super::{with_call, with_host};
 
@@ -517,7 +517,7 @@ pub mod events {
 
 /// The fake of `tessera:engine/outbound-http`: canned answers, every request recorded.
 pub mod outbound_http {
-    pub use crate::guest::bindings::tessera::engine::outbound_http::{
+    pub use crate::generated::bindings::tessera::engine::outbound_http::{
         OutboundRequest, OutboundResponse,
     };
 
@@ -626,7 +626,7 @@ pub mod settings {
 
 /// The fake of `tessera:engine/mail-transport`: mail handed over is kept (and not undone).
 pub mod mail_transport {
-    pub use crate::guest::bindings::tessera::engine::mail_transport::OutgoingMail;
+    pub use crate::generated::bindings::tessera::engine::mail_transport::OutgoingMail;
 
     use super::with_host;
 
@@ -650,7 +650,7 @@ pub mod mail_transport {
 
 /// The fake of `tessera:engine/log`: kept for the test to read.
 pub mod log {
-    pub use crate::guest::bindings::tessera::engine::log::Level;
+    pub use crate::generated::bindings::tessera::engine::log::Level;
 
     use super::with_host;
 

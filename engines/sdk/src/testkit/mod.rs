@@ -52,8 +52,8 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::engine::Engine;
+use crate::generated::bindings::exports::tessera::engine::guest::{self as wit, Guest as _};
 use crate::guest::Adapter;
-use crate::guest::bindings::exports::tessera::engine::guest::{self as wit, Guest as _};
 use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
 
 pub use fakes::log::Level;
