@@ -53,7 +53,10 @@ pub fn build_and_check(root: &Path, target: &Path) -> anyhow::Result<()> {
             broken.join("\n  ")
         );
     }
-    println!("xtask: the book is in {} and every link resolves", out.display());
+    println!(
+        "xtask: the book is in {} and every link resolves",
+        out.display()
+    );
     Ok(())
 }
 
@@ -77,11 +80,20 @@ fn ensure_mdbook(target: &Path) -> anyhow::Result<PathBuf> {
     if version_of(&installed).as_deref() == Some(wanted.as_str()) {
         return Ok(installed);
     }
-    eprintln!("xtask: installing mdbook {MDBOOK_VERSION} under {}", tools.display());
+    eprintln!(
+        "xtask: installing mdbook {MDBOOK_VERSION} under {}",
+        tools.display()
+    );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["install", "mdbook", "--locked", "--no-default-features"])
-        .args(["--features", "search", "--version", MDBOOK_VERSION, "--root"])
+        .args([
+            "--features",
+            "search",
+            "--version",
+            MDBOOK_VERSION,
+            "--root",
+        ])
         .arg(&tools)
         .status()
         .context("running cargo install mdbook")?;
@@ -95,7 +107,10 @@ fn ensure_mdbook(target: &Path) -> anyhow::Result<PathBuf> {
 fn check_rendered(out: &Path) -> anyhow::Result<Vec<String>> {
     let mut pages = BTreeMap::new();
     for path in files_under(out)? {
-        if path.extension().is_some_and(|extension| extension == "html") {
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "html")
+        {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
             pages.insert(path, text);
@@ -103,12 +118,20 @@ fn check_rendered(out: &Path) -> anyhow::Result<Vec<String>> {
     }
     let ids: BTreeMap<&Path, BTreeSet<String>> = pages
         .iter()
-        .map(|(path, text)| (path.as_path(), attribute_values(text, "id").into_iter().collect()))
+        .map(|(path, text)| {
+            (
+                path.as_path(),
+                attribute_values(text, "id").into_iter().collect(),
+            )
+        })
         .collect();
     let mut broken = Vec::new();
     for (page, text) in &pages {
         // mdBook's own pages (the 404 page, the printable copy) repeat the book's links.
-        let name = page.file_name().and_then(|name| name.to_str()).unwrap_or("");
+        let name = page
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
         if matches!(name, "404.html" | "print.html" | "toc.html") {
             continue;
         }
@@ -144,7 +167,11 @@ fn check_rendered(out: &Path) -> anyhow::Result<Vec<String>> {
 fn check_markdown(root: &Path, page: &Path) -> anyhow::Result<Vec<String>> {
     let text =
         std::fs::read_to_string(page).with_context(|| format!("reading {}", page.display()))?;
-    let shown = page.strip_prefix(root).unwrap_or(page).display().to_string();
+    let shown = page
+        .strip_prefix(root)
+        .unwrap_or(page)
+        .display()
+        .to_string();
     let mut broken = Vec::new();
     for link in markdown_links(&text) {
         let Some((file, fragment)) = relative_target(&link) else {
@@ -160,7 +187,9 @@ fn check_markdown(root: &Path, page: &Path) -> anyhow::Result<Vec<String>> {
             continue;
         }
         if let Some(fragment) = fragment
-            && target.extension().is_some_and(|extension| extension == "md")
+            && target
+                .extension()
+                .is_some_and(|extension| extension == "md")
         {
             let heading_ids = heading_ids(&std::fs::read_to_string(&target)?);
             if !heading_ids.contains(&fragment) {
@@ -314,7 +343,8 @@ fn files_under(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
         {
             let path = entry?.path();
             if path.is_dir() {
@@ -364,7 +394,10 @@ mod tests {
             heading_id("Rate limits (per tenant)"),
             "rate-limits-per-tenant"
         );
-        assert_eq!(heading_id("`tessera admin` commands"), "tessera-admin-commands");
+        assert_eq!(
+            heading_id("`tessera admin` commands"),
+            "tessera-admin-commands"
+        );
     }
 
     #[test]
@@ -376,7 +409,11 @@ mod tests {
             r##"<h1 id="top">A</h1><a href="b.html#there">b</a><a href="#top">t</a><a href="#gone">g</a>"##,
         )
         .unwrap();
-        std::fs::write(dir.join("b.html"), r#"<h2 id="there">B</h2><img src="c.png">"#).unwrap();
+        std::fs::write(
+            dir.join("b.html"),
+            r#"<h2 id="there">B</h2><img src="c.png">"#,
+        )
+        .unwrap();
         let broken = check_rendered(&dir).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(broken.len(), 2, "{broken:?}");

@@ -991,7 +991,10 @@ fn crate_modules(root: &Path, source: &str) -> Vec<CrateModule> {
         .filter_map(|file| {
             let relative = file.strip_prefix(&prefix)?.strip_suffix(".rs")?.to_owned();
             let mut path: Vec<String> = relative.split('/').map(str::to_owned).collect();
-            if matches!(path.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+            if matches!(
+                path.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 path.pop();
             }
             let text = read(root, &file);
@@ -1135,7 +1138,10 @@ fn store_modules_import_nothing_above_them() {
     let mut failures = Vec::new();
     for (source, _) in LAYERED_CRATES {
         let modules = crate_modules(&root, source);
-        for module in modules.iter().filter(|module| is_store_module(&module.path)) {
+        for module in modules
+            .iter()
+            .filter(|module| is_store_module(&module.path))
+        {
             for name in &module.names {
                 let Some(target) = module_of(&modules, name) else {
                     continue;
@@ -1144,10 +1150,7 @@ fn store_modules_import_nothing_above_them() {
                     .names
                     .iter()
                     .all(|path| module_of(&modules, path).is_none_or(|m| m.path == target.path));
-                if target.path == module.path
-                    || is_store_module(&target.path)
-                    || is_leaf
-                {
+                if target.path == module.path || is_store_module(&target.path) || is_leaf {
                     continue;
                 }
                 failures.push(format!(
@@ -1167,7 +1170,11 @@ fn store_modules_import_nothing_above_them() {
 
 #[test]
 fn crate_paths_resolve_crate_super_and_groups() {
-    let module = vec!["projections".to_owned(), "store".to_owned(), "log".to_owned()];
+    let module = vec![
+        "projections".to_owned(),
+        "store".to_owned(),
+        "log".to_owned(),
+    ];
     let code = "use crate::{events::StoredEvent, store::{a, b}};\nuse super::checkpoints;\n\
                 let x = super::super::worker::LogPosition::ZERO;";
     let paths: Vec<String> = crate_paths(code, &module)
