@@ -916,14 +916,14 @@ async fn create_workflows(state: &AppState, tenant: &BenchTenant) -> anyhow::Res
         });
         let definition = workflows::definition::parse_create(&body)
             .map_err(|errors| anyhow::anyhow!("invalid benchmark workflow: {errors:?}"))?;
-        let workflow = workflows::store::create(
+        let workflow = workflows::service::create(
             &state.database,
             &tenant.tenant_id,
             &tenant.user_id,
             definition,
         )
         .await?;
-        workflows::store::set_active(
+        workflows::service::set_active(
             &state.database,
             &tenant.tenant_id,
             &workflow.id,

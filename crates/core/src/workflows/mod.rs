@@ -1,14 +1,17 @@
 //! Workflows: event-driven automations of a tenant. Definitions and their validation
 //! (`definition.rs`), condition evaluation (`conditions.rs`) and value templates
 //! (`templates.rs`) over the entity a run is about (`subject.rs`), storage of workflows and
-//! runs (`store.rs`), the HTTP endpoints (`routes.rs`) with the documented shape of their
-//! bodies (`schema.rs`) and the runner the `workflow` worker drives (`runner.rs`).
+//! runs over plain rows (`store.rs`), the operations that turn those rows into workflows and
+//! hold the rules that are not SQL (`service.rs`), the HTTP endpoints (`routes.rs`) with the
+//! documented shape of their bodies (`schema.rs`) and the runner the `workflow` worker drives
+//! (`runner.rs`).
 
 pub mod conditions;
 pub mod definition;
 pub(crate) mod routes;
 pub mod runner;
 mod schema;
+pub mod service;
 pub mod store;
 pub(crate) mod subject;
 pub mod templates;

@@ -12,7 +12,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::definition;
 use super::schema::{NewWorkflow, WorkflowPatch};
-use super::store::{self, Activation, WorkflowActivation, WorkflowRun, WorkflowView};
+use super::service::{self, Activation, WorkflowActivation, WorkflowView};
+use super::store::{self, WorkflowRun};
 use crate::state::CoreState;
 use tessera_auth::caller::Caller;
 use tessera_http::envelope::{self, Data, DataWithMeta};
@@ -90,8 +91,8 @@ async fn list_workflows(
 ) -> ApiResult<Response> {
     require_reader(&caller)?;
     let page = query.page()?;
-    let (workflows, total) = store::list(&state.database, &caller.tenant_id, &page).await?;
-    let views: Vec<WorkflowView> = workflows.iter().map(store::Workflow::view).collect();
+    let (workflows, total) = service::list(&state.database, &caller.tenant_id, &page).await?;
+    let views: Vec<WorkflowView> = workflows.iter().map(service::Workflow::view).collect();
     Ok(envelope::ok_with_meta(views, page.meta(total)))
 }
 
@@ -117,7 +118,7 @@ async fn create_workflow(
 ) -> ApiResult<Response> {
     caller.require_owner()?;
     let definition = definition::parse_create(&body).map_err(ApiError::Validation)?;
-    let workflow = store::create(
+    let workflow = service::create(
         &state.database,
         &caller.tenant_id,
         &caller.user_id,
@@ -148,7 +149,7 @@ async fn get_workflow(
     _: NoQuery,
 ) -> ApiResult<Json<Data<WorkflowView>>> {
     require_reader(&caller)?;
-    let workflow = store::find(&state.database, &caller.tenant_id, &workflow_id(&id)?)
+    let workflow = service::find(&state.database, &caller.tenant_id, &workflow_id(&id)?)
         .await?
         .ok_or_else(|| ApiError::not_found("Workflow"))?;
     Ok(Json(Data {
@@ -183,7 +184,7 @@ async fn update_workflow(
     caller.require_owner()?;
     let id = workflow_id(&id)?;
     let patch = definition::parse_patch(&body).map_err(ApiError::Validation)?;
-    let workflow = store::update(&state.database, &caller.tenant_id, &id, patch)
+    let workflow = service::update(&state.database, &caller.tenant_id, &id, patch)
         .await?
         .ok_or_else(|| ApiError::not_found("Workflow"))?;
     Ok(Json(Data {
@@ -226,7 +227,7 @@ async fn set_active(
     active: bool,
 ) -> ApiResult<Json<Data<WorkflowActivation>>> {
     caller.require_owner()?;
-    match store::set_active(
+    match service::set_active(
         &state.database,
         &caller.tenant_id,
         &workflow_id(id)?,
@@ -325,7 +326,7 @@ async fn list_runs(
 ) -> ApiResult<Response> {
     require_reader(&caller)?;
     let page = query.page()?;
-    let (runs, total) = store::runs(
+    let (runs, total) = service::runs(
         &state.database,
         &caller.tenant_id,
         &workflow_id(&id)?,

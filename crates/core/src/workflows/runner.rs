@@ -35,7 +35,8 @@ use serde_json::{Map, Value, json};
 
 use super::conditions::{self, Subject};
 use super::definition::{Action, Trigger};
-use super::store::{self, ChainWrite, RunRecord, Workflow, WorkflowRun};
+use super::service::{self, Workflow};
+use super::store::{self, ChainWrite, RunRecord, WorkflowRun};
 use super::templates::{self, Context};
 use crate::events::{self, AppendGroup, EntityState, EventContext, NewEvent, StoredEvent};
 use crate::families;
@@ -72,7 +73,7 @@ impl Projection for WorkflowRunner {
             }
             let key = (event.tenant_id.clone(), trigger);
             if !active.contains_key(&key) {
-                let workflows = store::active_for(tx, &key.0, key.1).await?;
+                let workflows = service::active_for(tx, &key.0, key.1).await?;
                 active.insert(key.clone(), workflows);
             }
             if active[&key].is_empty() {

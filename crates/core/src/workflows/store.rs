@@ -1,185 +1,74 @@
-//! Storage of workflows and their runs. Every function takes the tenant it acts for, and every
-//! query is bounded by it: no caller can read or change another tenant's workflow by id.
+//! Storage of workflows and their runs, over plain rows: a workflow's definition is stored as
+//! its name, trigger and the JSON text of its conditions and actions, which `service.rs` turns
+//! into a `Definition` and back. Every function takes the tenant it acts for, and every query is
+//! bounded by it: no caller can read or change another tenant's workflow by id.
 
 use std::collections::HashMap;
 
 use anyhow::Context as _;
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::definition::{self, Action, Condition, Definition, Trigger};
 use tessera_http::paging::OffsetPage;
 use tessera_storage::{Database, Tx, time};
 use tessera_storage::{on_pool, on_tx};
 
-/// A stored workflow.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Workflow {
+/// A workflow as stored: its definition as the columns hold it (the trigger's name, the
+/// conditions and actions as JSON text).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct WorkflowRow {
     pub id: String,
     pub tenant_id: String,
-    pub definition: Definition,
-    pub is_active: bool,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// A workflow as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct WorkflowView {
-    pub id: String,
     pub name: String,
     pub description: Option<String>,
-    /// `entity.created`, `entity.updated`, `entity.deleted` or `entity.status_changed`.
     pub trigger_event: String,
-    /// Only entities of this family trigger the workflow (`null`: any family).
-    pub family: Option<String>,
-    /// `[{field, operator, value}]`, all of which must hold.
-    #[schema(value_type = Vec<Object>)]
-    pub conditions: Value,
-    /// `[{type, config}]`, executed in order.
-    #[schema(value_type = Vec<Object>)]
-    pub actions: Value,
+    pub family_code: Option<String>,
+    /// JSON text of `[{field, operator, value}]`.
+    pub conditions: String,
+    /// JSON text of `[{type, config}]`.
+    pub actions: String,
     pub is_active: bool,
     pub created_at: String,
     pub updated_at: String,
-}
-
-/// The answer to activate and deactivate.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct WorkflowActivation {
-    pub id: String,
-    pub name: String,
-    pub is_active: bool,
-}
-
-impl Workflow {
-    pub fn view(&self) -> WorkflowView {
-        let definition = &self.definition;
-        WorkflowView {
-            id: self.id.clone(),
-            name: definition.name.clone(),
-            description: definition.description.clone(),
-            trigger_event: definition.trigger.as_str().to_owned(),
-            family: definition.family.clone(),
-            conditions: definition::conditions_json(&definition.conditions),
-            actions: definition::actions_json(&definition.actions),
-            is_active: self.is_active,
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
-        }
-    }
-
-    pub fn activation(&self) -> WorkflowActivation {
-        WorkflowActivation {
-            id: self.id.clone(),
-            name: self.definition.name.clone(),
-            is_active: self.is_active,
-        }
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct WorkflowRow {
-    id: String,
-    tenant_id: String,
-    name: String,
-    description: Option<String>,
-    trigger_event: String,
-    family_code: Option<String>,
-    conditions: String,
-    actions: String,
-    is_active: bool,
-    created_at: String,
-    updated_at: String,
 }
 
 const WORKFLOW_COLUMNS: &str = "id, tenant_id, name, description, trigger_event, family_code,
      conditions, actions, is_active, created_at, updated_at";
 
-impl WorkflowRow {
-    fn into_workflow(self) -> anyhow::Result<Workflow> {
-        let id = self.id;
-        let decode = |text: &str, what: &str| -> anyhow::Result<Value> {
-            serde_json::from_str(text)
-                .with_context(|| format!("decoding the {what} of workflow {id}"))
-        };
-        let conditions: Vec<Condition> =
-            definition::parse_conditions(&decode(&self.conditions, "conditions")?)
-                .map_err(|errors| anyhow::anyhow!("stored conditions of {id}: {errors:?}"))?;
-        let actions: Vec<Action> = definition::parse_actions(&decode(&self.actions, "actions")?)
-            .map_err(|errors| anyhow::anyhow!("stored actions of {id}: {errors:?}"))?;
-        let trigger = Trigger::parse(&self.trigger_event)
-            .with_context(|| format!("workflow {id} has an unknown trigger"))?;
-        Ok(Workflow {
-            id,
-            tenant_id: self.tenant_id,
-            definition: Definition {
-                name: self.name,
-                description: self.description,
-                trigger,
-                family: self.family_code,
-                conditions,
-                actions,
-            },
-            is_active: self.is_active,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
-    }
-}
-
-/// Stores a new, inactive workflow.
-pub async fn create(
+/// Stores a new workflow row, created by `created_by`.
+pub async fn insert(
     database: &Database,
-    tenant_id: &str,
+    row: &WorkflowRow,
     created_by: &str,
-    definition: Definition,
-) -> anyhow::Result<Workflow> {
-    let now = time::now();
-    let workflow = Workflow {
-        id: uuid::Uuid::now_v7().to_string(),
-        tenant_id: tenant_id.to_owned(),
-        definition,
-        is_active: false,
-        created_at: now.clone(),
-        updated_at: now,
-    };
-    let definition = &workflow.definition;
-    let conditions = definition::conditions_json(&definition.conditions).to_string();
-    let actions = definition::actions_json(&definition.actions).to_string();
+) -> anyhow::Result<()> {
     let mut tx = database.begin().await?;
     on_tx!(&mut tx, conn => sqlx::query(
         "INSERT INTO workflows (id, tenant_id, name, description, trigger_event, family_code,
          conditions, actions, is_active, created_by, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
-    .bind(&workflow.id)
-    .bind(tenant_id)
-    .bind(&definition.name)
-    .bind(&definition.description)
-    .bind(definition.trigger.as_str())
-    .bind(&definition.family)
-    .bind(&conditions)
-    .bind(&actions)
-    .bind(false)
+    .bind(&row.id)
+    .bind(&row.tenant_id)
+    .bind(&row.name)
+    .bind(&row.description)
+    .bind(&row.trigger_event)
+    .bind(&row.family_code)
+    .bind(&row.conditions)
+    .bind(&row.actions)
+    .bind(row.is_active)
     .bind(created_by)
-    .bind(&workflow.created_at)
-    .bind(&workflow.updated_at)
+    .bind(&row.created_at)
+    .bind(&row.updated_at)
     .execute(&mut **conn)
     .await
     .map(drop))
     .context("storing a workflow")?;
     tx.commit().await?;
-    Ok(workflow)
+    Ok(())
 }
 
-/// One page of the tenant's workflows, newest first, and their total.
-pub async fn list(
-    database: &Database,
-    tenant_id: &str,
-    page: &OffsetPage,
-) -> anyhow::Result<(Vec<Workflow>, u64)> {
+/// How many workflows the tenant has.
+pub async fn count(database: &Database, tenant_id: &str) -> anyhow::Result<u64> {
     let total: i64 = on_pool!(database, pool => sqlx::query_scalar(
         "SELECT COUNT(*) FROM workflows WHERE tenant_id = $1",
     )
@@ -187,23 +76,26 @@ pub async fn list(
     .fetch_one(pool)
     .await)
     .context("counting workflows")?;
+    Ok(u64::try_from(total).unwrap_or(0))
+}
+
+/// One page of the tenant's workflows, newest first.
+pub async fn list(
+    database: &Database,
+    tenant_id: &str,
+    page: &OffsetPage,
+) -> anyhow::Result<Vec<WorkflowRow>> {
     let sql = format!(
         "SELECT {WORKFLOW_COLUMNS} FROM workflows WHERE tenant_id = $1
          ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
     );
-    let rows: Vec<WorkflowRow> =
-        on_pool!(database, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+    on_pool!(database, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(page.limit())
         .bind(page.offset())
         .fetch_all(pool)
         .await)
-        .context("listing workflows")?;
-    let workflows = rows
-        .into_iter()
-        .map(WorkflowRow::into_workflow)
-        .collect::<anyhow::Result<_>>()?;
-    Ok((workflows, u64::try_from(total).unwrap_or(0)))
+    .context("listing workflows")
 }
 
 /// A workflow of the tenant.
@@ -211,70 +103,57 @@ pub async fn find(
     database: &Database,
     tenant_id: &str,
     id: &str,
-) -> anyhow::Result<Option<Workflow>> {
+) -> anyhow::Result<Option<WorkflowRow>> {
     let sql = format!("SELECT {WORKFLOW_COLUMNS} FROM workflows WHERE tenant_id = $1 AND id = $2");
-    let row: Option<WorkflowRow> =
-        on_pool!(database, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+    on_pool!(database, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(id)
         .fetch_optional(pool)
         .await)
-        .context("reading a workflow")?;
-    row.map(WorkflowRow::into_workflow).transpose()
+    .context("reading a workflow")
 }
 
-async fn find_in(tx: &mut Tx, tenant_id: &str, id: &str) -> anyhow::Result<Option<Workflow>> {
+/// A workflow of the tenant, in a transaction that will change it (on PostgreSQL its row is
+/// locked to the end of the transaction).
+pub async fn find_for_update(
+    tx: &mut Tx,
+    tenant_id: &str,
+    id: &str,
+) -> anyhow::Result<Option<WorkflowRow>> {
     let lock = match tx.kind() {
         tessera_storage::DatabaseKind::Postgres => " FOR UPDATE",
         tessera_storage::DatabaseKind::Sqlite => "",
     };
     let sql =
         format!("SELECT {WORKFLOW_COLUMNS} FROM workflows WHERE tenant_id = $1 AND id = $2{lock}");
-    let row: Option<WorkflowRow> =
-        on_tx!(tx, conn => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+    on_tx!(tx, conn => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
         .bind(id)
         .fetch_optional(&mut **conn)
         .await)
-        .context("reading a workflow")?;
-    row.map(WorkflowRow::into_workflow).transpose()
+    .context("reading a workflow")
 }
 
-/// Applies a change to the tenant's workflow (`None` when there is none), keeping its state.
-pub async fn update(
-    database: &Database,
-    tenant_id: &str,
-    id: &str,
-    patch: definition::Patch,
-) -> anyhow::Result<Option<Workflow>> {
-    let mut tx = database.begin().await?;
-    let Some(mut workflow) = find_in(&mut tx, tenant_id, id).await? else {
-        tx.rollback().await?;
-        return Ok(None);
-    };
-    workflow.definition.apply(patch);
-    workflow.updated_at = time::now();
-    let definition = &workflow.definition;
-    on_tx!(&mut tx, conn => sqlx::query(
+/// Writes a workflow row's definition and `updated_at`, keeping its state.
+pub async fn update_definition(tx: &mut Tx, row: &WorkflowRow) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
         "UPDATE workflows SET name = $3, description = $4, trigger_event = $5, family_code = $6,
          conditions = $7, actions = $8, updated_at = $9
          WHERE tenant_id = $1 AND id = $2",
     )
-    .bind(tenant_id)
-    .bind(id)
-    .bind(&definition.name)
-    .bind(&definition.description)
-    .bind(definition.trigger.as_str())
-    .bind(&definition.family)
-    .bind(definition::conditions_json(&definition.conditions).to_string())
-    .bind(definition::actions_json(&definition.actions).to_string())
-    .bind(&workflow.updated_at)
+    .bind(&row.tenant_id)
+    .bind(&row.id)
+    .bind(&row.name)
+    .bind(&row.description)
+    .bind(&row.trigger_event)
+    .bind(&row.family_code)
+    .bind(&row.conditions)
+    .bind(&row.actions)
+    .bind(&row.updated_at)
     .execute(&mut **conn)
     .await
     .map(drop))
-    .context("updating a workflow")?;
-    tx.commit().await?;
-    Ok(Some(workflow))
+    .context("updating a workflow")
 }
 
 /// Deletes the tenant's workflow; its runs stay. Whether there was one.
@@ -293,65 +172,31 @@ pub async fn delete(database: &Database, tenant_id: &str, id: &str) -> anyhow::R
     Ok(deleted > 0)
 }
 
-/// What a state change found.
-#[derive(Debug)]
-pub enum Activation {
-    Changed(Box<Workflow>),
-    /// Already in the requested state (409).
-    AlreadyThere,
-    /// The tenant already has this many active workflows, its limit (409).
-    LimitReached(u32),
-    NotFound,
-}
-
-/// Activates or deactivates the tenant's workflow, atomically: of two concurrent activations
-/// exactly one changes it, and activations never take the tenant beyond `max_active` active
-/// workflows (concurrent ones included: on PostgreSQL they queue on the tenant's row, on
-/// SQLite writers are serialized).
-pub async fn set_active(
-    database: &Database,
+/// Writes a workflow's state and `updated_at`.
+pub async fn update_active(
+    tx: &mut Tx,
     tenant_id: &str,
     id: &str,
     active: bool,
-    max_active: u32,
-) -> anyhow::Result<Activation> {
-    let mut tx = database.begin().await?;
-    if active {
-        lock_tenant_activations(&mut tx, tenant_id).await?;
-    }
-    let Some(mut workflow) = find_in(&mut tx, tenant_id, id).await? else {
-        tx.rollback().await?;
-        return Ok(Activation::NotFound);
-    };
-    if workflow.is_active == active {
-        tx.rollback().await?;
-        return Ok(Activation::AlreadyThere);
-    }
-    if active && count_active(&mut tx, tenant_id).await? >= i64::from(max_active) {
-        tx.rollback().await?;
-        return Ok(Activation::LimitReached(max_active));
-    }
-    workflow.is_active = active;
-    workflow.updated_at = time::now();
-    on_tx!(&mut tx, conn => sqlx::query(
+    updated_at: &str,
+) -> anyhow::Result<()> {
+    on_tx!(tx, conn => sqlx::query(
         "UPDATE workflows SET is_active = $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant_id)
     .bind(id)
     .bind(active)
-    .bind(&workflow.updated_at)
+    .bind(updated_at)
     .execute(&mut **conn)
     .await
     .map(drop))
-    .context("changing a workflow's state")?;
-    tx.commit().await?;
-    Ok(Activation::Changed(Box::new(workflow)))
+    .context("changing a workflow's state")
 }
 
 /// On PostgreSQL, makes the tenant's activations take turns (its row, locked to the end of
 /// the transaction without blocking inserts that reference it); SQLite serializes writers
 /// anyway.
-async fn lock_tenant_activations(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
+pub async fn lock_tenant_activations(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<()> {
     if tx.kind() == tessera_storage::DatabaseKind::Postgres {
         on_tx!(tx, conn => sqlx::query("SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE")
             .bind(tenant_id)
@@ -364,7 +209,7 @@ async fn lock_tenant_activations(tx: &mut Tx, tenant_id: &str) -> anyhow::Result
 }
 
 /// How many workflows of the tenant are active.
-async fn count_active(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<i64> {
+pub async fn count_active(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<i64> {
     on_tx!(tx, conn => sqlx::query_scalar(
         "SELECT COUNT(*) FROM workflows WHERE tenant_id = $1 AND is_active",
     )
@@ -374,25 +219,24 @@ async fn count_active(tx: &mut Tx, tenant_id: &str) -> anyhow::Result<i64> {
     .context("counting the active workflows")
 }
 
-/// The tenant's active workflows with this trigger, oldest first (their order of execution).
+/// The tenant's active workflows with this trigger (its name), oldest first (their order of
+/// execution).
 pub async fn active_for(
     tx: &mut Tx,
     tenant_id: &str,
-    trigger: Trigger,
-) -> anyhow::Result<Vec<Workflow>> {
+    trigger_event: &str,
+) -> anyhow::Result<Vec<WorkflowRow>> {
     let sql = format!(
         "SELECT {WORKFLOW_COLUMNS} FROM workflows
          WHERE tenant_id = $1 AND trigger_event = $2 AND is_active
          ORDER BY created_at, id"
     );
-    let rows: Vec<WorkflowRow> =
-        on_tx!(tx, conn => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+    on_tx!(tx, conn => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
         .bind(tenant_id)
-        .bind(trigger.as_str())
+        .bind(trigger_event)
         .fetch_all(&mut **conn)
         .await)
-        .context("reading the active workflows")?;
-    rows.into_iter().map(WorkflowRow::into_workflow).collect()
+    .context("reading the active workflows")
 }
 
 /// A run as stored and shown.
@@ -453,14 +297,12 @@ pub async fn record_runs(tx: &mut Tx, records: &[RunRecord]) -> anyhow::Result<u
     Ok(inserted)
 }
 
-/// One page of a workflow's runs, newest first, and their total; `None` when the tenant has
-/// neither the workflow nor any run of it (a deleted workflow's history stays readable).
-pub async fn runs(
+/// How many runs of the workflow the tenant has (a deleted workflow's stay).
+pub async fn count_runs(
     database: &Database,
     tenant_id: &str,
     workflow_id: &str,
-    page: &OffsetPage,
-) -> anyhow::Result<Option<(Vec<WorkflowRun>, u64)>> {
+) -> anyhow::Result<u64> {
     let total: i64 = on_pool!(database, pool => sqlx::query_scalar(
         "SELECT COUNT(*) FROM workflow_runs WHERE tenant_id = $1 AND workflow_id = $2",
     )
@@ -469,10 +311,17 @@ pub async fn runs(
     .fetch_one(pool)
     .await)
     .context("counting workflow runs")?;
-    if total == 0 && find(database, tenant_id, workflow_id).await?.is_none() {
-        return Ok(None);
-    }
-    let runs: Vec<WorkflowRun> = on_pool!(database, pool => sqlx::query_as(
+    Ok(u64::try_from(total).unwrap_or(0))
+}
+
+/// One page of a workflow's runs, newest first.
+pub async fn list_runs(
+    database: &Database,
+    tenant_id: &str,
+    workflow_id: &str,
+    page: &OffsetPage,
+) -> anyhow::Result<Vec<WorkflowRun>> {
+    on_pool!(database, pool => sqlx::query_as(
         "SELECT id, workflow_id, trigger_event_id, status, error, started_at, completed_at,
          actions_executed
          FROM workflow_runs WHERE tenant_id = $1 AND workflow_id = $2
@@ -484,8 +333,7 @@ pub async fn runs(
     .bind(page.offset())
     .fetch_all(pool)
     .await)
-    .context("listing workflow runs")?;
-    Ok(Some((runs, u64::try_from(total).unwrap_or(0))))
+    .context("listing workflow runs")
 }
 
 /// Completed and failed runs, of one tenant or (`None`) of the platform.
