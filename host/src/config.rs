@@ -129,6 +129,10 @@ pub struct Config {
     pub workflows: crate::core::workflows::WorkflowLimits,
     /// Search limits (`TESSERA_SEARCH_MAX_CANDIDATES`).
     pub search: crate::core::search::SearchLimits,
+    /// Realtime limits (`TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER`,
+    /// `TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT`, `TESSERA_REALTIME_MAX_SUBSCRIPTIONS`,
+    /// `TESSERA_REALTIME_SEND_QUEUE`).
+    pub realtime: crate::core::realtime::RealtimeConfig,
     /// The bound on the backlog of accepted work past which writes are refused
     /// (`TESSERA_BACKLOG_MAX_ITEMS`, `TESSERA_BACKLOG_MAX_AGE`).
     pub backlog: crate::http::backpressure::BacklogBound,
@@ -517,6 +521,30 @@ impl Config {
                     limits.chain_write_budget = budget;
                 }
                 limits
+            },
+            realtime: {
+                let mut realtime = crate::core::realtime::RealtimeConfig::default();
+                let at_least_one = |variable: &str| -> anyhow::Result<Option<u32>> {
+                    let value = env_var::<u32>(variable)?;
+                    anyhow::ensure!(
+                        value.is_none_or(|value| value >= 1),
+                        "{variable} must be at least 1"
+                    );
+                    Ok(value)
+                };
+                if let Some(max) = at_least_one("TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER")? {
+                    realtime.max_connections_per_user = max;
+                }
+                if let Some(max) = at_least_one("TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT")? {
+                    realtime.max_connections_per_tenant = max;
+                }
+                if let Some(max) = at_least_one("TESSERA_REALTIME_MAX_SUBSCRIPTIONS")? {
+                    realtime.max_subscriptions = max;
+                }
+                if let Some(frames) = at_least_one("TESSERA_REALTIME_SEND_QUEUE")? {
+                    realtime.send_queue = frames as usize;
+                }
+                realtime
             },
             search: {
                 let mut limits = crate::core::search::SearchLimits::default();

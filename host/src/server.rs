@@ -87,6 +87,11 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         projections: config.projections.clone(),
         workflows: config.workflows,
         search: config.search,
+        realtime: crate::core::realtime::Hub::new(
+            database.clone(),
+            event_signal.clone(),
+            config.realtime.clone(),
+        ),
         event_signal,
         intention_writer,
         workers,
@@ -261,6 +266,7 @@ impl Application {
             shutdown.clone(),
         ));
         crate::core::projections::spawn_workers(&state.core, &background, &shutdown);
+        background.spawn(state.core.realtime.clone().run(shutdown.clone()));
         background.spawn(sample_backlog(state.clone(), shutdown.clone()));
         background.spawn(refresh_signing_keys(state.clone(), shutdown.clone()));
         background.spawn(flush_usage(state.clone(), shutdown.clone()));

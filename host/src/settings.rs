@@ -360,6 +360,26 @@ pub const SETTINGS: &[Setting] = &[
         "1 to 100000 matching documents a search ranks and counts at most: a query matching more ranks the first this many in the index's order and answers `meta.total` = this many",
     ),
     Setting::new(
+        "TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER",
+        "20",
+        "at least 1: realtime connections (WebSocket and Server-Sent Events) one user may hold in one tenant on one host; the next WebSocket closes with 4029, the next stream answers 429",
+    ),
+    Setting::new(
+        "TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT",
+        "2000",
+        "at least 1: realtime connections of one tenant on one host; the next WebSocket closes with 4029, the next stream answers 429",
+    ),
+    Setting::new(
+        "TESSERA_REALTIME_MAX_SUBSCRIPTIONS",
+        "100",
+        "at least 1: topics one realtime connection subscribes to at once; one more answers an `error` frame with status 429",
+    ),
+    Setting::new(
+        "TESSERA_REALTIME_SEND_QUEUE",
+        "256",
+        "at least 1: frames waiting to be sent to one realtime connection; a client that lets it fill is closed with 4008 (it may resume with `since`)",
+    ),
+    Setting::new(
         "TESSERA_WORKFLOW_MAX_ACTIVE_PER_TENANT",
         "100",
         "at least 1 active workflows per tenant; activating one more is 409",

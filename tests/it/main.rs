@@ -43,6 +43,7 @@ mod passkeys;
 mod polyglot;
 mod projections;
 mod rate_limit;
+mod realtime;
 mod sandbox_limits;
 mod scaffold;
 mod scans;

@@ -1,6 +1,7 @@
-//! Python engines: the pinned toolchain (componentize-py and pytest, installed into a virtual
-//! environment under the target dir), building a Python engine folder into a component, and the
-//! Python kit's and engines' pytest tests.
+//! Python engines: the pinned toolchain (componentize-py and pytest, and the realtime tests'
+//! clients websockets and httpx-sse, installed into a virtual environment under the target
+//! dir), building a Python engine folder into a component, and the Python kit's and engines'
+//! pytest tests.
 //!
 //! A Python engine is a folder under `engines/` with an `app.py`: the component module that
 //! `componentize-py … componentize app` builds, with the engine folder and the kit
@@ -15,6 +16,11 @@ use anyhow::{Context as _, bail};
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 /// The pytest the kit's and the engines' tests run with.
 pub const PYTEST_VERSION: &str = "8.3.4";
+/// The realtime integration tests' clients (`tests/realtime/client.py`, run by
+/// `tests/it/realtime.rs`): a WebSocket and a Server-Sent Events library nobody here wrote.
+pub const WEBSOCKETS_VERSION: &str = "15.0.1";
+pub const HTTPX_VERSION: &str = "0.28.1";
+pub const HTTPX_SSE_VERSION: &str = "0.4.0";
 /// The world every engine implements.
 pub const WORLD: &str = "tessera:engine/engine@0.2.0";
 
@@ -47,6 +53,9 @@ pub fn toolchain(target_dir: &Path, skipped: &str) -> anyhow::Result<Option<Tool
     let wanted = [
         ("componentize-py", COMPONENTIZE_PY_VERSION),
         ("pytest", PYTEST_VERSION),
+        ("websockets", WEBSOCKETS_VERSION),
+        ("httpx", HTTPX_VERSION),
+        ("httpx-sse", HTTPX_SSE_VERSION),
     ];
     let installed = Command::new(toolchain.python())
         .args([

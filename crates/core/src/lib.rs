@@ -13,6 +13,7 @@ mod intention_batch;
 pub mod intention_writer;
 pub mod intentions;
 pub mod projections;
+pub mod realtime;
 mod routes;
 pub mod search;
 pub mod state;

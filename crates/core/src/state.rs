@@ -64,4 +64,6 @@ pub struct CoreServices {
     pub event_sink: Arc<dyn EventSink>,
     /// The platform's backlog of accepted work, for the metrics.
     pub backpressure: tessera_http::backpressure::Backpressure,
+    /// This host's realtime hub: tails the log once and fans events out to connections.
+    pub realtime: crate::realtime::Hub,
 }

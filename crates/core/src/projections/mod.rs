@@ -10,7 +10,7 @@ pub(crate) mod projection;
 pub mod projector;
 pub mod signal;
 pub mod stats;
-mod store;
+pub(crate) mod store;
 pub mod worker;
 
 pub use projection::Projection;

@@ -47,8 +47,32 @@ impl Projection for Projector {
     }
 }
 
-/// The inbox item `event` produces, if any.
-async fn inbox_item(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<InboxInsert>> {
+/// Whom an event puts an item in the inbox of, and what item: the projector writes it, and
+/// realtime's `core.inbox` topic announces it (`realtime/topics.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InboxAddress {
+    pub recipient_id: String,
+    /// `entity.assigned` or `notification`.
+    pub item_type: &'static str,
+    /// The title; `None` for an assignment, whose title names the entity's family.
+    pub title: Option<String>,
+    pub entity_id: Option<String>,
+}
+
+impl InboxAddress {
+    /// The item's title, given the family of its entity (assignments name it).
+    pub(crate) fn title(&self, family: Option<&str>) -> String {
+        match (&self.title, family) {
+            (Some(title), _) => title.clone(),
+            (None, Some(family)) => format!("A {family} was assigned to you"),
+            (None, None) => "Something was assigned to you".to_owned(),
+        }
+    }
+}
+
+/// The inbox item `event` addresses, if any: an entity's assignment field set to someone
+/// other than the actor, or a `notification.created`.
+pub(crate) fn inbox_address(event: &StoredEvent) -> anyhow::Result<Option<InboxAddress>> {
     match event.event_type.as_str() {
         "entity.field_set" | "entity.field_updated" => {
             let data = event.data()?;
@@ -62,18 +86,11 @@ async fn inbox_item(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<I
             if recipient_id.is_empty() || Some(recipient_id) == event.actor_id.as_deref() {
                 return Ok(None);
             }
-            let family = entity_family(tx, event).await?;
-            Ok(Some(InboxInsert {
-                id: event.id.clone(),
-                tenant_id: event.tenant_id.clone(),
+            Ok(Some(InboxAddress {
                 recipient_id: recipient_id.to_owned(),
                 item_type: "entity.assigned",
-                title: match family {
-                    Some(family) => format!("A {family} was assigned to you"),
-                    None => "Something was assigned to you".to_owned(),
-                },
+                title: None,
                 entity_id: event.entity_id.clone(),
-                created_at: event.occurred_at.clone(),
             }))
         }
         "notification.created" => {
@@ -81,26 +98,44 @@ async fn inbox_item(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<I
             let Some(recipient_id) = data.get("recipient_id").and_then(Value::as_str) else {
                 return Ok(None);
             };
-            Ok(Some(InboxInsert {
-                id: event.id.clone(),
-                tenant_id: event.tenant_id.clone(),
+            Ok(Some(InboxAddress {
                 recipient_id: recipient_id.to_owned(),
                 item_type: "notification",
-                title: data
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Notification")
-                    .to_owned(),
+                title: Some(
+                    data.get("title")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Notification")
+                        .to_owned(),
+                ),
                 entity_id: data
                     .get("entity_id")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
                     .or_else(|| event.entity_id.clone()),
-                created_at: event.occurred_at.clone(),
             }))
         }
         _ => Ok(None),
     }
+}
+
+/// The inbox item `event` produces, if any.
+async fn inbox_item(tx: &mut Tx, event: &StoredEvent) -> anyhow::Result<Option<InboxInsert>> {
+    let Some(address) = inbox_address(event)? else {
+        return Ok(None);
+    };
+    let family = match address.title {
+        Some(_) => None,
+        None => entity_family(tx, event).await?,
+    };
+    Ok(Some(InboxInsert {
+        id: event.id.clone(),
+        tenant_id: event.tenant_id.clone(),
+        title: address.title(family.as_deref()),
+        recipient_id: address.recipient_id,
+        item_type: address.item_type,
+        entity_id: address.entity_id,
+        created_at: event.occurred_at.clone(),
+    }))
 }
 
 /// The family of the event's entity, from its `entity.created` event (earlier in the log, so

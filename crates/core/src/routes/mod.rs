@@ -7,6 +7,7 @@ mod feeds;
 mod health;
 mod intentions;
 mod metrics;
+mod realtime;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -27,4 +28,5 @@ where
         .merge(entities::router())
         .merge(feeds::router())
         .merge(metrics::router())
+        .merge(realtime::router())
 }

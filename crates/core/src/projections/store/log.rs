@@ -11,7 +11,7 @@ use tessera_storage::{Database, Tx};
 use tessera_storage::{on_pool, on_tx};
 
 /// The columns of [`StoredEvent`], for `SELECT`s.
-const STORED_EVENT_COLUMNS: &str =
+pub(crate) const STORED_EVENT_COLUMNS: &str =
     "position, transaction_id, id, tenant_id, sequence, event_type, entity_id,
      intention_id, actor_id, correlation_id, depth, data, occurred_at, entity_state, traceparent,
      group_offset";

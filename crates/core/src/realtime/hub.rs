@@ -1,0 +1,488 @@
+//! The per-host hub: tails the event log once for every connection of this host, in the
+//! projections' commit-order-safe reading order (`(transaction_id, position)`, below the
+//! PostgreSQL horizon: `projections/worker.rs`), woken by the append signal (local, and
+//! `LISTEN/NOTIFY` across hosts: `projections/signal.rs`) or a short poll, maps each event to
+//! its topics once (`topics.rs`) and hands it to the subscriptions of its tenant's
+//! connections, each through its bounded send queue (full: the connection closes with 4008).
+//!
+//! A subscription with `since` replays its topic from the log in bounded pages up to the
+//! position the hub had reached when the subscription was registered, while the hub buffers
+//! the topic's later events for it; then the buffer follows, past what the replay sent. Events
+//! of a topic are sent in cursor order, none missed and none twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{self, Outbound};
+use super::store;
+use super::topics::{self, PreparedEvent, Topic};
+use crate::projections::signal::EventSignal;
+use crate::projections::worker::LogPosition;
+use tessera_storage::Database;
+
+/// Close codes of the contract (§9).
+pub mod close {
+    /// Token expired, revoked or logged out.
+    pub const UNAUTHENTICATED: u16 = 4001;
+    /// Access to the tenant ended.
+    pub const TENANT_ENDED: u16 = 4003;
+    /// The client reads too slowly (send queue full).
+    pub const TOO_SLOW: u16 = 4008;
+    /// A connection limit.
+    pub const LIMIT: u16 = 4029;
+    /// The host is stopping.
+    pub const GOING_AWAY: u16 = 1001;
+}
+
+/// Realtime limits (`TESSERA_REALTIME_*`).
+#[derive(Debug, Clone)]
+pub struct RealtimeConfig {
+    /// Connections of one user in one tenant on this host
+    /// (`TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER`, default 20).
+    pub max_connections_per_user: u32,
+    /// Connections of one tenant on this host (`TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT`,
+    /// default 2,000).
+    pub max_connections_per_tenant: u32,
+    /// Subscriptions of one connection (`TESSERA_REALTIME_MAX_SUBSCRIPTIONS`, default 100).
+    pub max_subscriptions: u32,
+    /// Frames waiting to be sent to one connection (`TESSERA_REALTIME_SEND_QUEUE`, 256).
+    pub send_queue: usize,
+    /// How often a connection's token, session and membership are checked again.
+    pub recheck_interval: Duration,
+    /// How often the hub reads the log without a wake-up.
+    pub poll_interval: Duration,
+}
+
+impl Default for RealtimeConfig {
+    fn default() -> Self {
+        Self {
+            max_connections_per_user: 20,
+            max_connections_per_tenant: 2_000,
+            max_subscriptions: 100,
+            send_queue: 256,
+            recheck_interval: Duration::from_secs(2),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Events read from the log per batch, and per page of a replay.
+const PAGE: u32 = 500;
+
+/// The hub: cheap to clone.
+#[derive(Clone)]
+pub struct Hub(Arc<HubInner>);
+
+struct HubInner {
+    database: Database,
+    signal: EventSignal,
+    config: RealtimeConfig,
+    registry: Mutex<Registry>,
+    stopping: CancellationToken,
+    started: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// The last position fanned out.
+    head: LogPosition,
+    tenants: HashMap<String, HashMap<u64, Arc<Link>>>,
+    per_user: HashMap<(String, String), u32>,
+    next_id: u64,
+}
+
+/// One connection's place in the hub.
+pub struct Link {
+    id: u64,
+    pub tenant_id: String,
+    pub user_id: String,
+    subscriptions: Mutex<HashMap<String, Subscription>>,
+    queue: mpsc::Sender<Outbound>,
+    closed: CancellationToken,
+    close_code: AtomicU16,
+}
+
+struct Subscription {
+    topic: Topic,
+    state: SubscriptionState,
+}
+
+enum SubscriptionState {
+    /// Replaying from the log; the hub's events of the topic wait here.
+    Replaying(Vec<Arc<PreparedEvent>>),
+    /// Sending the hub's events after `last`.
+    Live(LogPosition),
+}
+
+impl Link {
+    /// Ends the connection with `code` (the first code given wins).
+    pub fn close(&self, code: u16) {
+        let _ = self
+            .close_code
+            .compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
+        self.closed.cancel();
+    }
+
+    /// Resolves when the connection is to close.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// The code it closes with.
+    pub fn close_code(&self) -> u16 {
+        self.close_code.load(Ordering::Acquire)
+    }
+
+    /// Queues a frame; a full queue closes the connection (4008).
+    pub fn push(&self, frame: Outbound) {
+        match self.queue.try_send(frame) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.close(close::TOO_SLOW),
+            Err(mpsc::error::TrySendError::Closed(_)) => self.closed.cancel(),
+        }
+    }
+
+    /// Resolves when the receiving side of the queue is gone.
+    pub async fn receiver_gone(&self) {
+        self.queue.closed().await;
+    }
+
+    fn deliver(&self, name: &str, event: &PreparedEvent, kind: &str, data: &serde_json::Value) {
+        let cursor = protocol::encode_cursor(event.position);
+        let text = protocol::event(name, &cursor, kind, &event.occurred_at, data);
+        self.push(Outbound {
+            text,
+            event: Some((cursor, kind.to_owned())),
+            reset: false,
+        });
+        metrics::counter!("tessera_realtime_events_sent_total").increment(1);
+    }
+
+    /// Hands a fanned-out event to the connection's subscriptions it belongs to.
+    fn offer(&self, event: &Arc<PreparedEvent>, buffer_cap: usize) {
+        let mut subscriptions = self.subscriptions.lock().expect("subscriptions lock");
+        for (name, subscription) in subscriptions.iter_mut() {
+            let Some((kind, data)) = event.in_topic(&subscription.topic, &self.user_id) else {
+                continue;
+            };
+            match &mut subscription.state {
+                SubscriptionState::Replaying(buffered) => {
+                    if buffered.len() >= buffer_cap {
+                        self.close(close::TOO_SLOW);
+                    } else {
+                        buffered.push(event.clone());
+                    }
+                }
+                SubscriptionState::Live(last) => {
+                    if event.position > *last {
+                        *last = event.position;
+                        self.deliver(name, event, kind, data);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A connection limit was reached (4029).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitReached;
+
+/// Why a subscription failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SubscribeError {
+    /// Too many subscriptions on the connection (429).
+    #[error("too many subscriptions")]
+    TooMany,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// Unregisters its connection when dropped.
+pub struct Registration {
+    hub: Hub,
+    link: Arc<Link>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.hub.unregister(&self.link);
+    }
+}
+
+impl Hub {
+    pub fn new(database: Database, signal: EventSignal, config: RealtimeConfig) -> Self {
+        Self(Arc::new(HubInner {
+            database,
+            signal,
+            config,
+            registry: Mutex::new(Registry::default()),
+            stopping: CancellationToken::new(),
+            started: watch::channel(false).0,
+        }))
+    }
+
+    pub fn config(&self) -> &RealtimeConfig {
+        &self.0.config
+    }
+
+    /// Resolves when the host is stopping (connections close with 1001).
+    pub async fn stopping(&self) {
+        self.0.stopping.cancelled().await;
+    }
+
+    /// Registers a connection of `user_id` in `tenant_id`, unless a limit is reached: the
+    /// connection, its queue's receiving side, and its registration (dropping it unregisters).
+    pub fn connect(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+    ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
+        let config = &self.0.config;
+        let mut registry = self.0.registry.lock().expect("registry lock");
+        let user_key = (tenant_id.to_owned(), user_id.to_owned());
+        let of_user = registry.per_user.get(&user_key).copied().unwrap_or(0);
+        let of_tenant = registry.tenants.get(tenant_id).map_or(0, HashMap::len);
+        if of_user >= config.max_connections_per_user
+            || of_tenant >= config.max_connections_per_tenant as usize
+        {
+            metrics::counter!("tessera_realtime_refused_total", "reason" => "limit").increment(1);
+            return Err(LimitReached);
+        }
+        registry.next_id += 1;
+        let (queue, receiver) = mpsc::channel(config.send_queue.max(1));
+        let link = Arc::new(Link {
+            id: registry.next_id,
+            tenant_id: tenant_id.to_owned(),
+            user_id: user_id.to_owned(),
+            subscriptions: Mutex::new(HashMap::new()),
+            queue,
+            closed: CancellationToken::new(),
+            close_code: AtomicU16::new(0),
+        });
+        registry
+            .tenants
+            .entry(tenant_id.to_owned())
+            .or_default()
+            .insert(link.id, link.clone());
+        *registry.per_user.entry(user_key).or_default() += 1;
+        metrics::gauge!("tessera_realtime_connections").increment(1.0);
+        metrics::counter!("tessera_realtime_connections_total").increment(1);
+        Ok((
+            link.clone(),
+            receiver,
+            Registration {
+                hub: self.clone(),
+                link,
+            },
+        ))
+    }
+
+    fn unregister(&self, link: &Link) {
+        let mut registry = self.0.registry.lock().expect("registry lock");
+        if let Some(links) = registry.tenants.get_mut(&link.tenant_id) {
+            links.remove(&link.id);
+            if links.is_empty() {
+                registry.tenants.remove(&link.tenant_id);
+            }
+        }
+        let user_key = (link.tenant_id.clone(), link.user_id.clone());
+        if let Some(count) = registry.per_user.get_mut(&user_key) {
+            *count -= 1;
+            if *count == 0 {
+                registry.per_user.remove(&user_key);
+            }
+        }
+        metrics::gauge!("tessera_realtime_connections").decrement(1.0);
+        let code = link.close_code();
+        if code != 0 {
+            metrics::counter!("tessera_realtime_closed_total", "code" => code.to_string())
+                .increment(1);
+        }
+    }
+
+    /// Subscribes the connection to `topic` (named `name`), answering `subscribed`; with
+    /// `since`, first replays the topic's events after it.
+    pub async fn subscribe(
+        &self,
+        link: &Arc<Link>,
+        name: &str,
+        topic: Topic,
+        since: Option<LogPosition>,
+    ) -> Result<(), SubscribeError> {
+        let mut started = self.0.started.subscribe();
+        let _ = started.wait_for(|started| *started).await;
+        let head = {
+            let registry = self.0.registry.lock().expect("registry lock");
+            let mut subscriptions = link.subscriptions.lock().expect("subscriptions lock");
+            if !subscriptions.contains_key(name)
+                && subscriptions.len() >= self.0.config.max_subscriptions as usize
+            {
+                return Err(SubscribeError::TooMany);
+            }
+            let state = match since {
+                Some(_) => SubscriptionState::Replaying(Vec::new()),
+                None => SubscriptionState::Live(registry.head),
+            };
+            subscriptions.insert(name.to_owned(), Subscription { topic, state });
+            link.push(Outbound::control(protocol::subscribed(name)));
+            registry.head
+        };
+        let Some(since) = since else {
+            return Ok(());
+        };
+        let last = self.replay(link, name, since, head).await?;
+        let mut subscriptions = link.subscriptions.lock().expect("subscriptions lock");
+        let Some(subscription) = subscriptions.get_mut(name) else {
+            return Ok(());
+        };
+        let buffered =
+            match std::mem::replace(&mut subscription.state, SubscriptionState::Live(last)) {
+                SubscriptionState::Replaying(buffered) => buffered,
+                SubscriptionState::Live(_) => Vec::new(),
+            };
+        let mut last = last;
+        for event in buffered {
+            if event.position <= last {
+                continue;
+            }
+            if let Some((kind, data)) = event.in_topic(&subscription.topic, &link.user_id) {
+                link.deliver(name, &event, kind, data);
+            }
+            last = event.position;
+        }
+        subscription.state = SubscriptionState::Live(last);
+        Ok(())
+    }
+
+    /// Sends the topic's events after `since` up to `head` from the log, in pages; answers
+    /// the last position read.
+    async fn replay(
+        &self,
+        link: &Arc<Link>,
+        name: &str,
+        since: LogPosition,
+        head: LogPosition,
+    ) -> anyhow::Result<LogPosition> {
+        let topic = Topic::parse(name).expect("a subscribed topic parses");
+        let mut last = since;
+        while last < head {
+            let page =
+                store::tenant_events_between(&self.0.database, &link.tenant_id, last, head, PAGE)
+                    .await?;
+            for event in &page {
+                let prepared = topics::prepare(&self.0.database, event).await?;
+                if let Some((kind, data)) = prepared.in_topic(&topic, &link.user_id) {
+                    let cursor = protocol::encode_cursor(prepared.position);
+                    let text = protocol::event(name, &cursor, kind, &prepared.occurred_at, data);
+                    let frame = Outbound {
+                        text,
+                        event: Some((cursor, kind.to_owned())),
+                        reset: false,
+                    };
+                    if link.queue.send(frame).await.is_err() {
+                        return Ok(last);
+                    }
+                    metrics::counter!("tessera_realtime_events_sent_total").increment(1);
+                }
+                last = prepared.position;
+            }
+            if page.len() < PAGE as usize {
+                break;
+            }
+        }
+        Ok(last.max(since))
+    }
+
+    /// Ends the connection's subscription to `name`; false when it had none.
+    pub fn unsubscribe(&self, link: &Link, name: &str) -> bool {
+        link.subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .remove(name)
+            .is_some()
+    }
+
+    /// Tails the log until `shutdown`, then tells every connection the host is stopping.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let inner = &self.0;
+        let head = loop {
+            match store::log_head(&inner.database).await {
+                Ok(head) => break head,
+                Err(error) => {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "realtime cannot read the log's head"
+                    );
+                    tokio::select! {
+                        () = shutdown.cancelled() => {
+                            inner.stopping.cancel();
+                            return;
+                        }
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        };
+        inner.registry.lock().expect("registry lock").head = head;
+        inner.started.send_replace(true);
+        let mut head = head;
+        while !shutdown.is_cancelled() {
+            let notified = inner.signal.wait();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.step(head).await {
+                Ok((next, full)) => {
+                    head = next;
+                    if full {
+                        continue;
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    error = format!("{error:#}"),
+                    "realtime failed to read the log; retrying"
+                ),
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = &mut notified => {}
+                () = tokio::time::sleep(inner.config.poll_interval) => {}
+            }
+        }
+        inner.stopping.cancel();
+    }
+
+    /// Reads and fans out the next batch after `head`: the new head, and whether the batch
+    /// was full (more may follow at once).
+    async fn step(&self, head: LogPosition) -> anyhow::Result<(LogPosition, bool)> {
+        let inner = &self.0;
+        let events = store::events_after(&inner.database, head, PAGE).await?;
+        let Some(last) = events.last() else {
+            return Ok((head, false));
+        };
+        let last = LogPosition::of(last);
+        let full = events.len() >= PAGE as usize;
+        // Every event is prepared: a connection registered while this batch is prepared
+        // starts before it, so it gets the batch's events of its tenant too.
+        let mut prepared = Vec::with_capacity(events.len());
+        for event in &events {
+            prepared.push(topics::prepare(&inner.database, event).await?);
+        }
+        let mut registry = inner.registry.lock().expect("registry lock");
+        let cap = inner.config.send_queue.max(1);
+        for event in &prepared {
+            if let Some(links) = registry.tenants.get(&event.tenant_id) {
+                for link in links.values() {
+                    link.offer(event, cap);
+                }
+            }
+        }
+        registry.head = last;
+        Ok((last, full))
+    }
+}

@@ -1,0 +1,147 @@
+//! The realtime protocol's frames (CONTRACT §9) and its cursors. Client frames:
+//! `subscribe` (with an optional `since` cursor), `unsubscribe`, `ping`; server frames:
+//! `subscribed`, `event`, `reset`, `error`, `pong`. A cursor is a position in the event log's
+//! reading order, opaque to clients: 32 hexadecimal digits.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::projections::worker::LogPosition;
+
+/// A frame a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ClientFrame {
+    Subscribe {
+        topic: String,
+        since: Option<String>,
+    },
+    Unsubscribe {
+        topic: String,
+    },
+    Ping,
+}
+
+impl ClientFrame {
+    /// The frame of a text message; `None` for anything else (a 422 `error` frame).
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// The opaque cursor of a log position.
+pub fn encode_cursor(position: LogPosition) -> String {
+    format!(
+        "{:016x}{:016x}",
+        position.transaction_id as u64, position.position as u64
+    )
+}
+
+/// The log position of a cursor; `None` when it is not one.
+pub fn decode_cursor(cursor: &str) -> Option<LogPosition> {
+    if cursor.len() != 32 || !cursor.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    let transaction_id = u64::from_str_radix(&cursor[..16], 16).ok()? as i64;
+    let position = u64::from_str_radix(&cursor[16..], 16).ok()? as i64;
+    Some(LogPosition {
+        transaction_id,
+        position,
+    })
+}
+
+/// `{"op":"subscribed","topic":T}`.
+pub fn subscribed(topic: &str) -> String {
+    json!({"op": "subscribed", "topic": topic}).to_string()
+}
+
+/// `{"op":"reset","topic":T}`: the cursor is outside what can be replayed; refetch.
+pub fn reset(topic: &str) -> String {
+    json!({"op": "reset", "topic": topic}).to_string()
+}
+
+/// `{"op":"pong"}`.
+pub fn pong() -> String {
+    json!({"op": "pong"}).to_string()
+}
+
+/// `{"op":"error","topic":T?,"status":N,"message":M}`.
+pub fn error(topic: Option<&str>, status: u16, message: &str) -> String {
+    let mut frame = Map::new();
+    frame.insert("op".into(), "error".into());
+    if let Some(topic) = topic {
+        frame.insert("topic".into(), topic.into());
+    }
+    frame.insert("status".into(), status.into());
+    frame.insert("message".into(), message.into());
+    Value::Object(frame).to_string()
+}
+
+/// `{"op":"event","topic":T,"cursor":C,"type":E,"occurred_at":TS,"data":{…}}`.
+pub fn event(topic: &str, cursor: &str, kind: &str, occurred_at: &str, data: &Value) -> String {
+    json!({
+        "op": "event",
+        "topic": topic,
+        "cursor": cursor,
+        "type": kind,
+        "occurred_at": occurred_at,
+        "data": data,
+    })
+    .to_string()
+}
+
+/// A frame on its way to a client, with what Server-Sent Events need of it.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// The frame's JSON text.
+    pub text: String,
+    /// The event's cursor and type (event frames only).
+    pub event: Option<(String, String)>,
+    /// A `reset` frame.
+    pub reset: bool,
+}
+
+impl Outbound {
+    /// A frame other than an event.
+    pub fn control(text: String) -> Self {
+        Self {
+            text,
+            event: None,
+            reset: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_anything_else() {
+        let position = LogPosition {
+            transaction_id: 7_000_000_123,
+            position: 42,
+        };
+        assert_eq!(decode_cursor(&encode_cursor(position)), Some(position));
+        assert_eq!(decode_cursor("42"), None);
+        assert_eq!(decode_cursor(&"g".repeat(32)), None);
+    }
+
+    #[test]
+    fn client_frames_are_exactly_the_contracts() {
+        assert_eq!(
+            ClientFrame::parse(r#"{"op":"subscribe","topic":"core.inbox"}"#),
+            Some(ClientFrame::Subscribe {
+                topic: "core.inbox".into(),
+                since: None
+            })
+        );
+        assert_eq!(
+            ClientFrame::parse(r#"{"op":"ping"}"#),
+            Some(ClientFrame::Ping)
+        );
+        assert_eq!(ClientFrame::parse(r#"{"op":"subscribe"}"#), None);
+        assert_eq!(ClientFrame::parse(r#"{"op":"shout"}"#), None);
+        assert_eq!(ClientFrame::parse("not json"), None);
+    }
+}
