@@ -356,7 +356,7 @@ database_test!(
         let malformed = client.next(20).await;
         assert_eq!(malformed["op"], "error");
         assert_eq!(malformed["status"], 422);
-        let mut refused = vec![client.next(20).await, client.next(20).await];
+        let mut refused = [client.next(20).await, client.next(20).await];
         refused.sort_by_key(|frame| frame["topic"].as_str().unwrap_or("").to_owned());
         assert_eq!(refused[0]["topic"], their_topic.as_str());
         assert_eq!(refused[0]["status"], 404);
@@ -366,7 +366,7 @@ database_test!(
 
         // A guest: its inbox, not the timeline.
         let mut guest_client = ws(&app, &guest, &["core.inbox", "core.timeline"], &[]);
-        let mut frames = vec![guest_client.next(20).await, guest_client.next(20).await];
+        let mut frames = [guest_client.next(20).await, guest_client.next(20).await];
         frames.sort_by_key(|frame| frame["op"].as_str().unwrap_or("").to_owned());
         assert_eq!(frames[0]["op"], "error");
         assert_eq!(frames[0]["topic"], "core.timeline");
