@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::store::write_group as store;
 use super::unit_of_work::counter_value;
-use super::work::{NewWork, WorkQueue};
+use crate::work_queue::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
 use tessera_auth::audit::{self, EngineAuditEntry};

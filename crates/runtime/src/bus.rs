@@ -9,7 +9,10 @@ use chrono::Utc;
 use tessera_http::trace_context::is_sampled;
 
 use super::bindings::v0_2::tessera::engine::types as wit;
-use super::work::{MAX_DELIVERY_BATCH, MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
+pub use crate::work_queue::delivered_events;
+use crate::work_queue::{
+    MAX_DELIVERY_BATCH, MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue, delivery_id,
+};
 
 /// An event as the bus stores and delivers it: `tessera-wire`'s, the type engines receive.
 pub type BusEvent = tessera_wire::engine::Event;
@@ -350,30 +353,6 @@ impl Pack {
         }
     }
 }
-
-/// The events of an event delivery's payload: one event, or a pack's JSON array of them.
-pub fn delivered_events(payload: &[u8]) -> serde_json::Result<Vec<BusEvent>> {
-    if payload.trim_ascii_start().starts_with(b"[") {
-        serde_json::from_slice(payload)
-    } else {
-        Ok(vec![serde_json::from_slice(payload)?])
-    }
-}
-
-/// The id of the delivery of the event `event_id` to `engine_code` in `tenant_id`: a UUID v5
-/// of the three (lengths first, so no two triples run together).
-pub(crate) fn delivery_id(tenant_id: &str, engine_code: &str, event_id: &str) -> String {
-    let name = format!(
-        "{}:{}:{}:{tenant_id}{engine_code}{event_id}",
-        tenant_id.len(),
-        engine_code.len(),
-        event_id.len()
-    );
-    uuid::Uuid::new_v5(&DELIVERY_NAMESPACE, name.as_bytes()).to_string()
-}
-
-/// The namespace of delivery ids (a fixed random UUID).
-const DELIVERY_NAMESPACE: uuid::Uuid = uuid::uuid!("5b0c7f8e-3d2a-4e61-9a4f-1c7d2e9b8a60");
 
 #[cfg(test)]
 mod tests {

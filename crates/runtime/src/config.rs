@@ -9,7 +9,6 @@ use std::time::Duration;
 use tessera_http::config::Secret;
 
 use crate::RuntimeConfig;
-use crate::work::WorkerConfig;
 
 /// The webhook retry schedule engines read (`settings.get("webhook.retry-schedule-ms")`).
 #[derive(Debug, Clone)]
@@ -83,4 +82,33 @@ pub struct RuntimeSetup<'a> {
     pub plugins_dir: &'a Path,
     /// Seals engines' secrets (`vault`).
     pub service_secret: &'a Secret,
+}
+
+/// How the worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Runs at once on this host (default 64: most runs wait on the network or the database,
+    /// e.g. a webhook delivery waiting for its receiver, so a slow receiver does not hold up
+    /// the others, and 32 left two cores a quarter idle under a backlog). A run is one job or
+    /// a batch of events for one engine and tenant (at most `MAX_DELIVERY_BATCH`,
+    /// `work_queue.rs`). Each run
+    /// also needs an engine slot within its tenant's share (`admission.rs`), so work and HTTP
+    /// requests share the pool fairly. As many claimed runs may wait for a slot.
+    pub concurrency: usize,
+    /// How often the worker looks for due items when nothing woke it.
+    pub poll_interval: Duration,
+    /// How long runs already started may take to finish once the host stops
+    /// (`TESSERA_SHUTDOWN_TIMEOUT`); those still running then are handed back to the queue,
+    /// their effects uncommitted, for the next host to run.
+    pub drain_timeout: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 64,
+            poll_interval: Duration::from_millis(500),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
 }

@@ -18,7 +18,7 @@ use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::unit_of_work::{Known, UnitOfWork};
 use super::vault::Vault;
 use super::warm_instances::InstanceLimits;
-use super::work::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
+use crate::work_queue::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use tessera_storage::Database;
 use tessera_storage::engine_kv::{self, KvScope};
 

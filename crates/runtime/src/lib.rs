@@ -30,6 +30,7 @@ pub mod vault;
 pub mod warm_instances;
 pub mod watcher;
 pub mod work;
+mod work_queue;
 mod world_v0_1;
 
 use std::sync::Arc;

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use super::batch_writer::{BlobWrites, StorageBatch};
-use super::work::NewWork;
+use crate::work_queue::NewWork;
 use tessera_auth::audit::EngineAuditEntry;
 
 /// Most entries (writes, deletions, counters, jobs, events) one unit holds.

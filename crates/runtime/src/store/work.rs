@@ -1,5 +1,5 @@
-//! The SQL of the `engine_work` table (jobs and event deliveries, see `crate::work`): insert,
-//! claim with a lease, hand back, complete and fail. The queue's rules live in `crate::work`;
+//! The SQL of the `engine_work` table (jobs and event deliveries, see `crate::work_queue`): insert,
+//! claim with a lease, hand back, complete and fail. The queue's rules live in `crate::work_queue`;
 //! these functions run its statements and nothing else.
 
 use anyhow::Context as _;

@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 
-use crate::work::{LeaseLost, NewWork};
+use crate::work_queue::{LeaseLost, NewWork};
 use tessera_storage::engine_kv::KvWrite;
 use tessera_storage::time;
 
