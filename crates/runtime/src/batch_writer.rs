@@ -480,13 +480,16 @@ async fn write_group_postgres(
 ) -> anyhow::Result<Vec<Vec<String>>> {
     let writes = final_writes(batches);
     let (sets, deletes) = engine_kv::in_key_order(&writes);
-    let jobs: Vec<&NewWork> = batches.iter().flat_map(|batch| &batch.jobs).collect();
-    let job_ids: Vec<String> = jobs.iter().map(|job| job.id.clone()).collect();
+    let jobs: Vec<_> = batches
+        .iter()
+        .flat_map(|batch| &batch.jobs)
+        .map(NewWork::row)
+        .collect();
     let completions = store::Completions {
         bare: completions,
         fenced: &completed_by(batches.iter()),
     };
-    store::write_group_postgres(pool, &sets, &deletes, &job_ids, &jobs, completions).await?;
+    store::write_group_postgres(pool, &sets, &deletes, &jobs, completions).await?;
     Ok(batches.iter().map(job_ids_of).collect())
 }
 

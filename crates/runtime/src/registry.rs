@@ -166,11 +166,10 @@ pub struct AuditedOperationListing {
 }
 
 /// An item of `GET /core/api/v1/engines`.
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EngineRecord {
     pub code: String,
     pub name: String,
-    #[sqlx(skip)]
     pub url: String,
     pub is_active: bool,
     pub requires_tenant_provision: bool,
@@ -178,14 +177,11 @@ pub struct EngineRecord {
     /// The version its descriptor declares (of the component last loaded).
     pub version: String,
     /// The SHA-256 of the component last loaded (hex).
-    #[sqlx(rename = "component_sha256")]
     pub sha256: String,
     /// Where this host loaded it from: `plugins` (a file of its plugins dir) or `published`
     /// (published to the cluster); `null` when this host has not loaded it.
-    #[sqlx(skip)]
     pub source: Option<String>,
     /// The published version this host runs, for a published engine.
-    #[sqlx(skip)]
     pub published_version: Option<i64>,
 }
 
@@ -680,9 +676,23 @@ impl EngineRegistry {
 
     /// Every engine ever recorded, loaded ones active, with their public URL.
     pub async fn records(&self, public_url: &str) -> anyhow::Result<Vec<EngineRecord>> {
-        let mut records = store::list(&self.database).await?;
+        let rows = store::list(&self.database).await?;
+        let mut records: Vec<EngineRecord> = rows
+            .into_iter()
+            .map(|row| EngineRecord {
+                url: format!("{public_url}/{}", row.code),
+                code: row.code,
+                name: row.name,
+                is_active: row.is_active,
+                requires_tenant_provision: row.requires_tenant_provision,
+                requires_user_provision: row.requires_user_provision,
+                version: row.version,
+                sha256: row.component_sha256,
+                source: None,
+                published_version: None,
+            })
+            .collect();
         for record in &mut records {
-            record.url = format!("{public_url}/{}", record.code);
             if let Some(loaded) = self.get(&record.code) {
                 // This host's own view, whatever another host recorded last.
                 record.version = loaded.descriptor.version.clone();

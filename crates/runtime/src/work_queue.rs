@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use crate::store::work as store;
+pub use crate::store::work::LeaseLost;
 use tessera_http::backpressure::BacklogSample;
 use tessera_storage::{Database, Tx, time};
 
@@ -70,6 +71,21 @@ pub struct NewWork {
     pub traceparent: Option<String>,
 }
 
+impl NewWork {
+    /// The row of the `engine_work` table that holds it.
+    pub(crate) fn row(&self) -> store::WorkRow<'_> {
+        store::WorkRow {
+            id: &self.id,
+            engine_code: &self.engine_code,
+            tenant_id: &self.tenant_id,
+            kind: self.kind.as_str(),
+            payload: &self.payload,
+            due_at: time::format(self.due_at),
+            traceparent: self.traceparent.as_deref(),
+        }
+    }
+}
+
 /// An item this host claimed and must run.
 #[derive(Debug, Clone)]
 pub struct ClaimedWork {
@@ -100,16 +116,6 @@ impl ClaimedWork {
     pub(crate) fn is_pack(&self) -> bool {
         self.calls() > 1
     }
-}
-
-/// A unit of work's completion found some of its items no longer held by the attempts it ran
-/// (another host claimed them again after this host's lease ran out): nothing of the unit
-/// commits, and the newer attempt's run is the one that counts.
-#[derive(Debug, thiserror::Error)]
-#[error("engine work was claimed again by another run: {still_held} of {held} items still held")]
-pub struct LeaseLost {
-    pub held: usize,
-    pub still_held: u64,
 }
 
 /// The delay before run `attempt + 1` after run `attempt` failed: 1 s, 4 s, 16 s, 64 s.
@@ -185,18 +191,7 @@ impl WorkQueue {
     /// once it committed.
     pub async fn insert_in(tx: &mut Tx, items: &[NewWork]) -> anyhow::Result<Vec<String>> {
         let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
-        let rows: Vec<store::WorkRow<'_>> = items
-            .iter()
-            .map(|item| store::WorkRow {
-                id: &item.id,
-                engine_code: &item.engine_code,
-                tenant_id: &item.tenant_id,
-                kind: item.kind.as_str(),
-                payload: &item.payload,
-                due_at: time::format(item.due_at),
-                traceparent: item.traceparent.as_deref(),
-            })
-            .collect();
+        let rows: Vec<store::WorkRow<'_>> = items.iter().map(NewWork::row).collect();
         store::insert(tx, &rows).await?;
         Ok(ids)
     }

@@ -3,9 +3,9 @@
 
 use anyhow::Context as _;
 
-use crate::registry::{EngineDescriptor, EngineRecord};
 use tessera_storage::on_pool;
 use tessera_storage::{Database, time};
+use tessera_wire::engine::Descriptor as EngineDescriptor;
 
 /// Records `descriptor` (inserted or updated by code), active or not, built from `sha256`.
 pub async fn upsert(
@@ -57,9 +57,21 @@ pub async fn mark_all_inactive(database: &Database) -> anyhow::Result<()> {
     .context("resetting the engine registry")
 }
 
-/// Every engine ever recorded, by code; `url` left empty.
-pub async fn list(database: &Database) -> anyhow::Result<Vec<EngineRecord>> {
-    on_pool!(database, pool => sqlx::query_as::<_, EngineRecord>(
+/// A row of the `engines` table.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EngineRow {
+    pub code: String,
+    pub name: String,
+    pub is_active: bool,
+    pub requires_tenant_provision: bool,
+    pub requires_user_provision: bool,
+    pub version: String,
+    pub component_sha256: String,
+}
+
+/// Every engine ever recorded, by code.
+pub async fn list(database: &Database) -> anyhow::Result<Vec<EngineRow>> {
+    on_pool!(database, pool => sqlx::query_as::<_, EngineRow>(
         "SELECT code, name, is_active, requires_tenant_provision, requires_user_provision, version, component_sha256
          FROM engines ORDER BY code",
     )

@@ -7,6 +7,16 @@ use anyhow::Context as _;
 use tessera_storage::{Database, Pool, Tx, time};
 use tessera_storage::{on_tx, on_writer};
 
+/// A unit of work's completion found some of its items no longer held by the attempts it ran
+/// (another host claimed them again after this host's lease ran out): nothing of the unit
+/// commits, and the newer attempt's run is the one that counts.
+#[derive(Debug, thiserror::Error)]
+#[error("engine work was claimed again by another run: {still_held} of {held} items still held")]
+pub struct LeaseLost {
+    pub held: usize,
+    pub still_held: u64,
+}
+
 /// Items inserted by one statement (nine parameters each).
 const INSERT_CHUNK: usize = 100;
 

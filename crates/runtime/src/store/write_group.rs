@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 
-use crate::work_queue::{LeaseLost, NewWork};
+use super::work::{LeaseLost, WorkRow};
 use tessera_storage::engine_kv::KvWrite;
 use tessera_storage::time;
 
@@ -33,8 +33,7 @@ pub async fn write_group_postgres(
     pool: &sqlx::PgPool,
     sets: &[&KvWrite<'_>],
     deletes: &[&KvWrite<'_>],
-    job_ids: &[String],
-    jobs: &[&NewWork],
+    jobs: &[WorkRow<'_>],
     completions: Completions<'_>,
 ) -> anyhow::Result<()> {
     let written = sqlx::query(
@@ -49,13 +48,13 @@ pub async fn write_group_postgres(
     .bind(column(deletes, |write| write.engine_code))
     .bind(column(deletes, |write| write.tenant_id))
     .bind(column(deletes, |write| write.key))
-    .bind(job_ids)
-    .bind(column(jobs, |job| job.engine_code.as_str()))
-    .bind(column(jobs, |job| job.tenant_id.as_str()))
-    .bind(column(jobs, |job| job.kind.as_str()))
-    .bind(column(jobs, |job| job.payload.as_slice()))
-    .bind(column(jobs, |job| time::format(job.due_at)))
-    .bind(column(jobs, |job| job.traceparent.as_deref()))
+    .bind(column(jobs, |job| job.id))
+    .bind(column(jobs, |job| job.engine_code))
+    .bind(column(jobs, |job| job.tenant_id))
+    .bind(column(jobs, |job| job.kind))
+    .bind(column(jobs, |job| job.payload))
+    .bind(column(jobs, |job| job.due_at.as_str()))
+    .bind(column(jobs, |job| job.traceparent))
     .bind(column(completions.bare, |(id, _)| id.as_str()))
     .bind(column(completions.bare, |(_, attempt)| i64::from(*attempt)))
     .bind(column(completions.fenced, |(id, _)| id.as_str()))
