@@ -23,7 +23,6 @@ use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
 use super::store::write_group as store;
-use super::unit_of_work::counter_value;
 use crate::work_queue::{NewWork, WorkQueue};
 use std::collections::HashMap;
 
@@ -592,6 +591,17 @@ async fn write_in_order(tx: &mut Tx, batches: &[StorageBatch]) -> anyhow::Result
         .zip(applied)
         .map(|(batch, applied)| applied.then(|| job_ids_of(batch)))
         .collect())
+}
+
+/// The integer a counter holds: decimal text, absent is 0.
+pub fn counter_value(key: &str, value: Option<&[u8]>) -> Result<i64, String> {
+    let Some(value) = value else {
+        return Ok(0);
+    };
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .ok_or_else(|| format!("{key} does not hold an integer, so it cannot be added to"))
 }
 
 #[cfg(test)]

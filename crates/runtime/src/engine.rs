@@ -3,9 +3,7 @@
 //! own (fresh, or kept warm: `warm_instances.rs`), a deadline and a memory cap, each admitted
 //! first (`admission.rs`: the pool's size in all, a share of it per tenant).
 
-use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -17,16 +15,17 @@ use wasmtime::{
     Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
-use super::admission::{Admission, AdmissionLimits, CallKind, Permit};
+use super::admission::{Admission, CallKind, Permit};
 use super::bindings::v0_1;
 use super::bindings::v0_2::{self, tessera::engine::types as wit};
-use super::component_limits::{self, ComponentFigures, EngineLimits, LimitExceeded, SandboxLimits};
 use super::imports::{CallScope, HostServices, StoreState};
 use super::unit_of_work::UnitOfWork;
-use super::warm_instances::{
-    InstanceKey, InstanceLimits, WarmInstance, WarmInstanceConfig, WarmInstances,
-};
+use super::warm_instances::{InstanceKey, InstanceLimits, WarmInstance, WarmInstances};
 use crate::call_metrics::CallOutcome;
+pub use crate::config::{
+    DEFAULT_MAX_CORE_INSTANCES, DEFAULT_MAX_MEMORIES, DEFAULT_MAX_TABLE_ELEMENTS,
+    DEFAULT_MAX_TABLES, RuntimeConfig,
+};
 
 /// How often the epoch advances: the granularity of deadlines and of yielding to other tasks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -39,158 +38,6 @@ const WARM_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Ids of prepared components, so a warm instance is never reused by another version.
 static NEXT_PREPARED_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-/// Limits of the sandbox.
-#[derive(Debug, Clone)]
-pub struct RuntimeConfig {
-    /// Deadline of a `handle` call (`TESSERA_ENGINE_HANDLE_TIMEOUT`, default 5 s).
-    pub handle_timeout: Duration,
-    /// Deadline of lifecycle, event and job calls (`TESSERA_ENGINE_LIFECYCLE_TIMEOUT`, default
-    /// 30 s).
-    pub lifecycle_timeout: Duration,
-    /// Linear memory cap per memory of an instance (`TESSERA_ENGINE_MEMORY_LIMIT_BYTES`, default
-    /// 64 MiB): at start and when it grows.
-    pub memory_limit_bytes: usize,
-    /// Core module instances one component may create (`TESSERA_ENGINE_MAX_CORE_INSTANCES`).
-    pub max_core_instances: u32,
-    /// Linear memories one component may define (`TESSERA_ENGINE_MAX_MEMORIES`).
-    pub max_memories: u32,
-    /// Tables one component may define (`TESSERA_ENGINE_MAX_TABLES`).
-    pub max_tables: u32,
-    /// Elements of one table, at start and when it grows (`TESSERA_ENGINE_MAX_TABLE_ELEMENTS`).
-    pub max_table_elements: u32,
-    /// Each engine's own limits (`TESSERA_ENGINE_LIMITS__<CODE>__<LIMIT>`), by engine code.
-    pub engine_limits: BTreeMap<String, EngineLimits>,
-    /// Largest request body an engine route accepts (413 beyond).
-    pub max_request_bytes: usize,
-    /// Largest response body an engine may return (502 beyond).
-    pub max_response_bytes: usize,
-    /// How many instances may be alive at once (pooling allocator slots), and so how many
-    /// engine calls run at once on this host (`TESSERA_ENGINE_MAX_INSTANCES`, default 200).
-    pub max_instances: u32,
-    /// Engine calls one tenant may run at once (`TESSERA_ENGINE_TENANT_CONCURRENCY`); `None`:
-    /// a quarter of `max_instances`.
-    pub tenant_concurrency: Option<u32>,
-    /// HTTP requests of one tenant that may wait beyond its share
-    /// (`TESSERA_ENGINE_TENANT_QUEUE`, default 100); more get 503 at once.
-    pub tenant_queue: u32,
-    /// How long such a request waits for a slot before its 503
-    /// (`TESSERA_ENGINE_TENANT_QUEUE_TIMEOUT`, default 5 s).
-    pub tenant_queue_timeout: Duration,
-    /// Compiled components, keyed by the file's SHA-256.
-    pub cache_dir: PathBuf,
-    /// Instances kept warm between calls of one engine in one tenant (`warm_instances.rs`).
-    pub warm_instances: WarmInstanceConfig,
-    /// Largest component that may be published to the cluster
-    /// (`TESSERA_ENGINE_MAX_COMPONENT_BYTES`, default 64 MiB; 413 beyond).
-    pub max_component_bytes: usize,
-    /// How often a host checks the published engines besides being told
-    /// (`TESSERA_ENGINE_RECONCILE_INTERVAL`, default 5 s).
-    pub reconcile_interval: Duration,
-}
-
-/// The default of `TESSERA_ENGINE_MAX_CORE_INSTANCES`: a componentize-py component creates 14.
-pub const DEFAULT_MAX_CORE_INSTANCES: u32 = 20;
-/// The default of `TESSERA_ENGINE_MAX_MEMORIES`: componentize-py and componentize-js components
-/// define one, and each memory slot reserves 4 GiB of address space (see `create_engine`).
-pub const DEFAULT_MAX_MEMORIES: u32 = 2;
-/// The default of `TESSERA_ENGINE_MAX_TABLES`: componentize-py and componentize-js define two.
-pub const DEFAULT_MAX_TABLES: u32 = 4;
-/// The default of `TESSERA_ENGINE_MAX_TABLE_ELEMENTS` (wasmtime's pooling default).
-pub const DEFAULT_MAX_TABLE_ELEMENTS: u32 = 20_000;
-
-impl RuntimeConfig {
-    pub fn with_defaults(cache_dir: PathBuf) -> Self {
-        Self {
-            handle_timeout: Duration::from_secs(5),
-            lifecycle_timeout: Duration::from_secs(30),
-            memory_limit_bytes: 64 * 1024 * 1024,
-            max_core_instances: DEFAULT_MAX_CORE_INSTANCES,
-            max_memories: DEFAULT_MAX_MEMORIES,
-            max_tables: DEFAULT_MAX_TABLES,
-            max_table_elements: DEFAULT_MAX_TABLE_ELEMENTS,
-            engine_limits: BTreeMap::new(),
-            max_request_bytes: 8 * 1024 * 1024,
-            max_response_bytes: 8 * 1024 * 1024,
-            max_instances: 200,
-            tenant_concurrency: None,
-            tenant_queue: 100,
-            tenant_queue_timeout: Duration::from_secs(5),
-            cache_dir,
-            warm_instances: WarmInstanceConfig::default(),
-            max_component_bytes: 64 * 1024 * 1024,
-            reconcile_interval: Duration::from_secs(5),
-        }
-    }
-
-    /// The admission limits these settings give: the pool's size in all, the tenant share
-    /// (a quarter of the pool unless set, at least 1, at most the pool).
-    pub fn admission_limits(&self) -> AdmissionLimits {
-        let capacity = usize::try_from(self.max_instances.max(1)).unwrap_or(usize::MAX);
-        let share = self.tenant_concurrency.map_or(capacity / 4, |share| {
-            usize::try_from(share).unwrap_or(capacity)
-        });
-        AdmissionLimits {
-            capacity,
-            tenant_share: share.clamp(1, capacity),
-            tenant_queue: usize::try_from(self.tenant_queue).unwrap_or(usize::MAX),
-        }
-    }
-
-    /// The global limits (`TESSERA_ENGINE_<LIMIT>`), those of an engine without its own.
-    pub fn global_limits(&self) -> SandboxLimits {
-        SandboxLimits {
-            max_core_instances: self.max_core_instances,
-            max_memories: self.max_memories,
-            max_tables: self.max_tables,
-            max_table_elements: self.max_table_elements,
-            memory_limit_bytes: self.memory_limit_bytes,
-            handle_timeout: self.handle_timeout,
-            lifecycle_timeout: self.lifecycle_timeout,
-            max_instances: None,
-        }
-    }
-
-    /// The limits of the engine `code`: its own values, else the global ones.
-    pub fn limits_of(&self, code: &str) -> SandboxLimits {
-        match self.engine_limits.get(code) {
-            Some(own) => self.global_limits().with(own),
-            None => self.global_limits(),
-        }
-    }
-
-    /// The largest value of each limit any engine may use: what the pool is sized for, and
-    /// what a call outside any engine (`describe`, before the code is known) runs under.
-    pub fn loosest_limits(&self) -> SandboxLimits {
-        self.global_limits().loosest(self.engine_limits.values())
-    }
-
-    /// Checks the `figures` of the component `file` against the limits of the engine `code`,
-    /// or, before the engine is known, against the loosest limits (what the pool admits).
-    pub fn check_component(
-        &self,
-        file: &str,
-        figures: &ComponentFigures,
-        code: Option<&str>,
-    ) -> Result<(), LimitExceeded> {
-        let limits = match code {
-            Some(code) => self.limits_of(code),
-            None => self.loosest_limits(),
-        };
-        component_limits::check(file, figures, &limits, code, &self.global_limits())
-    }
-
-    /// The engines with a cap of their own on their calls alive at once.
-    fn engine_caps(&self) -> HashMap<String, usize> {
-        self.engine_limits
-            .iter()
-            .filter_map(|(code, limits)| {
-                let cap = usize::try_from(limits.max_instances?).ok()?;
-                Some((code.clone(), cap))
-            })
-            .collect()
-    }
-}
 
 /// Why a call into an engine did not return a value.
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+pub use super::batch_writer::counter_value;
 use super::batch_writer::{BlobWrites, StorageBatch};
 use crate::work_queue::NewWork;
 use tessera_auth::audit::EngineAuditEntry;
@@ -436,17 +437,6 @@ pub struct DecidedUnder {
     pub visible: u64,
     pub committed: u64,
     pub committed_bytes: u64,
-}
-
-/// The integer a counter holds: decimal text, absent is 0.
-pub fn counter_value(key: &str, value: Option<&[u8]>) -> Result<i64, String> {
-    let Some(value) = value else {
-        return Ok(0);
-    };
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .ok_or_else(|| format!("{key} does not hold an integer, so it cannot be added to"))
 }
 
 #[cfg(test)]

@@ -23,42 +23,7 @@ use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 
 use super::engine::Guest;
 use super::imports::StoreState;
-
-/// How instances are kept warm between calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WarmInstanceConfig {
-    /// Idle instances kept on the whole host (`TESSERA_ENGINE_WARM_INSTANCES`, default 32); 0:
-    /// every call runs on a fresh instance.
-    pub capacity: u32,
-    /// Calls one instance serves before it is retired (`TESSERA_ENGINE_INSTANCE_MAX_CALLS`,
-    /// default 1000); 1: every call runs on a fresh instance.
-    pub max_calls: u32,
-    /// How long an instance waits idle before it is retired
-    /// (`TESSERA_ENGINE_WARM_IDLE_TIMEOUT`, default 30 s).
-    pub idle_timeout: Duration,
-}
-
-impl Default for WarmInstanceConfig {
-    fn default() -> Self {
-        Self {
-            capacity: 32,
-            max_calls: 1000,
-            idle_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-impl WarmInstanceConfig {
-    /// Whether instances are kept at all.
-    pub fn enabled(&self) -> bool {
-        self.capacity > 0 && self.max_calls > 1
-    }
-
-    /// Pool slots the idle instances may hold beyond the calls alive.
-    pub fn pool_slots(&self) -> u32 {
-        if self.enabled() { self.capacity } else { 0 }
-    }
-}
+pub use crate::config::WarmInstanceConfig;
 
 /// Which calls may share an instance: those of one engine version (a prepared component, by its
 /// id) in one tenant.
