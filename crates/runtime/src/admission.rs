@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-/// The limits of admission (from [`super::RuntimeConfig`]).
+/// The limits of admission (from [`crate::config::RuntimeConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AdmissionLimits {
     /// Calls running at once on this host, all tenants together (the instance pool's size).

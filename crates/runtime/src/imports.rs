@@ -17,7 +17,7 @@ use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
 use super::unit_of_work::{Known, UnitOfWork};
 use super::vault::Vault;
-use super::warm_instances::InstanceLimits;
+use crate::instance_limits::InstanceLimits;
 use crate::work_queue::{MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue};
 use tessera_storage::Database;
 use tessera_storage::engine_kv::{self, KvScope};
@@ -996,6 +996,18 @@ impl world::vault::Host for StoreState {
             .vault
             .open(&self.scope.engine_code, tenant_id, &sealed)
             .map_err(|error| error.to_string()))
+    }
+}
+
+impl world::mail_transport::Host for StoreState {
+    async fn send(
+        &mut self,
+        mail: world::mail_transport::OutgoingMail,
+    ) -> wasmtime::Result<Result<(), String>> {
+        let transport = self.services.mail_transport.clone();
+        Ok(transport
+            .send(&self.scope.engine_code, self.scope.may_send_mail, mail)
+            .await)
     }
 }
 

@@ -15,7 +15,9 @@ pub mod component_limits;
 pub mod config;
 pub mod engine;
 pub mod engine_settings;
+mod guest;
 pub mod imports;
+mod instance_limits;
 pub mod registry;
 
 pub mod lifecycle;

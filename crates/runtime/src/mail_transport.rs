@@ -1,5 +1,5 @@
-//! The host side of the `mail-transport` import: e-mail out of the platform through the
-//! operator's SMTP relay (`TESSERA_SMTP_URL`, lettre over rustls), for the engines that ask for
+//! The relay behind the `mail-transport` import (whose host side, on the call's store, is in
+//! `imports.rs`): e-mail out of the platform through the operator's SMTP relay (`TESSERA_SMTP_URL`, lettre over rustls), for the engines that ask for
 //! it (`send-mail` permission), or only those the operator names (`TESSERA_SMTP_ENGINES`).
 //! Without a relay every send is refused and the engine keeps the mail queued.
 
@@ -10,7 +10,6 @@ use lettre::message::{Mailbox, Message};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use super::bindings::v0_2::tessera::engine as world;
-use super::imports::StoreState;
 use crate::config::SmtpConfig;
 
 /// How long one SMTP exchange may take.
@@ -101,16 +100,4 @@ fn build_message(mail: world::mail_transport::OutgoingMail) -> Result<Message, S
     builder
         .body(mail.text)
         .map_err(|error| format!("the mail cannot be built: {error}"))
-}
-
-impl world::mail_transport::Host for StoreState {
-    async fn send(
-        &mut self,
-        mail: world::mail_transport::OutgoingMail,
-    ) -> wasmtime::Result<Result<(), String>> {
-        let transport = self.services.mail_transport.clone();
-        Ok(transport
-            .send(&self.scope.engine_code, self.scope.may_send_mail, mail)
-            .await)
-    }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::EngineRegistry;
+use crate::registry::EngineRegistry;
 
 /// The runtime routes' state; cheap to clone per request.
 #[derive(Clone)]

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use notify::{RecursiveMode, Watcher as _};
 use tokio_util::sync::CancellationToken;
 
-use super::EngineRegistry;
+use crate::registry::EngineRegistry;
 
 /// How long the folder must be quiet before a rescan (a copy in progress emits many events).
 pub const SETTLE_TIME: Duration = Duration::from_millis(250);

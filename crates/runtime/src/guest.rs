@@ -1,0 +1,100 @@
+//! The `guest` exports of one engine instance, whatever the world version its component was
+//! built for (0.1 or 0.2), called on the store the instance lives in.
+
+use wasmtime::Store;
+
+use crate::bindings::v0_1;
+use crate::bindings::v0_2::{self, tessera::engine::types as wit};
+use crate::imports::StoreState;
+
+/// The `guest` exports of one instance, whatever its world version; 0.1's lack the
+/// self-description of 0.2 (`describe-api` answers `{}`, `describe-settings` nothing).
+pub enum Guest {
+    V0_1(v0_1::exports::tessera::engine::guest::Guest),
+    V0_2(v0_2::exports::tessera::engine::guest::Guest),
+}
+
+/// Forwards a `guest` export present in every world version.
+macro_rules! forward {
+    ($(#[$doc:meta])* $name:ident($($argument:ident: $type:ty),*) -> $output:ty) => {
+        $(#[$doc])*
+        pub async fn $name(
+            &self,
+            store: &mut Store<StoreState>,
+            $($argument: $type),*
+        ) -> wasmtime::Result<$output> {
+            match self {
+                Self::V0_1(guest) => guest.$name(store, $($argument),*).await,
+                Self::V0_2(guest) => guest.$name(store, $($argument),*).await,
+            }
+        }
+    };
+}
+
+impl Guest {
+    forward!(call_describe() -> wit::Descriptor);
+    forward!(call_handle(caller: &wit::Caller, request: &wit::Request) -> wit::Response);
+    forward!(call_provision_tenant(tenant: &wit::TenantInfo) -> Result<(), String>);
+    forward!(call_deprovision_tenant(tenant_id: &str) -> Result<(), String>);
+    forward!(call_provision_user(user: &wit::UserInfo) -> Result<(), String>);
+    forward!(call_deprovision_user(tenant_id: &str, user_id: &str) -> Result<(), String>);
+    forward!(call_on_event(event: &wit::Event) -> Result<(), String>);
+    forward!(call_run_job(job: &wit::Job) -> Result<(), String>);
+
+    /// The engine's OpenAPI fragment (JSON text); `{}` from a 0.1 engine.
+    pub async fn call_describe_api(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<String> {
+        match self {
+            Self::V0_1(_) => Ok("{}".to_owned()),
+            Self::V0_2(guest) => guest.call_describe_api(store).await,
+        }
+    }
+
+    /// The permissions the engine asks for; none from a 0.1 engine.
+    pub async fn call_describe_permissions(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<tessera_wire::engine::Permission>> {
+        match self {
+            Self::V0_1(_) => Ok(Vec::new()),
+            Self::V0_2(guest) => Ok(guest
+                .call_describe_permissions(store)
+                .await?
+                .into_iter()
+                .map(|permission| match permission {
+                    wit::Permission::SendMail => tessera_wire::engine::Permission::SendMail,
+                })
+                .collect()),
+        }
+    }
+
+    /// The settings the engine declares; none from a 0.1 engine.
+    pub async fn call_describe_settings(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<tessera_wire::engine::Setting>> {
+        use tessera_wire::engine::{Setting, SettingKind};
+        match self {
+            Self::V0_1(_) => Ok(Vec::new()),
+            Self::V0_2(guest) => Ok(guest
+                .call_describe_settings(store)
+                .await?
+                .into_iter()
+                .map(|setting| Setting {
+                    name: setting.name,
+                    kind: match setting.kind {
+                        wit::SettingKind::Text => SettingKind::Text,
+                        wit::SettingKind::Integer => SettingKind::Integer,
+                        wit::SettingKind::Boolean => SettingKind::Boolean,
+                        wit::SettingKind::IntegerList => SettingKind::IntegerList,
+                    },
+                    default_value: setting.default_value,
+                    description: setting.description,
+                    secret: setting.secret,
+                })
+                .collect()),
+        }
+    }
+}
