@@ -83,7 +83,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .layer(RequestBodyLimitLayer::new(engine_body_limit));
 
     routes
-        .merge(crate::runtime::lifecycle::internal_router())
+        .merge(crate::runtime::lifecycle_routes::internal_router())
         .merge(extra)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(RequestBodyLimitLayer::new(body_limit))

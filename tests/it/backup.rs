@@ -1,4 +1,4 @@
-//! Backups (issue 28): `tessera admin backup` copies a served SQLite data dir while clients
+//! Backups: `tessera admin backup` copies a served SQLite data dir while clients
 //! write, into one private archive; `tessera admin restore` unpacks it into a new data dir,
 //! checking it first and overwriting nothing; a server on the restored dir serves every write
 //! acknowledged before the backup began and signs in with the TOTP enrolled before it.

@@ -1,4 +1,4 @@
-//! A cluster of `tessera serve` processes on one PostgreSQL database (issue 30): the harness
+//! A cluster of `tessera serve` processes on one PostgreSQL database: the harness
 //! ([`Cluster`]: each host its own loopback port and data dir, one service secret) and what
 //! the hosts share: the list of hosts with what each runs.
 

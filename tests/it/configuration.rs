@@ -1,4 +1,4 @@
-//! The settings' sources, through the real binary (issue 28, CONTRACT §8): `serve --config
+//! The settings' sources, through the real binary (CONTRACT §8): `serve --config
 //! FILE`, a flag for every setting, and the order flag, else environment, else file, else
 //! default; a file with an unknown key, a bad value or a secret others may read stops the start.
 

@@ -1,4 +1,4 @@
-//! The web console (issue 31) in headless Chromium, driven over WebDriver (chromedriver and
+//! The web console in headless Chromium, driven over WebDriver (chromedriver and
 //! `fantoccini`) against a real host with the seven engines and a real HTTPS webhook receiver:
 //! an owner signs in with a password and TOTP, adds a webhook, sees its failed deliveries,
 //! replays a dead letter once the receiver recovers, creates a member and changes its role,
@@ -525,7 +525,7 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
     .unwrap();
     println!("console first screen: {timing}");
     assert!(interactive[0] > 0.0, "{timing}");
-    // The whole first load, compressed, within the budget (issue 31: under 500 KB).
+    // The whole first load, compressed, within the budget (under 500 KB).
     assert!(
         loads[0]["encoded_bytes"].as_f64().unwrap() < 500.0 * 1024.0,
         "{timing}"

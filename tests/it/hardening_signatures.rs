@@ -1,4 +1,4 @@
-//! Internal-call signatures bound to the operation (issue 22, point 1; CONTRACT §5): a signed
+//! Internal-call signatures bound to the operation (point 1; CONTRACT §5): a signed
 //! call captured on one method and path is refused (401) on any other, and changes nothing;
 //! bodies of internal calls refuse unknown fields (422). Real notes engine, real host, both
 //! databases.

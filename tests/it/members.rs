@@ -1,4 +1,4 @@
-//! A tenant's members over HTTP (issue 31): owners list them, create accounts (provisioned like
+//! A tenant's members over HTTP: owners list them, create accounts (provisioned like
 //! `tessera admin create-user`, refused in the API's shapes), change roles (the tenant keeps
 //! an owner), reset second factors and disable or enable accounts of their tenant alone; they
 //! add workspaces, and a member lists their tenants and workspaces to switch between; nobody

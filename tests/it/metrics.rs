@@ -1,4 +1,4 @@
-//! Prometheus metrics (issue 28), through the real binary: `/metrics` denied without the
+//! Prometheus metrics, through the real binary: `/metrics` denied without the
 //! operator's token, served to its bearer and, without one, on `TESSERA_METRICS_LISTEN`; the
 //! scrape parsed by an exposition-format parser (`prometheus-parse`) and checked for the series
 //! a request, an engine call that answers, one that traps, an outbound request and a failed

@@ -1,4 +1,4 @@
-//! The operator's tenants over HTTP (issue 31): only the operator token may list, create,
+//! The operator's tenants over HTTP: only the operator token may list, create,
 //! disable, enable and delete them; answers and refusals match `tessera admin`'s, and a
 //! deletion must name the slug twice.
 

@@ -1,4 +1,4 @@
-//! The operator's admin commands beyond creating things (issue 28, part 7), run as the real
+//! The operator's admin commands beyond creating things, run as the real
 //! binary against a serving host's database: disabling and enabling a user, rotating the token
 //! signing keys (and revoking the old ones), and `--format table`.
 

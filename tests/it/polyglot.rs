@@ -1,4 +1,4 @@
-//! Engines written in Python and JavaScript (issue 27): the kits' example engines
+//! Engines written in Python and JavaScript: the kits' example engines
 //! (`engines/pynotes`, built with componentize-py; `engines/jsnotes`, built with
 //! componentize-js) dropped into a running host beside the seven Rust engines, provisioned, and
 //! driven through the host: routes, storage, cursor paging, validation, an operator setting, an

@@ -496,7 +496,7 @@ async fn index_database(backend: Backend) -> (TestDatabase, Database) {
 
 /// SQLite's page statement looks each row of the page up in `search_documents` by rowid, after
 /// ranking the candidate window: it never walks the tenant's documents (a plan that read every
-/// document of the tenant per search, 43 ms at a million contacts, BENCHMARKS.md issue 32).
+/// document of the tenant per search, 43 ms at a million contacts, BENCHMARKS.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_pages_look_documents_up_by_rowid_from_the_window() {
     let (_guard, database) = index_database(Backend::Sqlite).await;

@@ -1,4 +1,4 @@
-//! Stopping the host (issue 28), through the real binary: on SIGTERM, `/readyz` is no longer
+//! Stopping the host, through the real binary: on SIGTERM, `/readyz` is no longer
 //! served, a request in flight finishes and is answered, and the host exits cleanly; one that
 //! outlasts `TESSERA_SHUTDOWN_TIMEOUT` does not hold the host past that deadline.
 

@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (issue 28, part 3), through the real binary: with
+//! OpenTelemetry traces, through the real binary: with
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set, a request carrying a W3C `traceparent` is one trace with
 //! the engine call it makes and the engine's outbound request, and with the job that call
 //! scheduled when it runs later and that job's outbound request; all exported over OTLP/HTTP

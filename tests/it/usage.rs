@@ -1,4 +1,4 @@
-//! A tenant's usage (issue 31): the engine calls and the limits hit that the host counts per
+//! A tenant's usage: the engine calls and the limits hit that the host counts per
 //! tenant (only for tokens it verified), added to the database in batches, read by the
 //! tenant's owners (`GET /core/api/v1/usage`) beside what each engine keeps for them, and by
 //! the operator for every tenant (`GET /core/api/operator/usage`); the tenant's provisioning

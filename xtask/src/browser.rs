@@ -1,4 +1,4 @@
-//! The console's browser tests' browser (issue 31): Debian's `chromium` and `chromium-driver`,
+//! The console's browser tests' browser: Debian's `chromium` and `chromium-driver`,
 //! installed with apt-get when missing and this runs as root (CI's machines). Without root or
 //! apt they are left to the person, with a message naming them; the browser tests then fail
 //! saying the same. (axe-core, from npm, the tests install themselves under the target dir.)

@@ -1,5 +1,5 @@
 //! `cargo xtask cluster [--hosts N] [--database-url postgres://…] [--base-port PORT]`: a
-//! cluster to try on one machine (issue 30), as the tests start one: the engines built into
+//! cluster to try on one machine, as the tests start one: the engines built into
 //! `plugins/`, the host built in release, then N `tessera serve` processes on one PostgreSQL
 //! database, each on its own loopback port (`PORT`, `PORT+1`, …; default 8081) with its own
 //! data dir under the target dir (`cluster/host-<n>`) and one shared service secret. A line per

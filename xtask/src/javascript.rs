@@ -1,4 +1,4 @@
-//! The JavaScript engines (issue 27): the pinned toolchain that builds them (componentize-js,
+//! The JavaScript engines: the pinned toolchain that builds them (componentize-js,
 //! with esbuild to bundle an engine's modules into the one module componentize-js takes),
 //! installed with npm under the target dir; the build of a JavaScript engine folder into a
 //! component; and the tests of the JavaScript kit (`sdk/javascript`) and of the JavaScript

@@ -1,4 +1,4 @@
-//! Cluster membership (issue 30): every `tessera serve` registers itself in the shared database
+//! Cluster membership: every `tessera serve` registers itself in the shared database
 //! under a fresh id when it starts, heartbeats with the engines it has loaded while it serves,
 //! and marks itself stopped when it shuts down cleanly. Operators list the hosts
 //! (`tessera admin hosts`, `GET /core/api/operator/hosts`): live, stopped, or gone (no heartbeat

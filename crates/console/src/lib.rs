@@ -1,4 +1,4 @@
-//! The web console (issue 31; CONTRACT §8 `/console`): a page app in plain ES modules
+//! The web console (CONTRACT §8 `/console`): a page app in plain ES modules
 //! (`assets/`, no build step) embedded in the binary and served here with a strict
 //! Content-Security-Policy. It is a client of the public and operator API like any other: this
 //! crate serves files and nothing else (no endpoint of its own, no session, no cookie).
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn the_assets_stay_within_their_budget() {
-        // Issue 31: under 500 KB compressed.
+        // The console's budget: under 500 KB compressed.
         assert!(
             compressed_size() < 500 * 1024,
             "{} bytes",

@@ -148,7 +148,7 @@ pub struct EntityState {
 /// What a group stores of its entity's state: the whole [`EntityState`], or for a creation
 /// only its status, which is all its events do not say (the family is the `entity.created`
 /// event's, the creator its actor, the fields and what changed its `entity.field_set`
-/// events): `{"status":…}` instead of the entity's fields once more (issue 32, the footprint
+/// events): `{"status":…}` instead of the entity's fields once more (the footprint
 /// per entity). Groups appended before keep their whole state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

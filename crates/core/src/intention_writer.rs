@@ -87,7 +87,7 @@ async fn run(database: Database, signal: EventSignal, mut queue: mpsc::Receiver<
         // paying for a transaction. The linger ends as soon as the batch is as large as the
         // last one (under steady load every submitter of the last batch is back well within
         // it), so it costs a straggler's wait only; a fixed sleep cost every batch the whole
-        // linger, rounded up to the timer's millisecond (BENCHMARKS.md, issue 5). A lone
+        // linger, rounded up to the timer's millisecond (BENCHMARKS.md). A lone
         // intention never waits.
         if last_batch > 1 && batch.len() < last_batch {
             let deadline = tokio::time::Instant::now() + LINGER;

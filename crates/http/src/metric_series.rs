@@ -2,7 +2,7 @@
 //! [`SeriesByName`] finds the counter and histogram of a label set with one hash look-up by its
 //! unbounded-looking label (a route template, an engine code) and a scan of the few series under
 //! it, instead of building the labels, the `metrics` key and its registry look-up on every
-//! record (a quarter of what metrics cost a no-op engine request: BENCHMARKS.md, issue 28).
+//! record (a quarter of what metrics cost a no-op engine request: BENCHMARKS.md).
 //!
 //! Handles are bound to the recorder installed when they are made, so a cache is only made once
 //! the process-wide recorder is (the modules using it keep theirs in a `OnceLock` the binary

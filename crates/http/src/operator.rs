@@ -1,4 +1,4 @@
-//! The operator's credential on HTTP (CONTRACT §8, issue 30): the endpoints under
+//! The operator's credential on HTTP (CONTRACT §8): the endpoints under
 //! `/core/api/operator/` answer a bearer of the operator token only. The token is derived from
 //! the service secret (the host computes it, `tessera admin operator-token` prints it), so it
 //! is the credential the admin CLI works with: whoever can run `tessera admin` on a host's data

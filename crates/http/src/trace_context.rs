@@ -53,7 +53,7 @@ fn span_continuing(parent: Context, make: impl FnOnce() -> tracing::Span) -> tra
 /// Sets an attribute on `span`'s OpenTelemetry span only (a no-op without tracing or when its
 /// trace is left out). A value that only traces need goes here rather than into a `tracing`
 /// field: recording a field after the span is made has the JSON log layer parse and rewrite the
-/// span's formatted fields (5,600 instructions per engine call, BENCHMARKS.md issue 28).
+/// span's formatted fields (5,600 instructions per engine call, BENCHMARKS.md).
 pub fn set_attribute(span: &tracing::Span, key: &'static str, value: &'static str) {
     span.set_attribute(key, value);
 }

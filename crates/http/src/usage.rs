@@ -1,4 +1,4 @@
-//! Per-tenant usage metering (issue 31: a tenant owner sees their engine calls and the limits
+//! Per-tenant usage metering (a tenant owner sees their engine calls and the limits
 //! they hit): what the host answered each tenant, counted in memory by day and written to the
 //! database in batches by the assembly's flusher (a [`UsageSink`], every
 //! `TESSERA_USAGE_FLUSH_INTERVAL`, and once more at shutdown).

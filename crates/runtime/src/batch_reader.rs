@@ -4,7 +4,7 @@
 //! deliveries each reading their webhook, delivery and failure count, say) then cost the
 //! database one round trip per group instead of one per call; a read that finds the reader
 //! idle is sent at once, alone. Measured, one statement at a time beat several at once (more,
-//! smaller statements cost more CPU than the wait they save: BENCHMARKS.md, issue 7).
+//! smaller statements cost more CPU than the wait they save: BENCHMARKS.md).
 //!
 //! A read is sent after it was asked, so it sees every write committed before the call asked
 //! it (a call's own `write-batch`, answered after its commit, included).

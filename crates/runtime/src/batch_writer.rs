@@ -16,7 +16,7 @@
 //!
 //! One group commits at a time, even on PostgreSQL: measured, several concurrent groups
 //! (smaller, so more statements and commits) cost more CPU than the latency they save
-//! (BENCHMARKS.md, issue 7, session 16). Rows are written in key order, so groups of two
+//! (the `webhooks` benchmark). Rows are written in key order, so groups of two
 //! hosts sharing one PostgreSQL take their row locks in the same order.
 
 use anyhow::Context as _;

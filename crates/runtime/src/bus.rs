@@ -272,7 +272,7 @@ pub struct Relayed {
 /// the first event's (left out, passed on as such). Events of traces left out join any pack;
 /// only two sampled traces keep their events apart, each delivery recorded in its own. (Split
 /// on every trace, a host with tracing on delivered each intention's events alone, whatever
-/// its sampling rate: 10–15 % of the core's write throughput, BENCHMARKS.md issue 28.)
+/// its sampling rate: 10–15 % of the core's write throughput, BENCHMARKS.md.)
 struct Pack {
     engine_code: String,
     tenant_id: String,

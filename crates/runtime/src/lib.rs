@@ -21,6 +21,7 @@ mod instance_limits;
 pub mod registry;
 
 pub mod lifecycle;
+pub mod lifecycle_routes;
 pub mod mail_transport;
 pub mod outbound;
 pub mod published;

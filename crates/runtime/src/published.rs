@@ -1,4 +1,4 @@
-//! Engines published to the cluster (issue 30, CONTRACT §8): `tessera admin engine publish` or
+//! Engines published to the cluster (CONTRACT §8): `tessera admin engine publish` or
 //! `POST /core/api/operator/engines` checks a component (compiled and described as a host
 //! would load it) and stores it in the database as the next version of its engine code,
 //! content-addressed by its SHA-256 (publishing the same bytes again finds their version).

@@ -1,4 +1,4 @@
-//! Ids and times in their compact stored form on SQLite (issue 32, the footprint per entity):
+//! Ids and times in their compact stored form on SQLite (the footprint per entity):
 //! a canonical UUID as its 16 bytes instead of 36 characters, a storage timestamp as its
 //! microseconds since 1970 instead of 27 characters. Bind [`StoredId`] and [`StoredTime`]
 //! where a column holds them, and decode the column as [`IdText`] and [`TimeText`] (the

@@ -9,7 +9,7 @@
 //! sqlx's one-thread-per-connection workers allocate and free page-cache pages and row
 //! buffers side by side. A profile of the intention benchmark showed ~10 % of the SQLite
 //! threads' time waking and waiting on those locks and ~7 % in glibc's allocator
-//! (BENCHMARKS.md, issue 5).
+//! (BENCHMARKS.md).
 //!
 //! `sqlite3_config` only works before `sqlite3_initialize`; if something in the process has
 //! already initialised SQLite, the settings are skipped (with a warning) and SQLite keeps its
@@ -68,7 +68,7 @@ pub fn configure() {
 /// (claims, log reads, page listings, most of the host's hot statements end in `LIMIT $n`)
 /// parsed and planned its SQL again: a callgrind profile of `POST /core/api/v1/intentions`
 /// found 291 of those re-preparations per 300 requests, 8.5 % of the instructions
-/// (BENCHMARKS.md, issue 32). The plans Tessera's queries need do not depend on bound
+/// (BENCHMARKS.md). The plans Tessera's queries need do not depend on bound
 /// values: its partial indexes compare constants, its `LIKE`s are literals, and it keeps no
 /// `sqlite_stat4` samples.
 unsafe extern "C" fn stable_plans(

@@ -1,4 +1,4 @@
-//! The operator's tenants over HTTP (issue 31: the console's tenants screen, and any client
+//! The operator's tenants over HTTP (the console's tenants screen, and any client
 //! holding the operator token): `GET`/`POST /core/api/operator/tenants`,
 //! `POST …/{slug}/disable`, `POST …/{slug}/enable` and `DELETE …/{slug}?confirm={slug}`. The
 //! same service as `tessera admin create-tenant`, `disable-tenant`, `enable-tenant` and

@@ -1,4 +1,4 @@
-//! A tenant's members over HTTP, for its owners (issue 31: the console's users screen, and any
+//! A tenant's members over HTTP, for its owners (the console's users screen, and any
 //! client): `GET /auth/api/v1/members`, `POST /auth/api/v1/members` (a new account in the
 //! caller's tenant, provisioned on the engines like `tessera admin create-user`) and
 //! `PATCH /auth/api/v1/members/{user_id}` (the role; a tenant keeps an owner),

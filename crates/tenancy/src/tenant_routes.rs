@@ -1,4 +1,4 @@
-//! What a tenant's owners see of their tenant as a whole (issue 31), and the operator's view of
+//! What a tenant's owners see of their tenant as a whole, and the operator's view of
 //! every tenant's usage:
 //!
 //! - `GET /core/api/v1/tenant`: the tenant with its counts and its provisioning on each engine

@@ -208,7 +208,7 @@ impl FeedItem {
 }
 
 /// How an item is stored: [`FeedItem`] without what its key and its other fields already say
-/// (issue 32, the footprint per entity): its `id` (the key ends with it), its `event_id` when it
+/// (the footprint per entity): its `id` (the key ends with it), its `event_id` when it
 /// is the item's own id (items keyed by their event's id), and its `entity_id` when that is
 /// `data.entity_id`. Items stored before 2026-11-27 hold every field and read the same.
 #[derive(Serialize, Deserialize)]

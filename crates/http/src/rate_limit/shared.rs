@@ -1,5 +1,5 @@
 //! Rate limits that hold for a cluster (`TESSERA_RATE_LIMIT_SCOPE=cluster`, the default on
-//! PostgreSQL; issue 30): the buckets live in the database every host shares, so a client gets
+//! PostgreSQL): the buckets live in the database every host shares, so a client gets
 //! its limit once, whichever hosts its requests reach.
 //!
 //! Requests are decided in batches, as commits are grouped: one task per host takes every
