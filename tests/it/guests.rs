@@ -137,6 +137,12 @@ database_test!(
                     ("get", INBOX) | ("post", "/core/api/v1/inbox/{id}/read") => 200,
                     // The engine registry is public, with a token or without.
                     ("get", "/core/api/v1/engines") => 200,
+                    // Realtime lets a guest in for its inbox topic alone (the topic rules are
+                    // `realtime::refusals_answer_in_the_contracts_shapes`): a ticket is issued,
+                    // a plain GET is no WebSocket upgrade, an event stream names no topic.
+                    ("post", "/core/api/v1/realtime/tickets") => 201,
+                    ("get", "/core/api/v1/realtime") => 400,
+                    ("get", "/core/api/v1/realtime/events") => 422,
                     _ => 403,
                 };
                 assert_eq!(status, expected, "{method} {path}");
