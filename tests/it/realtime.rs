@@ -206,7 +206,6 @@ database_test!(
         assert_eq!(streamed["id"], item["cursor"]);
         assert_eq!(streamed["data"], item);
 
-        // Alice's own timeline does not reach Bob's inbox, nor Bob's anything of Alice's.
         watcher.kill().await;
         inbox.kill().await;
         inbox_stream.kill().await;
