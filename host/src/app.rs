@@ -2,7 +2,7 @@
 //! conventions, the OpenAPI document of all of them and of the loaded engines at
 //! `/api/openapi.json`, and the traits a
 //! service owns for what it needs from a sibling, implemented here (the core's [`EventSink`]
-//! by the engines' event bus).
+//! by the engines' event bus, its [`EngineTopics`] by the engine runtime).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +18,10 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::core::events::StoredEvent;
 use crate::core::projections::bus_relay::EventSink;
+use crate::core::projections::worker::LogPosition;
+use crate::core::realtime::engine_topics::{
+    EngineEvent, EngineEventKind, EngineTopicAccess, EngineTopics, PortFuture,
+};
 use crate::http::{
     backpressure, client_address, connections, conventions, rate_limit, request_metrics,
 };
@@ -309,6 +313,131 @@ impl EventSink for EngineBus {
 
     fn committed(&self) {
         self.0.wake();
+    }
+}
+
+/// The core's realtime hub reaching the engines' topics through the engine runtime: who may
+/// subscribe (the engine's `authorize-subscription`), and what engines' calls published.
+pub struct EngineRealtime {
+    pub engines: Arc<crate::runtime::registry::EngineRegistry>,
+    pub feed: crate::runtime::realtime::RealtimeFeed,
+}
+
+fn feed_position(position: LogPosition) -> crate::runtime::realtime::FeedPosition {
+    crate::runtime::realtime::FeedPosition {
+        transaction_id: position.transaction_id,
+        position: position.position,
+    }
+}
+
+fn engine_event(row: crate::runtime::realtime::PublishedRow) -> anyhow::Result<EngineEvent> {
+    use crate::runtime::realtime::PublishedKind;
+    let kind = match row.kind {
+        PublishedKind::Event { event_type, data } => EngineEventKind::Event {
+            event_type,
+            data: serde_json::from_str(&data).context("reading a realtime event's data")?,
+        },
+        PublishedKind::End => EngineEventKind::End,
+    };
+    Ok(EngineEvent {
+        position: LogPosition {
+            transaction_id: row.position.transaction_id,
+            position: row.position.position,
+        },
+        tenant_id: row.tenant_id,
+        topic: row.topic,
+        user_id: row.user_id,
+        kind,
+        occurred_at: row.occurred_at,
+    })
+}
+
+impl EngineTopics for EngineRealtime {
+    fn authorize<'a>(
+        &'a self,
+        caller: &'a crate::auth::caller::Caller,
+        topic: &'a str,
+    ) -> PortFuture<'a, anyhow::Result<EngineTopicAccess>> {
+        use crate::runtime::realtime::{Subscriber, TopicDecision};
+        Box::pin(async move {
+            let subscriber = Subscriber {
+                tenant_id: caller.tenant_id.clone(),
+                workspace_id: caller.workspace_id.clone(),
+                user_id: caller.user_id.clone(),
+                role: caller.role.clone(),
+                token_type: caller.token_type.clone(),
+                correlation_id: uuid::Uuid::now_v7().to_string(),
+            };
+            Ok(
+                match self.engines.authorize_subscription(&subscriber, topic).await? {
+                    TopicDecision::Allowed => EngineTopicAccess::Allowed,
+                    TopicDecision::Forbidden => EngineTopicAccess::Forbidden,
+                    TopicDecision::Unknown => EngineTopicAccess::Unknown,
+                },
+            )
+        })
+    }
+
+    fn head(&self) -> PortFuture<'_, anyhow::Result<LogPosition>> {
+        Box::pin(async move {
+            let head = self.feed.head().await?;
+            Ok(LogPosition {
+                transaction_id: head.transaction_id,
+                position: head.position,
+            })
+        })
+    }
+
+    fn after(
+        &self,
+        after: LogPosition,
+        limit: u32,
+    ) -> PortFuture<'_, anyhow::Result<Vec<EngineEvent>>> {
+        Box::pin(async move {
+            self.feed
+                .after(feed_position(after), limit)
+                .await?
+                .into_iter()
+                .map(engine_event)
+                .collect()
+        })
+    }
+
+    fn replay<'a>(
+        &'a self,
+        tenant_id: &'a str,
+        topic: &'a str,
+        user_id: &'a str,
+        after: LogPosition,
+        until: LogPosition,
+        limit: u32,
+    ) -> PortFuture<'a, anyhow::Result<Option<Vec<EngineEvent>>>> {
+        Box::pin(async move {
+            let rows = self
+                .feed
+                .replay(
+                    tenant_id,
+                    topic,
+                    user_id,
+                    feed_position(after),
+                    feed_position(until),
+                    limit,
+                )
+                .await?;
+            rows.map(|rows| rows.into_iter().map(engine_event).collect())
+                .transpose()
+        })
+    }
+
+    fn prune(&self) -> PortFuture<'_, anyhow::Result<u64>> {
+        Box::pin(self.feed.prune())
+    }
+
+    fn published(&self) -> PortFuture<'_, ()> {
+        // Registered now, not when first polled: a commit before the hub waits still wakes it.
+        let mut published = Box::pin(self.feed.published());
+        published.as_mut().enable();
+        Box::pin(published)
     }
 }
 

@@ -91,6 +91,10 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
             database.clone(),
             event_signal.clone(),
             config.realtime.clone(),
+            Some(Arc::new(crate::app::EngineRealtime {
+                engines: engines.clone(),
+                feed: engines.runtime().services().realtime_feed(),
+            })),
         ),
         event_signal,
         intention_writer,

@@ -22,9 +22,13 @@
 use anyhow::Context as _;
 use tokio::sync::{mpsc, oneshot};
 
+use super::store::realtime_events::{self, NewPublished};
 use super::store::write_group as store;
+use crate::realtime::Publication;
 use crate::work_queue::{NewWork, WorkQueue};
 use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::Notify;
 
 use tessera_auth::audit::{self, EngineAuditEntry};
 use tessera_storage::engine_blobs;
@@ -61,6 +65,8 @@ pub struct StorageBatch {
     /// The audit entry of an audited operation the call answered (rare: an owner's action),
     /// written in the unit's transaction.
     pub audit: Vec<EngineAuditEntry>,
+    /// What the call published to its realtime topics, written in the unit's transaction.
+    pub publications: Vec<Publication>,
 }
 
 /// The blob writes of a unit of work: prefix deletions, then deletions, then puts; then the
@@ -89,7 +95,10 @@ impl StorageBatch {
     /// audit entries are not merged with other batches' writes: the group's one-statement
     /// path stays for the common calls).
     fn one_by_one(&self) -> bool {
-        !self.prefix_deletes.is_empty() || !self.blobs.is_empty() || !self.audit.is_empty()
+        !self.prefix_deletes.is_empty()
+            || !self.blobs.is_empty()
+            || !self.audit.is_empty()
+            || !self.publications.is_empty()
     }
 
     fn scope(&self) -> KvScope<'_> {
@@ -129,6 +138,8 @@ enum Item {
 #[derive(Clone)]
 pub struct BatchWriter {
     items: mpsc::Sender<Item>,
+    /// Woken after a unit with realtime publications committed (`realtime::RealtimeFeed`).
+    published: Arc<Notify>,
 }
 
 impl BatchWriter {
@@ -136,7 +147,15 @@ impl BatchWriter {
     pub fn start(database: Database, queue: WorkQueue) -> Self {
         let (items, receiver) = mpsc::channel(QUEUE);
         tokio::spawn(run(database, queue, receiver));
-        Self { items }
+        Self {
+            items,
+            published: Arc::default(),
+        }
+    }
+
+    /// What is woken after a unit with realtime publications committed.
+    pub fn published(&self) -> Arc<Notify> {
+        self.published.clone()
     }
 
     /// Writes `batch` (all of it or nothing) and answers once it is committed, with the ids of
@@ -178,7 +197,12 @@ impl BatchWriter {
     /// Commits an engine call's unit of work: true when committed, false when one of its
     /// conditions (or its blob quota) no longer held, and nothing was written.
     pub async fn commit_unit(&self, batch: StorageBatch) -> anyhow::Result<bool> {
-        Ok(self.write_conditional(batch).await?.is_some())
+        let publishes = !batch.publications.is_empty();
+        let committed = self.write_conditional(batch).await?.is_some();
+        if committed && publishes {
+            self.published.notify_waiters();
+        }
+        Ok(committed)
     }
 
     async fn send(&self, item: Item) -> anyhow::Result<()> {
@@ -420,6 +444,22 @@ async fn write_unit_in(tx: &mut Tx, batch: &StorageBatch) -> anyhow::Result<Outc
     WorkQueue::complete_fenced_in(tx, &batch.completes).await?;
     for entry in &batch.audit {
         audit::record_engine_in(tx, entry).await?;
+    }
+    if !batch.publications.is_empty() {
+        let occurred_at = crate::realtime::timestamp(chrono::Utc::now());
+        let rows: Vec<NewPublished<'_>> = batch
+            .publications
+            .iter()
+            .map(|publication| NewPublished {
+                tenant_id: &batch.tenant_id,
+                engine_code: &batch.engine_code,
+                topic: format!("{}.{}", batch.engine_code, publication.topic),
+                user_id: publication.user_id.as_deref(),
+                kind: &publication.kind,
+                occurred_at: &occurred_at,
+            })
+            .collect();
+        realtime_events::insert_in(tx, &rows).await?;
     }
     Ok(Some(job_ids_of(batch)))
 }

@@ -1,17 +1,30 @@
 //! The one `bindgen!` of the host: Rust bindings of each engine world version the host serves.
 //! WIT types stay inside `runtime`; the rest of the host sees plain Rust types.
 //!
-//! `v0_2` is the current world; its import traits are what `imports.rs` implements. `v0_1`
-//! reuses 0.2's `types` (the records are the same), and its import traits delegate to 0.2's
-//! (`imports::v0_1`), as Spin serves its older worlds.
+//! `v0_3` is the current world; its import traits are what `imports.rs` implements. `v0_2`
+//! and `v0_1` reuse 0.3's `types` (the records are the same), and their import traits
+//! delegate to 0.3's (`world_v0_2.rs`, `world_v0_1.rs`), as Spin serves its older worlds.
 
-/// `tessera:engine@0.2.0` (`wit/engine.wit`).
-pub mod v0_2 {
+/// `tessera:engine@0.3.0` (`wit/engine.wit`).
+pub mod v0_3 {
     wasmtime::component::bindgen!({
         path: "../../wit",
+        world: "tessera:engine/engine@0.3.0",
+        imports: { default: async | trappable },
+        exports: { default: async },
+    });
+}
+
+/// `tessera:engine@0.2.0` (`wit/v0.2/engine.wit`), frozen.
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2",
         world: "tessera:engine/engine@0.2.0",
         imports: { default: async | trappable },
         exports: { default: async },
+        with: {
+            "tessera:engine/types@0.2.0": super::v0_3::tessera::engine::types,
+        },
     });
 }
 
@@ -23,7 +36,7 @@ pub mod v0_1 {
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
-            "tessera:engine/types@0.1.0": super::v0_2::tessera::engine::types,
+            "tessera:engine/types@0.1.0": super::v0_3::tessera::engine::types,
         },
     });
 }

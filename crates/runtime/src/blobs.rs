@@ -2,7 +2,7 @@
 //! scoped like storage to the calling engine and the tenant of the call, with a per-scope total
 //! for quotas (`storage::engine_blobs`).
 
-use super::bindings::v0_2::tessera::engine as world;
+use super::bindings::v0_3::tessera::engine as world;
 use super::imports::{StoreState, check_batch, check_key};
 use tessera_storage::Database;
 use tessera_storage::engine_blobs;

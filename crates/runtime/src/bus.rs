@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use chrono::Utc;
 use tessera_http::trace_context::is_sampled;
 
-use super::bindings::v0_2::tessera::engine::types as wit;
+use super::bindings::v0_3::tessera::engine::types as wit;
 pub use crate::work_queue::delivered_events;
 use crate::work_queue::{
     MAX_DELIVERY_BATCH, MAX_PAYLOAD_BYTES, NewWork, WorkKind, WorkQueue, delivery_id,

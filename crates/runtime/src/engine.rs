@@ -16,8 +16,7 @@ use wasmtime::{
 };
 
 use super::admission::{Admission, CallKind, Permit};
-use super::bindings::v0_1;
-use super::bindings::v0_2;
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::imports::{CallScope, HostServices, StoreState};
 use super::unit_of_work::UnitOfWork;
 use super::warm_instances::{InstanceKey, WarmInstance, WarmInstances};
@@ -110,6 +109,11 @@ impl EngineRuntime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|error| anyhow::anyhow!("{error:#}"))
             .context("adding WASI to the linker")?;
+        v0_3::Engine::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
+            state
+        })
+        .map_err(|error| anyhow::anyhow!("{error:#}"))
+        .context("adding the engine world 0.3 to the linker")?;
         v0_2::Engine::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |state| {
             state
         })
@@ -285,13 +289,15 @@ impl EngineRuntime {
                 .iter()
                 .any(|name| name == &format!("tessera:engine/guest@{version}"))
         };
-        let world = if exports_guest("0.2.0") {
+        let world = if exports_guest("0.3.0") {
+            WorldVersion::V0_3
+        } else if exports_guest("0.2.0") {
             WorldVersion::V0_2
         } else if exports_guest("0.1.0") {
             WorldVersion::V0_1
         } else {
             anyhow::bail!(
-                "the component exports no tessera:engine/guest of a world this host serves (0.1.0, 0.2.0); it exports {exports:?}"
+                "the component exports no tessera:engine/guest of a world this host serves (0.1.0, 0.2.0, 0.3.0); it exports {exports:?}"
             );
         };
         let instance_pre = self
@@ -310,6 +316,9 @@ impl EngineRuntime {
             ),
             WorldVersion::V0_2 => LinkedPre::V0_2(
                 v0_2::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
+            ),
+            WorldVersion::V0_3 => LinkedPre::V0_3(
+                v0_3::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
             ),
         };
         Ok(EnginePre {
@@ -525,6 +534,7 @@ impl EngineRuntime {
 pub enum WorldVersion {
     V0_1,
     V0_2,
+    V0_3,
 }
 
 impl WorldVersion {
@@ -532,6 +542,7 @@ impl WorldVersion {
         match self {
             Self::V0_1 => "0.1.0",
             Self::V0_2 => "0.2.0",
+            Self::V0_3 => "0.3.0",
         }
     }
 }
@@ -546,6 +557,7 @@ pub struct EnginePre {
 enum LinkedPre {
     V0_1(v0_1::EnginePre<StoreState>),
     V0_2(v0_2::EnginePre<StoreState>),
+    V0_3(v0_3::EnginePre<StoreState>),
 }
 
 impl EnginePre {
@@ -553,6 +565,7 @@ impl EnginePre {
         match self.linked {
             LinkedPre::V0_1(_) => WorldVersion::V0_1,
             LinkedPre::V0_2(_) => WorldVersion::V0_2,
+            LinkedPre::V0_3(_) => WorldVersion::V0_3,
         }
     }
 
@@ -571,6 +584,12 @@ impl EnginePre {
                     .clone(),
             ),
             LinkedPre::V0_2(pre) => Guest::V0_2(
+                pre.instantiate_async(&mut *store)
+                    .await?
+                    .tessera_engine_guest()
+                    .clone(),
+            ),
+            LinkedPre::V0_3(pre) => Guest::V0_3(
                 pre.instantiate_async(&mut *store)
                     .await?
                     .tessera_engine_guest()

@@ -1,17 +1,30 @@
 //! The `guest` exports of one engine instance, whatever the world version its component was
-//! built for (0.1 or 0.2), called on the store the instance lives in.
+//! built for (0.1, 0.2 or 0.3), called on the store the instance lives in.
 
 use wasmtime::Store;
 
-use crate::bindings::v0_1;
-use crate::bindings::v0_2::{self, tessera::engine::types as wit};
+use crate::bindings::v0_3::{self, tessera::engine::types as wit};
+use crate::bindings::{v0_1, v0_2};
 use crate::imports::StoreState;
 
 /// The `guest` exports of one instance, whatever its world version; 0.1's lack the
-/// self-description of 0.2 (`describe-api` answers `{}`, `describe-settings` nothing).
+/// self-description of 0.2 (`describe-api` answers `{}`, `describe-settings` nothing), and
+/// 0.1's and 0.2's the topics of 0.3 (none: every subscription is refused).
 pub enum Guest {
     V0_1(v0_1::exports::tessera::engine::guest::Guest),
     V0_2(v0_2::exports::tessera::engine::guest::Guest),
+    V0_3(v0_3::exports::tessera::engine::guest::Guest),
+}
+
+/// Forwards a `guest` export of 0.2 and later; 0.1 answers `$old`.
+macro_rules! forward_since_0_2 {
+    ($guest:expr, $store:expr, $name:ident, $old:expr) => {
+        match $guest {
+            Self::V0_1(_) => Ok($old),
+            Self::V0_2(guest) => guest.$name($store).await,
+            Self::V0_3(guest) => guest.$name($store).await,
+        }
+    };
 }
 
 /// Forwards a `guest` export present in every world version.
@@ -26,6 +39,7 @@ macro_rules! forward {
             match self {
                 Self::V0_1(guest) => guest.$name(store, $($argument),*).await,
                 Self::V0_2(guest) => guest.$name(store, $($argument),*).await,
+                Self::V0_3(guest) => guest.$name(store, $($argument),*).await,
             }
         }
     };
@@ -46,10 +60,7 @@ impl Guest {
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<String> {
-        match self {
-            Self::V0_1(_) => Ok("{}".to_owned()),
-            Self::V0_2(guest) => guest.call_describe_api(store).await,
-        }
+        forward_since_0_2!(self, store, call_describe_api, "{}".to_owned())
     }
 
     /// The permissions the engine asks for; none from a 0.1 engine.
@@ -57,17 +68,14 @@ impl Guest {
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Vec<tessera_wire::engine::Permission>> {
-        match self {
-            Self::V0_1(_) => Ok(Vec::new()),
-            Self::V0_2(guest) => Ok(guest
-                .call_describe_permissions(store)
-                .await?
+        let permissions: Vec<wit::Permission> =
+            forward_since_0_2!(self, store, call_describe_permissions, Vec::new())?;
+        Ok(permissions
                 .into_iter()
                 .map(|permission| match permission {
                     wit::Permission::SendMail => tessera_wire::engine::Permission::SendMail,
                 })
-                .collect()),
-        }
+                .collect())
     }
 
     /// The settings the engine declares; none from a 0.1 engine.
@@ -76,11 +84,9 @@ impl Guest {
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Vec<tessera_wire::engine::Setting>> {
         use tessera_wire::engine::{Setting, SettingKind};
-        match self {
-            Self::V0_1(_) => Ok(Vec::new()),
-            Self::V0_2(guest) => Ok(guest
-                .call_describe_settings(store)
-                .await?
+        let settings: Vec<wit::Setting> =
+            forward_since_0_2!(self, store, call_describe_settings, Vec::new())?;
+        Ok(settings
                 .into_iter()
                 .map(|setting| Setting {
                     name: setting.name,
@@ -94,7 +100,34 @@ impl Guest {
                     description: setting.description,
                     secret: setting.secret,
                 })
-                .collect()),
+                .collect())
+    }
+
+    /// The topic patterns the engine owns; none before 0.3.
+    pub async fn call_describe_topics(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<String>> {
+        match self {
+            Self::V0_1(_) | Self::V0_2(_) => Ok(Vec::new()),
+            Self::V0_3(guest) => guest.call_describe_topics(store).await,
+        }
+    }
+
+    /// Whether `caller` may subscribe to the engine's `topic`; never before 0.3.
+    pub async fn call_authorize_subscription(
+        &self,
+        store: &mut Store<StoreState>,
+        caller: &wit::Caller,
+        topic: &str,
+    ) -> wasmtime::Result<bool> {
+        match self {
+            Self::V0_1(_) | Self::V0_2(_) => Ok(false),
+            Self::V0_3(guest) => {
+                guest
+                    .call_authorize_subscription(store, caller, topic)
+                    .await
+            }
         }
     }
 }

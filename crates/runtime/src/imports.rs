@@ -10,11 +10,12 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::batch_reader::BatchReader;
 use super::batch_writer::BatchWriter;
-use super::bindings::v0_2::tessera::engine as world;
+use super::bindings::v0_3::tessera::engine as world;
 use super::bus::{BusEvent, EventBus, check_event_type};
 use super::engine_settings::SharedSettingValues;
 use super::mail_transport::MailTransport;
 use super::outbound::{AllowedHosts, FetchCaller, FetchRequest, OutboundClient};
+use super::realtime::{Publication, PublishedKind, TopicPatterns, check_publication};
 use super::unit_of_work::{Known, UnitOfWork};
 use super::vault::Vault;
 use crate::instance_limits::InstanceLimits;
@@ -48,6 +49,8 @@ pub struct CallScope {
     pub settings: SharedSettingValues,
     /// Whether `mail-transport.send` is granted to the engine (`MailTransport::grants`).
     pub may_send_mail: bool,
+    /// The engine's realtime topic patterns (`describe-topics`): what `realtime` may name.
+    pub topics: Arc<TopicPatterns>,
 }
 
 impl CallScope {
@@ -61,6 +64,7 @@ impl CallScope {
             outbound_hosts: Arc::default(),
             settings: Arc::default(),
             may_send_mail: false,
+            topics: Arc::default(),
         }
     }
 }
@@ -134,6 +138,11 @@ impl EngineSettings {
 }
 
 impl HostServices {
+    /// What the engines' calls published to their realtime topics, for the core's hub.
+    pub fn realtime_feed(&self) -> super::realtime::RealtimeFeed {
+        super::realtime::RealtimeFeed::new(self.database.clone(), self.batch_writer.published())
+    }
+
     /// The services of a host (server or admin CLI) configured by `config`.
     pub fn new(
         config: crate::config::RuntimeSetup<'_>,
@@ -882,6 +891,68 @@ impl world::scheduler::Host for StoreState {
 
 /// An event's deliveries go into the call's unit of work (a transactional outbox): they exist
 /// if and only if the call's writes commit.
+impl StoreState {
+    /// Buffers a realtime publication of the call, checked against the engine's topics.
+    fn publish_realtime(
+        &mut self,
+        topic: String,
+        user_id: Option<String>,
+        kind: PublishedKind,
+    ) -> Result<(), String> {
+        self.tenant("publishing to realtime topics")?;
+        let event = match &kind {
+            PublishedKind::Event { event_type, data } => Some((event_type.as_str(), data.as_str())),
+            PublishedKind::End => None,
+        };
+        check_publication(&self.scope.topics, &topic, event)?;
+        if let Some(user_id) = &user_id
+            && (user_id.is_empty() || user_id.len() > 200)
+        {
+            return Err("a user id is 1 to 200 bytes".into());
+        }
+        self.unit.publish(Publication {
+            topic,
+            user_id,
+            kind,
+        })
+    }
+}
+
+/// Realtime (0.3): publications join the call's unit of work and are delivered only if it
+/// commits (`realtime.rs`).
+impl world::realtime::Host for StoreState {
+    async fn publish(
+        &mut self,
+        topic: String,
+        event_type: String,
+        data: String,
+    ) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.publish_realtime(topic, None, PublishedKind::Event { event_type, data }))
+    }
+
+    async fn publish_to_user(
+        &mut self,
+        user_id: String,
+        topic: String,
+        event_type: String,
+        data: String,
+    ) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.publish_realtime(
+            topic,
+            Some(user_id),
+            PublishedKind::Event { event_type, data },
+        ))
+    }
+
+    async fn end_subscriptions(
+        &mut self,
+        topic: String,
+        user_id: String,
+    ) -> wasmtime::Result<Result<(), String>> {
+        Ok(self.publish_realtime(topic, Some(user_id), PublishedKind::End))
+    }
+}
+
 impl world::events::Host for StoreState {
     async fn publish(
         &mut self,

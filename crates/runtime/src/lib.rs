@@ -25,6 +25,7 @@ pub mod lifecycle_routes;
 pub mod mail_transport;
 pub mod outbound;
 pub mod published;
+pub mod realtime;
 pub mod routes;
 pub mod state;
 mod store;
@@ -34,7 +35,7 @@ pub mod warm_instances;
 pub mod watcher;
 pub mod work;
 mod work_queue;
-mod world_v0_1;
+mod older_worlds;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::bindings::v0_2::tessera::engine::types as wit;
+use super::bindings::v0_3::tessera::engine::types as wit;
 use super::engine::EngineRuntime;
 use super::registry::LoadedEngine;
 use tessera_http::{ApiError, ValidationErrors};

@@ -9,7 +9,7 @@ use lettre::message::header::ContentType;
 use lettre::message::{Mailbox, Message};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use super::bindings::v0_2::tessera::engine as world;
+use super::bindings::v0_3::tessera::engine as world;
 use crate::config::SmtpConfig;
 
 /// How long one SMTP exchange may take.

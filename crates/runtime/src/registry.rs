@@ -21,6 +21,7 @@ use super::engine::{CallError, EnginePre, EngineRuntime, WorldVersion};
 use super::engine_settings::{EngineSettingValues, OperatorSettings, SettingListing};
 use super::imports::CallScope;
 use super::outbound::AllowedHosts;
+use super::realtime::{Subscriber, TopicDecision, TopicPatterns};
 use super::store::engines as store;
 use tessera_storage::Database;
 
@@ -47,6 +48,8 @@ pub struct LoadedEngine {
     pub settings: Arc<EngineSettingValues>,
     /// Whether it may send mail (asked for `send-mail`, or named by the operator).
     pub may_send_mail: bool,
+    /// Its realtime topic patterns (`describe-topics`; none before world 0.3).
+    pub topics: Arc<TopicPatterns>,
 }
 
 impl LoadedEngine {
@@ -60,6 +63,7 @@ impl LoadedEngine {
             outbound_hosts: self.outbound_hosts.clone(),
             settings: self.settings.clone(),
             may_send_mail: self.may_send_mail,
+            topics: self.topics.clone(),
         }
     }
 
@@ -128,6 +132,7 @@ pub struct InspectedComponent {
     api: ApiDescription,
     settings: EngineSettingValues,
     may_send_mail: bool,
+    topics: TopicPatterns,
     figures: ComponentFigures,
 }
 
@@ -138,11 +143,13 @@ pub struct EngineDetails {
     pub name: String,
     pub version: String,
     pub url: String,
-    /// The engine world version it was built against (`0.1.0`, `0.2.0`).
+    /// The engine world version it was built against (`0.1.0`, `0.2.0`, `0.3.0`).
     pub world: String,
     pub requires_tenant_provision: bool,
     pub requires_user_provision: bool,
     pub subscriptions: Vec<String>,
+    /// Its realtime topic patterns, without the engine code (`conversation.*`).
+    pub topics: Vec<String>,
     pub outbound_hosts: Vec<String>,
     /// Whether it may send mail through the operator's relay.
     pub may_send_mail: bool,
@@ -292,6 +299,48 @@ impl EngineRegistry {
             .expect("engine registry lock")
             .get(code)
             .cloned()
+    }
+
+    /// Whether `subscriber` may subscribe to the engine topic `topic` (`<code>.<name>`):
+    /// unknown when no loaded engine has that code or its patterns do not match the name
+    /// (the engine is not asked); else the engine's `authorize-subscription` decides, and
+    /// anything but `true` (a trap included) forbids.
+    pub async fn authorize_subscription(
+        &self,
+        subscriber: &Subscriber,
+        topic: &str,
+    ) -> anyhow::Result<TopicDecision> {
+        let Some((code, name)) = topic.split_once('.') else {
+            return Ok(TopicDecision::Unknown);
+        };
+        let Some(engine) = self.get(code) else {
+            return Ok(TopicDecision::Unknown);
+        };
+        if !engine.topics.matches(name) {
+            return Ok(TopicDecision::Unknown);
+        }
+        let caller = subscriber.to_wit();
+        let timeout = self.runtime.config().limits_of(code).handle_timeout;
+        let scope = engine.scope(&subscriber.tenant_id, Some(subscriber.correlation_id.clone()));
+        let answer = self
+            .runtime
+            .call(&engine.pre, scope, timeout, |_| false, async |guest, store| {
+                guest
+                    .call_authorize_subscription(store, &caller, name)
+                    .await
+            })
+            .await;
+        match answer {
+            Ok(true) => Ok(TopicDecision::Allowed),
+            Ok(false) => Ok(TopicDecision::Forbidden),
+            Err(CallError::Trap(detail)) => {
+                tracing::warn!(engine = %code, error = %detail, "authorize-subscription trapped; refused");
+                Ok(TopicDecision::Forbidden)
+            }
+            Err(error) => Err(anyhow::anyhow!(
+                "asking {code} whether a subscription is allowed: {error}"
+            )),
+        }
     }
 
     /// The codes of the loaded engines, in no particular order.
@@ -472,7 +521,7 @@ impl EngineRegistry {
             .check_component(&file, &figures, None)?;
         let component = self.runtime.compile(bytes, &sha256).await?;
         let pre = self.runtime.prepare(&component)?;
-        let (described, api, declared_settings, permissions) = self
+        let (described, api, declared_settings, permissions, declared_topics) = self
             .runtime
             .call(
                 &pre,
@@ -483,8 +532,9 @@ impl EngineRegistry {
                     let descriptor = guest.call_describe(&mut *store).await?;
                     let api = guest.call_describe_api(&mut *store).await?;
                     let settings = guest.call_describe_settings(&mut *store).await?;
-                    let permissions = guest.call_describe_permissions(store).await?;
-                    Ok((descriptor, api, settings, permissions))
+                    let permissions = guest.call_describe_permissions(&mut *store).await?;
+                    let topics = guest.call_describe_topics(store).await?;
+                    Ok((descriptor, api, settings, permissions, topics))
                 },
             )
             .await
@@ -521,6 +571,8 @@ impl EngineRegistry {
             self.operator_settings.get(&descriptor.code),
         )
         .map_err(|error| anyhow::anyhow!("the engine {:?}: {error}", descriptor.code))?;
+        let topics = TopicPatterns::parse(&declared_topics)
+            .map_err(|error| anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code))?;
         let may_send_mail = self.runtime.services().mail_transport.grants(
             &descriptor.code,
             permissions.contains(&tessera_wire::engine::Permission::SendMail),
@@ -533,6 +585,7 @@ impl EngineRegistry {
             api,
             settings,
             may_send_mail,
+            topics,
             figures,
         })
     }
@@ -552,6 +605,7 @@ impl EngineRegistry {
             api,
             settings,
             may_send_mail,
+            topics,
             figures,
         } = inspected;
         self.record(&descriptor, &sha256, true).await?;
@@ -565,6 +619,7 @@ impl EngineRegistry {
             api,
             settings: Arc::new(settings),
             may_send_mail,
+            topics: Arc::new(topics),
         });
         let replaced = self
             .engines
@@ -645,6 +700,7 @@ impl EngineRegistry {
             requires_tenant_provision: descriptor.requires_tenant_provision,
             requires_user_provision: descriptor.requires_user_provision,
             subscriptions: descriptor.subscriptions.clone(),
+            topics: engine.topics.to_strings(),
             outbound_hosts: descriptor.outbound_hosts.clone(),
             may_send_mail: engine.may_send_mail,
             operations: engine

@@ -11,7 +11,7 @@ use axum::routing::any;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::admission::{CallKind, Refused};
-use super::bindings::v0_2::tessera::engine::types as wit;
+use super::bindings::v0_3::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::imports::CallScope;
 use super::registry::{EngineDetails, EngineRecord};

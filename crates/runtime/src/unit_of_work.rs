@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 pub use super::batch_writer::counter_value;
 use super::batch_writer::{BlobWrites, StorageBatch};
+use crate::realtime::Publication;
 use crate::work_queue::NewWork;
 use tessera_auth::audit::EngineAuditEntry;
 
@@ -59,6 +60,8 @@ pub struct UnitOfWork {
     /// The audit entries of the call's audited operation (recorded by the host after the
     /// engine answered with a success; never by the engine).
     audit: Vec<EngineAuditEntry>,
+    /// What the call published to its engine's realtime topics, in order.
+    publications: Vec<Publication>,
 }
 
 /// The blob side of a unit.
@@ -119,6 +122,7 @@ impl UnitOfWork {
             && self.blobs.prefix_deletes.is_empty()
             && self.completes.is_empty()
             && self.audit.is_empty()
+            && self.publications.is_empty()
     }
 
     fn entries(&self) -> usize {
@@ -128,6 +132,7 @@ impl UnitOfWork {
             + self.blobs.puts.len()
             + self.blobs.deletes.len()
             + self.blobs.prefix_deletes.len()
+            + self.publications.len()
     }
 
     /// Refuses growth beyond the unit's limits: `entries` more entries and `bytes` more value
@@ -261,6 +266,15 @@ impl UnitOfWork {
         self.completes.push(work);
     }
 
+    /// Adds a realtime publication (checked by the caller): it commits with the unit.
+    pub fn publish(&mut self, publication: Publication) -> Result<(), String> {
+        let bytes = publication.bytes();
+        self.check_room(1, bytes)?;
+        self.value_bytes += bytes;
+        self.publications.push(publication);
+        Ok(())
+    }
+
     /// Adds the audit entry of the call's audited operation: it commits with the unit.
     pub fn record_audit(&mut self, entry: EngineAuditEntry) {
         self.audit.push(entry);
@@ -309,6 +323,7 @@ impl UnitOfWork {
             },
             completes: self.completes,
             audit: self.audit,
+            publications: self.publications,
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::admission::{CallKind, Permit};
-use super::bindings::v0_2::tessera::engine::types as wit;
+use super::bindings::v0_3::tessera::engine::types as wit;
 use super::bus::event_to_wit;
 use super::engine::CallError;
 use super::registry::EngineRegistry;

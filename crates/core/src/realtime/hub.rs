@@ -4,6 +4,9 @@
 //! `LISTEN/NOTIFY` across hosts: `projections/signal.rs`) or a short poll, maps each event to
 //! its topics once (`topics.rs`) and hands it to the subscriptions of its tenant's
 //! connections, each through its bounded send queue (full: the connection closes with 4008).
+//! It tails the engines' stream the same way (`engine_topics.rs`: what engines' committed calls
+//! published, in a table of its own), woken by the engine runtime on this host and, through
+//! the same signal's `NOTIFY`, on the others; and prunes that stream to its retention.
 //!
 //! A subscription with `since` replays its topic from the log in bounded pages up to the
 //! position the hub had reached when the subscription was registered, while the hub buffers
@@ -18,7 +21,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, Outbound};
+use super::engine_topics::EngineTopics;
+use super::protocol::{self, Cursor, Outbound, Stream};
 use super::store;
 use super::topics::{self, PreparedEvent, Topic};
 use crate::projections::signal::EventSignal;
@@ -74,6 +78,9 @@ impl Default for RealtimeConfig {
 /// Events read from the log per batch, and per page of a replay.
 const PAGE: u32 = 500;
 
+/// How often the engines' stream is pruned to its retention.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+
 /// The hub: cheap to clone.
 #[derive(Clone)]
 pub struct Hub(Arc<HubInner>);
@@ -81,6 +88,8 @@ pub struct Hub(Arc<HubInner>);
 struct HubInner {
     database: Database,
     signal: EventSignal,
+    /// The engines' topics, when the host wires the engine runtime in.
+    engines: Option<Arc<dyn EngineTopics>>,
     config: RealtimeConfig,
     registry: Mutex<Registry>,
     stopping: CancellationToken,
@@ -89,8 +98,10 @@ struct HubInner {
 
 #[derive(Default)]
 struct Registry {
-    /// The last position fanned out.
+    /// The last position of the log fanned out.
     head: LogPosition,
+    /// The last position of the engines' stream fanned out.
+    engine_head: LogPosition,
     tenants: HashMap<String, HashMap<u64, Arc<Link>>>,
     per_user: HashMap<(String, String), u32>,
     next_id: u64,
@@ -105,6 +116,9 @@ pub struct Link {
     queue: mpsc::Sender<Outbound>,
     closed: CancellationToken,
     close_code: AtomicU16,
+    /// Server-Sent Events only: the positions served in each stream (log, engines), which
+    /// every event's `id:` names, so `Last-Event-ID` resumes every topic of the stream.
+    served: Option<Mutex<(LogPosition, LogPosition)>>,
 }
 
 struct Subscription {
@@ -152,20 +166,55 @@ impl Link {
         self.queue.closed().await;
     }
 
-    fn deliver(&self, name: &str, event: &PreparedEvent, kind: &str, data: &serde_json::Value) {
-        let cursor = protocol::encode_cursor(event.position);
+    /// The event frame of `event` in the topic `name`.
+    fn frame(
+        &self,
+        name: &str,
+        event: &PreparedEvent,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Outbound {
+        let stream = stream_of(event);
+        let cursor = protocol::encode_cursor(stream, event.position);
         let text = protocol::event(name, &cursor, kind, &event.occurred_at, data);
-        self.push(Outbound {
+        let id = match &self.served {
+            None => cursor,
+            Some(served) => {
+                let mut served = served.lock().expect("served lock");
+                match stream {
+                    Stream::Log => served.0 = served.0.max(event.position),
+                    Stream::Engines => served.1 = served.1.max(event.position),
+                }
+                protocol::encode_pair(served.0, served.1)
+            }
+        };
+        Outbound {
             text,
-            event: Some((cursor, kind.to_owned())),
+            event: Some((id, kind.to_owned())),
             reset: false,
-        });
+        }
+    }
+
+    fn deliver(&self, name: &str, event: &PreparedEvent, kind: &str, data: &serde_json::Value) {
+        self.push(self.frame(name, event, kind, data));
         metrics::counter!("tessera_realtime_events_sent_total").increment(1);
     }
 
-    /// Hands a fanned-out event to the connection's subscriptions it belongs to.
+    /// Hands a fanned-out event to the connection's subscriptions it belongs to; an engine's
+    /// end of this user's subscriptions to a topic removes it, with an `error` 403.
     fn offer(&self, event: &Arc<PreparedEvent>, buffer_cap: usize) {
         let mut subscriptions = self.subscriptions.lock().expect("subscriptions lock");
+        if let Some(topic) = event.ends_subscription_of(&self.user_id) {
+            if subscriptions.remove(topic).is_some() {
+                self.push(Outbound::control(protocol::error(
+                    Some(topic),
+                    403,
+                    "The subscription was ended by the topic's engine",
+                )));
+                metrics::counter!("tessera_realtime_subscriptions_ended_total").increment(1);
+            }
+            return;
+        }
         for (name, subscription) in subscriptions.iter_mut() {
             let Some((kind, data)) = event.in_topic(&subscription.topic, &self.user_id) else {
                 continue;
@@ -215,11 +264,35 @@ impl Drop for Registration {
     }
 }
 
+/// The stream an event comes from.
+fn stream_of(event: &PreparedEvent) -> Stream {
+    if event.from_engine() {
+        Stream::Engines
+    } else {
+        Stream::Log
+    }
+}
+
+/// The stream a topic's events come from.
+pub fn stream_of_topic(topic: &Topic) -> Stream {
+    match topic {
+        Topic::Engine(_) => Stream::Engines,
+        _ => Stream::Log,
+    }
+}
+
 impl Hub {
-    pub fn new(database: Database, signal: EventSignal, config: RealtimeConfig) -> Self {
+    /// A hub over the log of `database`, and over the engines' topics when `engines` is given.
+    pub fn new(
+        database: Database,
+        signal: EventSignal,
+        config: RealtimeConfig,
+        engines: Option<Arc<dyn EngineTopics>>,
+    ) -> Self {
         Self(Arc::new(HubInner {
             database,
             signal,
+            engines,
             config,
             registry: Mutex::new(Registry::default()),
             stopping: CancellationToken::new(),
@@ -229,6 +302,11 @@ impl Hub {
 
     pub fn config(&self) -> &RealtimeConfig {
         &self.0.config
+    }
+
+    /// The engines' topics, when wired in.
+    pub fn engines(&self) -> Option<&dyn EngineTopics> {
+        self.0.engines.as_deref()
     }
 
     /// Resolves when the host is stopping (connections close with 1001).
@@ -242,6 +320,26 @@ impl Hub {
         &self,
         tenant_id: &str,
         user_id: &str,
+    ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
+        self.connect_with(tenant_id, user_id, None)
+    }
+
+    /// As [`Self::connect`], for a Server-Sent Events stream resuming after `since` (each
+    /// stream it does not name from the hub's head): its events' ids name both streams.
+    pub fn connect_events(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        since: Cursor,
+    ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
+        self.connect_with(tenant_id, user_id, Some(since))
+    }
+
+    fn connect_with(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        events_since: Option<Cursor>,
     ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
         let config = &self.0.config;
         let mut registry = self.0.registry.lock().expect("registry lock");
@@ -264,6 +362,12 @@ impl Hub {
             queue,
             closed: CancellationToken::new(),
             close_code: AtomicU16::new(0),
+            served: events_since.map(|since| {
+                Mutex::new((
+                    since.log.unwrap_or(registry.head),
+                    since.engines.unwrap_or(registry.engine_head),
+                ))
+            }),
         });
         registry
             .tenants
@@ -317,6 +421,7 @@ impl Hub {
     ) -> Result<(), SubscribeError> {
         let mut started = self.0.started.subscribe();
         let _ = started.wait_for(|started| *started).await;
+        let stream = stream_of_topic(&topic);
         let head = {
             let registry = self.0.registry.lock().expect("registry lock");
             let mut subscriptions = link.subscriptions.lock().expect("subscriptions lock");
@@ -325,18 +430,25 @@ impl Hub {
             {
                 return Err(SubscribeError::TooMany);
             }
+            let head = match stream {
+                Stream::Log => registry.head,
+                Stream::Engines => registry.engine_head,
+            };
             let state = match since {
                 Some(_) => SubscriptionState::Replaying(Vec::new()),
-                None => SubscriptionState::Live(registry.head),
+                None => SubscriptionState::Live(head),
             };
             subscriptions.insert(name.to_owned(), Subscription { topic, state });
             link.push(Outbound::control(protocol::subscribed(name)));
-            registry.head
+            head
         };
         let Some(since) = since else {
             return Ok(());
         };
-        let last = self.replay(link, name, since, head).await?;
+        let last = match stream {
+            Stream::Log => self.replay(link, name, since, head).await?,
+            Stream::Engines => self.replay_engine_topic(link, name, since, head).await?,
+        };
         let mut subscriptions = link.subscriptions.lock().expect("subscriptions lock");
         let Some(subscription) = subscriptions.get_mut(name) else {
             return Ok(());
@@ -378,13 +490,7 @@ impl Hub {
             for event in &page {
                 let prepared = topics::prepare(&self.0.database, event).await?;
                 if let Some((kind, data)) = prepared.in_topic(&topic, &link.user_id) {
-                    let cursor = protocol::encode_cursor(prepared.position);
-                    let text = protocol::event(name, &cursor, kind, &prepared.occurred_at, data);
-                    let frame = Outbound {
-                        text,
-                        event: Some((cursor, kind.to_owned())),
-                        reset: false,
-                    };
+                    let frame = link.frame(name, &prepared, kind, data);
                     if link.queue.send(frame).await.is_err() {
                         return Ok(last);
                     }
@@ -393,6 +499,56 @@ impl Hub {
                 last = prepared.position;
             }
             if page.len() < PAGE as usize {
+                break;
+            }
+        }
+        Ok(last.max(since))
+    }
+
+    /// Sends the engine topic's events after `since` up to `head` from the engines' stream;
+    /// answers the last position read. When the retention already deleted some of them, a
+    /// `reset` instead (the client refetches), and the subscription goes on from `head`.
+    async fn replay_engine_topic(
+        &self,
+        link: &Arc<Link>,
+        name: &str,
+        since: LogPosition,
+        head: LogPosition,
+    ) -> anyhow::Result<LogPosition> {
+        let engines = self
+            .0
+            .engines
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("an engine topic without engines"))?;
+        let topic = Topic::Engine(name.to_owned());
+        let mut last = since;
+        while last < head {
+            let page = engines
+                .replay(&link.tenant_id, name, &link.user_id, last, head, PAGE)
+                .await?;
+            let Some(page) = page else {
+                let reset = Outbound {
+                    text: protocol::reset(name),
+                    event: None,
+                    reset: true,
+                };
+                let _ = link.queue.send(reset).await;
+                metrics::counter!("tessera_realtime_resets_total").increment(1);
+                return Ok(head);
+            };
+            let complete = page.len() < PAGE as usize;
+            for event in page {
+                let prepared = topics::prepare_engine_event(event);
+                if let Some((kind, data)) = prepared.in_topic(&topic, &link.user_id) {
+                    let frame = link.frame(name, &prepared, kind, data);
+                    if link.queue.send(frame).await.is_err() {
+                        return Ok(last);
+                    }
+                    metrics::counter!("tessera_realtime_events_sent_total").increment(1);
+                }
+                last = prepared.position;
+            }
+            if complete {
                 break;
             }
         }
@@ -411,9 +567,9 @@ impl Hub {
     /// Tails the log until `shutdown`, then tells every connection the host is stopping.
     pub async fn run(self, shutdown: CancellationToken) {
         let inner = &self.0;
-        let head = loop {
-            match store::log_head(&inner.database).await {
-                Ok(head) => break head,
+        let (head, engine_head) = loop {
+            match self.heads().await {
+                Ok(heads) => break heads,
                 Err(error) => {
                     tracing::warn!(
                         error = format!("{error:#}"),
@@ -429,32 +585,109 @@ impl Hub {
                 }
             }
         };
-        inner.registry.lock().expect("registry lock").head = head;
+        {
+            let mut registry = inner.registry.lock().expect("registry lock");
+            registry.head = head;
+            registry.engine_head = engine_head;
+        }
         inner.started.send_replace(true);
-        let mut head = head;
+        let (mut head, mut engine_head) = (head, engine_head);
+        let mut prune_at = tokio::time::Instant::now() + PRUNE_INTERVAL;
         while !shutdown.is_cancelled() {
             let notified = inner.signal.wait();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            // Registered before reading, so a commit between the read and the wait wakes it.
+            let published = match &inner.engines {
+                Some(engines) => engines.published(),
+                None => Box::pin(std::future::pending()),
+            };
+            let mut full = false;
             match self.step(head).await {
-                Ok((next, full)) => {
+                Ok((next, more)) => {
                     head = next;
-                    if full {
-                        continue;
-                    }
+                    full |= more;
                 }
                 Err(error) => tracing::warn!(
                     error = format!("{error:#}"),
                     "realtime failed to read the log; retrying"
                 ),
             }
+            if let Some(engines) = &inner.engines {
+                match self.step_engines(engines.as_ref(), engine_head).await {
+                    Ok((next, more)) => {
+                        engine_head = next;
+                        full |= more;
+                    }
+                    Err(error) => tracing::warn!(
+                        error = format!("{error:#}"),
+                        "realtime failed to read the engines' stream; retrying"
+                    ),
+                }
+                if tokio::time::Instant::now() >= prune_at {
+                    prune_at = tokio::time::Instant::now() + PRUNE_INTERVAL;
+                    match engines.prune().await {
+                        Ok(pruned) => metrics::counter!("tessera_realtime_pruned_total")
+                            .increment(pruned),
+                        Err(error) => tracing::warn!(
+                            error = format!("{error:#}"),
+                            "realtime failed to prune the engines' stream"
+                        ),
+                    }
+                }
+            }
+            if full {
+                continue;
+            }
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = &mut notified => {}
+                // An engine's call committed publications here: the signal's `NOTIFY` wakes
+                // the other hosts' hubs too.
+                () = published => inner.signal.appended(),
                 () = tokio::time::sleep(inner.config.poll_interval) => {}
             }
         }
         inner.stopping.cancel();
+    }
+
+    /// The heads of the log and of the engines' stream.
+    async fn heads(&self) -> anyhow::Result<(LogPosition, LogPosition)> {
+        let head = store::log_head(&self.0.database).await?;
+        let engine_head = match &self.0.engines {
+            Some(engines) => engines.head().await?,
+            None => LogPosition::default(),
+        };
+        Ok((head, engine_head))
+    }
+
+    /// Reads and fans out the next batch of the engines' stream after `head`: the new head,
+    /// and whether the batch was full.
+    async fn step_engines(
+        &self,
+        engines: &dyn EngineTopics,
+        head: LogPosition,
+    ) -> anyhow::Result<(LogPosition, bool)> {
+        let events = engines.after(head, PAGE).await?;
+        let Some(last) = events.last().map(|event| event.position) else {
+            return Ok((head, false));
+        };
+        let full = events.len() >= PAGE as usize;
+        let prepared: Vec<_> = events
+            .into_iter()
+            .map(topics::prepare_engine_event)
+            .collect();
+        let mut registry = self.0.registry.lock().expect("registry lock");
+        let cap = self.0.config.send_queue.max(1);
+        for event in &prepared {
+            if let Some(links) = registry.tenants.get(&event.tenant_id) {
+                for link in links.values() {
+                    link.offer(event, cap);
+                }
+            }
+        }
+        registry.engine_head = last;
+        Ok((last, full))
     }
 
     /// Reads and fans out the next batch after `head`: the new head, and whether the batch

@@ -1,7 +1,8 @@
 //! The realtime protocol's frames (CONTRACT §9) and its cursors. Client frames:
 //! `subscribe` (with an optional `since` cursor), `unsubscribe`, `ping`; server frames:
-//! `subscribed`, `event`, `reset`, `error`, `pong`. A cursor is a position in the event log's
-//! reading order, opaque to clients: 32 hexadecimal digits.
+//! `subscribed`, `event`, `reset`, `error`, `pong`. A cursor is a position in the reading
+//! order of the stream its topic's events come from (the event log, or what engines
+//! published), opaque to clients.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -29,25 +30,83 @@ impl ClientFrame {
     }
 }
 
-/// The opaque cursor of a log position.
-pub fn encode_cursor(position: LogPosition) -> String {
+/// The two streams events come from: the event log (the core's topics) and what engines
+/// published (their topics). Each has positions, and cursors, of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Log,
+    Engines,
+}
+
+/// A decoded cursor: a position in one stream, or (a Server-Sent Events id, which stands for
+/// every topic of its stream) in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cursor {
+    pub log: Option<LogPosition>,
+    pub engines: Option<LogPosition>,
+}
+
+impl Cursor {
+    /// The position this cursor gives in `stream`.
+    pub fn of(&self, stream: Stream) -> Option<LogPosition> {
+        match stream {
+            Stream::Log => self.log,
+            Stream::Engines => self.engines,
+        }
+    }
+}
+
+fn hex_position(position: LogPosition) -> String {
     format!(
         "{:016x}{:016x}",
         position.transaction_id as u64, position.position as u64
     )
 }
 
-/// The log position of a cursor; `None` when it is not one.
-pub fn decode_cursor(cursor: &str) -> Option<LogPosition> {
-    if cursor.len() != 32 || !cursor.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+fn position_of_hex(text: &str) -> Option<LogPosition> {
+    if text.len() != 32 || !text.bytes().all(|byte| byte.is_ascii_hexdigit()) {
         return None;
     }
-    let transaction_id = u64::from_str_radix(&cursor[..16], 16).ok()? as i64;
-    let position = u64::from_str_radix(&cursor[16..], 16).ok()? as i64;
+    let transaction_id = u64::from_str_radix(&text[..16], 16).ok()? as i64;
+    let position = u64::from_str_radix(&text[16..], 16).ok()? as i64;
     Some(LogPosition {
         transaction_id,
         position,
     })
+}
+
+/// The opaque cursor of a position of `stream`: 32 hex digits for the log, `e` and 32 for
+/// the engines' stream.
+pub fn encode_cursor(stream: Stream, position: LogPosition) -> String {
+    match stream {
+        Stream::Log => hex_position(position),
+        Stream::Engines => format!("e{}", hex_position(position)),
+    }
+}
+
+/// The cursor of a position in each stream (a Server-Sent Events id): `<log>.e<engines>`.
+pub fn encode_pair(log: LogPosition, engines: LogPosition) -> String {
+    format!("{}.e{}", hex_position(log), hex_position(engines))
+}
+
+/// The positions a cursor names; `None` when it is not a cursor.
+pub fn decode_cursor(cursor: &str) -> Option<Cursor> {
+    let (log, engines) = match cursor.split_once('.') {
+        Some((log, engines)) => (Some(log), Some(engines.strip_prefix('e')?)),
+        None => match cursor.strip_prefix('e') {
+            Some(engines) => (None, Some(engines)),
+            None => (Some(cursor), None),
+        },
+    };
+    let log = match log {
+        Some(text) => Some(position_of_hex(text)?),
+        None => None,
+    };
+    let engines = match engines {
+        Some(text) => Some(position_of_hex(text)?),
+        None => None,
+    };
+    Some(Cursor { log, engines })
 }
 
 /// `{"op":"subscribed","topic":T}`.
@@ -122,7 +181,20 @@ mod tests {
             transaction_id: 7_000_000_123,
             position: 42,
         };
-        assert_eq!(decode_cursor(&encode_cursor(position)), Some(position));
+        assert_eq!(
+            decode_cursor(&encode_cursor(Stream::Log, position)).and_then(|c| c.of(Stream::Log)),
+            Some(position)
+        );
+        let cursor = decode_cursor(&encode_cursor(Stream::Engines, position)).unwrap();
+        assert_eq!((cursor.log, cursor.engines), (None, Some(position)));
+        let other = LogPosition {
+            transaction_id: 0,
+            position: 7,
+        };
+        let pair = decode_cursor(&encode_pair(position, other)).unwrap();
+        assert_eq!((pair.log, pair.engines), (Some(position), Some(other)));
+        assert_eq!(decode_cursor("e42"), None);
+        assert_eq!(decode_cursor(&format!("{}.{}", "0".repeat(32), "0".repeat(32))), None);
         assert_eq!(decode_cursor("42"), None);
         assert_eq!(decode_cursor(&"g".repeat(32)), None);
     }

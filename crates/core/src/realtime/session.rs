@@ -12,11 +12,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::access::{self, Viewer};
-use super::hub::{Hub, Link, Registration, SubscribeError, close};
-use super::protocol::{self, ClientFrame, Outbound};
+use super::hub::{Hub, Link, Registration, SubscribeError, close, stream_of_topic};
+use super::protocol::{self, ClientFrame, Cursor, Outbound};
 use super::topics::{self, AuthorizeError, Refusal};
-use crate::projections::worker::LogPosition;
 use tessera_auth::AuthState;
+use tessera_auth::caller::Caller;
 use tessera_storage::Database;
 
 /// What a connection needs.
@@ -131,12 +131,19 @@ fn handle_frame(
         }
         ClientFrame::Subscribe { topic, since } => {
             let inputs = inputs.clone();
-            let guest = viewer.caller.is_guest();
+            let caller = viewer.caller.clone();
             let link = link.clone();
             subscribing.spawn(async move {
-                if let Err((status, message)) =
-                    subscribe(&inputs, &link, guest, &topic, since.as_deref()).await
-                {
+                let since = match since.as_deref().map(protocol::decode_cursor) {
+                    None => Ok(Cursor::default()),
+                    Some(Some(cursor)) => Ok(cursor),
+                    Some(None) => Err((422, "`since` is not a cursor of this host".to_owned())),
+                };
+                let subscribed = match since {
+                    Ok(since) => subscribe(&inputs, &link, &caller, &topic, since, true).await,
+                    Err(refusal) => Err(refusal),
+                };
+                if let Err((status, message)) = subscribed {
                     link.push(Outbound::control(protocol::error(
                         Some(&topic),
                         status,
@@ -148,23 +155,23 @@ fn handle_frame(
     }
 }
 
-/// Authorizes and subscribes; the status and message of an `error` frame otherwise.
+/// Authorizes and subscribes, replaying after the position `since` gives in the topic's
+/// stream (when `since` names only the other stream and `strict`, a 422); the status and
+/// message of an `error` frame otherwise.
 pub async fn subscribe(
     inputs: &SessionInputs,
     link: &Arc<Link>,
-    guest: bool,
+    caller: &Caller,
     name: &str,
-    since: Option<&str>,
+    since: Cursor,
+    strict: bool,
 ) -> Result<(), (u16, String)> {
-    let since = match since {
-        None => None,
-        Some(cursor) => Some(
-            protocol::decode_cursor(cursor)
-                .ok_or_else(|| (422, "`since` is not a cursor of this host".to_owned()))?,
-        ),
-    };
-    let topic = authorize(inputs, link, guest, name).await?;
-    match inputs.hub.subscribe(link, name, topic, since).await {
+    let topic = authorize(inputs, caller, name).await?;
+    let after = since.of(stream_of_topic(&topic));
+    if strict && after.is_none() && since != Cursor::default() {
+        return Err((422, "`since` is not a cursor of this topic".to_owned()));
+    }
+    match inputs.hub.subscribe(link, name, topic, after).await {
         Ok(()) => Ok(()),
         Err(SubscribeError::TooMany) => Err((
             429,
@@ -185,14 +192,16 @@ pub async fn subscribe(
 
 async fn authorize(
     inputs: &SessionInputs,
-    link: &Link,
-    guest: bool,
+    caller: &Caller,
     name: &str,
 ) -> Result<topics::Topic, (u16, String)> {
-    match topics::authorize(&inputs.database, &link.tenant_id, guest, name).await {
+    match topics::authorize(&inputs.database, inputs.hub.engines(), caller, name).await {
         Ok(topic) => Ok(topic),
         Err(AuthorizeError::Refused(Refusal::Forbidden)) => {
             Err((403, "Guests may subscribe only to core.inbox".to_owned()))
+        }
+        Err(AuthorizeError::Refused(Refusal::ForbiddenByEngine)) => {
+            Err((403, format!("Not allowed to subscribe to {name}")))
         }
         Err(AuthorizeError::Refused(Refusal::NotFound)) => {
             Err((404, format!("Unknown topic: {name}")))
@@ -208,15 +217,14 @@ async fn authorize(
 /// starts: the status and message of the refusal otherwise.
 pub async fn authorize_all(
     inputs: &SessionInputs,
-    tenant_id: &str,
-    guest: bool,
+    caller: &Caller,
     names: &[String],
 ) -> Result<(), (u16, String)> {
     for name in names {
-        match topics::authorize(&inputs.database, tenant_id, guest, name).await {
+        match topics::authorize(&inputs.database, inputs.hub.engines(), caller, name).await {
             Ok(_) => {}
-            Err(AuthorizeError::Refused(Refusal::Forbidden)) => {
-                return Err((403, "Guests may subscribe only to core.inbox".to_owned()));
+            Err(AuthorizeError::Refused(Refusal::Forbidden | Refusal::ForbiddenByEngine)) => {
+                return Err((403, format!("Not allowed to subscribe to {name}")));
             }
             Err(AuthorizeError::Refused(Refusal::NotFound)) => {
                 return Err((404, format!("Unknown topic: {name}")));
@@ -235,14 +243,12 @@ pub async fn run_events(
     link: Arc<Link>,
     registration: Registration,
     names: Vec<String>,
-    since: Option<LogPosition>,
+    since: Cursor,
 ) {
-    let guest = viewer.caller.is_guest();
-    let cursor = since.map(protocol::encode_cursor);
     let subscriptions = async {
         for name in &names {
             if let Err((status, message)) =
-                subscribe(&inputs, &link, guest, name, cursor.as_deref()).await
+                subscribe(&inputs, &link, &viewer.caller, name, since, false).await
             {
                 link.push(Outbound::control(protocol::error(
                     Some(name),

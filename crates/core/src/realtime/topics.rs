@@ -4,12 +4,14 @@
 //! `core.entity.<id>` the same events of one entity (`GET …/timeline?entity_id=`), and
 //! `core.inbox` the caller's inbox: the items the projector puts in it (an assignment, a
 //! `send_notification`), each frame's `data` an inbox item, and its read marks
-//! (`inbox.item_read`, `data: {item_id}`).
+//! (`inbox.item_read`, `data: {item_id}`). Any other `<engine_code>.<name>` is an engine's
+//! topic (`engine_topics.rs`): its events come from what the engine's calls published.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::engine_topics::{EngineEvent, EngineEventKind, EngineTopicAccess, EngineTopics};
 use crate::entities;
 use crate::events::StoredEvent;
 use crate::feeds::{InboxItem, TimelineItem};
@@ -23,6 +25,8 @@ pub enum Topic {
     Timeline,
     Inbox,
     Entity(String),
+    /// An engine's topic, by its full name.
+    Engine(String),
 }
 
 impl Topic {
@@ -47,24 +51,36 @@ impl Topic {
 /// Why a caller may not subscribe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// 403: a guest's topic other than its inbox.
+    /// 403: a guest's core topic other than its inbox.
     Forbidden,
+    /// 403: the engine that owns the topic refused.
+    ForbiddenByEngine,
     /// 404: an unknown topic, or an entity the tenant does not have (another tenant's too:
     /// existence is not revealed).
     NotFound,
 }
 
-/// Whether the caller (of `tenant_id`, a guest or not) may subscribe to `name`: guests reach
-/// only their inbox (as in REST, where `Caller` keeps them to it), and an entity's topic
-/// needs the entity in the caller's tenant (as `GET /core/api/v1/entities/{id}`).
+/// Whether `caller` may subscribe to `name`: guests reach only their inbox among the core's
+/// topics (as in REST, where `Caller` keeps them to it), and an entity's topic needs the
+/// entity in the caller's tenant (as `GET /core/api/v1/entities/{id}`); an engine's topic is
+/// the engine's to decide (deny by default), when `engines` are wired in.
 pub async fn authorize(
     database: &Database,
-    tenant_id: &str,
-    guest: bool,
+    engines: Option<&dyn EngineTopics>,
+    caller: &tessera_auth::caller::Caller,
     name: &str,
 ) -> Result<Topic, AuthorizeError> {
+    let tenant_id = caller.tenant_id.as_str();
+    if super::engine_topics::is_engine_topic(name) {
+        let engines = engines.ok_or(Refusal::NotFound)?;
+        return match engines.authorize(caller, name).await? {
+            EngineTopicAccess::Allowed => Ok(Topic::Engine(name.to_owned())),
+            EngineTopicAccess::Forbidden => Err(Refusal::ForbiddenByEngine.into()),
+            EngineTopicAccess::Unknown => Err(Refusal::NotFound.into()),
+        };
+    }
     let topic = Topic::parse(name).ok_or(Refusal::NotFound)?;
-    if guest && topic != Topic::Inbox {
+    if caller.is_guest() && topic != Topic::Inbox {
         return Err(Refusal::Forbidden.into());
     }
     if let Topic::Entity(id) = &topic
@@ -102,6 +118,8 @@ pub struct PreparedEvent {
     pub timeline: Option<Value>,
     /// The recipient and the frame's type and data, for events of someone's inbox.
     pub inbox: Option<(String, String, Value)>,
+    /// What an engine published (the engines' stream: its position is of that stream).
+    pub engine: Option<EngineEvent>,
 }
 
 impl PreparedEvent {
@@ -122,8 +140,49 @@ impl PreparedEvent {
                 .as_ref()
                 .filter(|(recipient, _, _)| recipient == user_id)
                 .map(|(_, kind, data)| (kind.as_str(), data)),
+            Topic::Engine(name) => {
+                let event = self.engine.as_ref()?;
+                let heard = &event.topic == name
+                    && event.user_id.as_deref().is_none_or(|only| only == user_id);
+                match &event.kind {
+                    EngineEventKind::Event { event_type, data } if heard => {
+                        Some((event_type.as_str(), data))
+                    }
+                    _ => None,
+                }
+            }
         }
     }
+
+    /// Whether this is an engine's event (of the engines' stream) rather than the log's.
+    pub fn from_engine(&self) -> bool {
+        self.engine.is_some()
+    }
+
+    /// The engine topic whose subscriptions of `user_id` this event ends, if it is such an end.
+    pub fn ends_subscription_of(&self, user_id: &str) -> Option<&str> {
+        let event = self.engine.as_ref()?;
+        (event.kind == EngineEventKind::End && event.user_id.as_deref() == Some(user_id))
+            .then_some(event.topic.as_str())
+    }
+}
+
+/// An engine's event made ready for the hub.
+pub fn prepare_engine_event(event: EngineEvent) -> Arc<PreparedEvent> {
+    let kind = match &event.kind {
+        EngineEventKind::Event { event_type, .. } => event_type.clone(),
+        EngineEventKind::End => "subscription.ended".to_owned(),
+    };
+    Arc::new(PreparedEvent {
+        position: event.position,
+        tenant_id: event.tenant_id.clone(),
+        entity_id: None,
+        kind,
+        occurred_at: event.occurred_at.clone(),
+        timeline: None,
+        inbox: None,
+        engine: Some(event),
+    })
 }
 
 /// Prepares an event: its timeline item and its inbox item (an assignment's title names the
@@ -187,6 +246,7 @@ pub async fn prepare(
         occurred_at: event.occurred_at.clone(),
         timeline,
         inbox,
+        engine: None,
     }))
 }
 

@@ -185,21 +185,14 @@ async fn events(
         });
     }
     let since = match headers.get("last-event-id") {
-        None => None,
-        Some(value) => Some(
-            value
-                .to_str()
-                .ok()
-                .and_then(protocol::decode_cursor)
-                .ok_or_else(|| invalid("Last-Event-ID", "Not a cursor of this host"))?,
-        ),
+        None => protocol::Cursor::default(),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(protocol::decode_cursor)
+            .ok_or_else(|| invalid("Last-Event-ID", "Not a cursor of this host"))?,
     };
-    session::authorize_all(
-        &inputs,
-        &viewer.caller.tenant_id,
-        viewer.caller.is_guest(),
-        &names,
-    )
+    session::authorize_all(&inputs, &viewer.caller, &names)
     .await
     .map_err(|(status, message)| match status {
         403 => ApiError::Forbidden,
@@ -208,7 +201,7 @@ async fn events(
     })?;
     let (link, queue, registration) = inputs
         .hub
-        .connect(&viewer.caller.tenant_id, &viewer.caller.user_id)
+        .connect_events(&viewer.caller.tenant_id, &viewer.caller.user_id, since)
         .map_err(|_| ApiError::TooManyRequests {
             retry_after_seconds: 1,
         })?;

@@ -4,5 +4,6 @@
 
 pub mod engines;
 pub mod published;
+pub mod realtime_events;
 pub mod work;
 pub mod write_group;

@@ -1,0 +1,34 @@
+-- What engines publish to their realtime topics (world 0.3, CONTRACT §9), written in the
+-- transaction of the publishing call's unit of work, so an event exists if and only if the
+-- call committed; read by the realtime hub in position order (writers are serialized, so
+-- position is commit order and transaction_id always 0; crates/runtime/src/store/
+-- realtime_events.rs). Kept for resuming: 15 minutes, or the last 10,000 of a topic.
+CREATE TABLE realtime_events (
+    position        INTEGER PRIMARY KEY AUTOINCREMENT,
+    transaction_id  INTEGER NOT NULL DEFAULT 0,
+    tenant_id       TEXT NOT NULL,
+    engine_code     TEXT NOT NULL,
+    -- The full topic name, `<engine_code>.<name>`.
+    topic           TEXT NOT NULL,
+    -- Only this user's subscriptions hear it; NULL: every subscriber of the topic.
+    user_id         TEXT,
+    -- `event`, or `end` (the user's subscriptions to the topic end).
+    kind            TEXT NOT NULL,
+    event_type      TEXT NOT NULL,
+    -- JSON object.
+    data            TEXT NOT NULL,
+    -- RFC 3339, UTC, milliseconds.
+    occurred_at     TEXT NOT NULL
+);
+
+CREATE INDEX realtime_events_by_topic ON realtime_events (tenant_id, topic, position);
+
+-- Per topic, the last position the retention deleted: a cursor before it is answered with a
+-- `reset` (refetch), never with a gap.
+CREATE TABLE realtime_pruned (
+    tenant_id       TEXT NOT NULL,
+    topic           TEXT NOT NULL,
+    transaction_id  INTEGER NOT NULL,
+    position        INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, topic)
+);
