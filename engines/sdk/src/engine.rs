@@ -38,6 +38,26 @@ pub trait Engine {
         Vec::new()
     }
 
+    /// The realtime topics the engine owns (`describe-topics`), named without the engine code:
+    /// dot-separated segments of ASCII letters, digits, `_` and `-`, where a segment `*`
+    /// matches any one segment (`conversation.*`, `me`). Clients subscribe to
+    /// `<code>.<topic>`; a topic none of these match is refused (404) without asking the
+    /// engine, and [`realtime`](crate::realtime) may publish only to topics they match.
+    /// Default: none (the engine publishes nothing).
+    fn topics() -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether `caller` may subscribe to `topic` (a topic of [`topics`](Engine::topics),
+    /// without the engine code: `conversation.c1`). Asked when a client subscribes, and again
+    /// when the caller's role changes. It is a call of its own and read-only: storage reads
+    /// see the tenant's committed state, and nothing it writes or publishes is kept. Decide
+    /// as the engine's REST reads do. Default: `false` (deny).
+    fn authorize_subscription(caller: &Context, topic: &str) -> bool {
+        let _ = (caller, topic);
+        false
+    }
+
     /// Answers an HTTP request under the engine's prefix. Default: [`router`](Engine::router)
     /// dispatches it.
     fn handle(ctx: &Context, request: Request) -> Response {

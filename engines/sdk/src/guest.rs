@@ -1,4 +1,4 @@
-//! The exports of `tessera:engine/engine@0.2.0`: the [`Adapter`] that implements the generated
+//! The exports of `tessera:engine/engine@0.3.0`: the [`Adapter`] that implements the generated
 //! `Guest` trait for any [`Engine`] by converting between WIT records and the SDK's plain types.
 //! The bindings themselves are generated in `generated.rs`; the host imports are `imports.rs`'s.
 
@@ -12,6 +12,18 @@ use crate::response::Response;
 use crate::types::{Descriptor, Event, Job, Permission, SettingKind, TenantInfo, UserInfo};
 
 use bindings::exports::tessera::engine::guest as wit;
+
+/// The plain [`Context`] of a WIT caller.
+fn context_of(caller: wit::Caller) -> Context {
+    Context {
+        tenant_id: caller.tenant_id,
+        workspace_id: caller.workspace_id,
+        user_id: caller.user_id,
+        role: caller.role,
+        token_type: caller.token_type,
+        correlation_id: caller.correlation_id,
+    }
+}
 
 /// Implements the generated `Guest` trait for engine `E`; [`export_engine!`](crate::export_engine)
 /// exports it.
@@ -73,16 +85,18 @@ impl<E: Engine> wit::Guest for Adapter<E> {
             .collect()
     }
 
+    fn describe_topics() -> Vec<String> {
+        E::topics()
+    }
+
+    fn authorize_subscription(caller: wit::Caller, topic: String) -> bool {
+        crate::storage::begin_call();
+        E::authorize_subscription(&context_of(caller), &topic)
+    }
+
     fn handle(caller: wit::Caller, request: wit::Request) -> wit::Response {
         crate::storage::begin_call();
-        let ctx = Context {
-            tenant_id: caller.tenant_id,
-            workspace_id: caller.workspace_id,
-            user_id: caller.user_id,
-            role: caller.role,
-            token_type: caller.token_type,
-            correlation_id: caller.correlation_id,
-        };
+        let ctx = context_of(caller);
         let mut plain = Request::new(&request.method, &request.path, &request.query);
         plain.headers = request.headers;
         plain.body = request.body;

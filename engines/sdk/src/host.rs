@@ -1,5 +1,5 @@
 //! Wrappers for the smaller host imports: the durable [`scheduler`], [`blobs`], the event bus
-//! ([`events`]), policy-checked outbound HTTP ([`http`]), outbound e-mail
+//! ([`events`]), events pushed to subscribed clients ([`realtime`]), policy-checked outbound HTTP ([`http`]), outbound e-mail
 //! ([`mail_transport`]), secrets at rest ([`vault`]) and the operator's [`settings`]. Each is
 //! scoped by the host to this engine and the tenant of the current call.
 
@@ -47,6 +47,66 @@ pub mod events {
         let payload = serde_json::to_string(payload)
             .map_err(|error| HostError::new("events.encode", error.to_string()))?;
         host::publish(event_type, &payload).map_err(|error| HostError::new("events.publish", error))
+    }
+}
+
+/// Realtime: events pushed to the clients subscribed to the engine's topics (CONTRACT §9).
+/// A topic is named here without the engine code (`conversation.c1`; clients subscribe to
+/// `chat.conversation.c1`) and must match a pattern of [`Engine::topics`](crate::Engine::topics).
+/// What a call publishes is part of its unit of work, as its writes are: delivered to the
+/// subscribers on every host if and only if the call commits, in the order published. Who may
+/// subscribe is [`Engine::authorize_subscription`](crate::Engine::authorize_subscription)'s
+/// decision.
+///
+/// Realtime events are for people watching: `data` may carry what a client shows (a message's
+/// text), unlike what goes to webhooks and the event bus, and only to subscribers the engine
+/// authorized.
+pub mod realtime {
+    use serde::Serialize;
+
+    use crate::error::HostError;
+    use crate::imports::realtime as host;
+
+    /// The most bytes of one event's `data` (as JSON text).
+    pub const MAX_DATA_BYTES: usize = 64 * 1024;
+
+    fn encode<T: Serialize + ?Sized>(data: &T) -> Result<String, HostError> {
+        serde_json::to_string(data)
+            .map_err(|error| HostError::new("realtime.encode", error.to_string()))
+    }
+
+    /// Publishes an event of `event_type` (as the event bus's types: `message.created`) with
+    /// `data` as JSON (an object, at most [`MAX_DATA_BYTES`]) to every subscriber of `topic`
+    /// in the tenant of the call.
+    pub fn publish<T: Serialize + ?Sized>(
+        topic: &str,
+        event_type: &str,
+        data: &T,
+    ) -> Result<(), HostError> {
+        host::publish(topic, event_type, &encode(data)?)
+            .map_err(|error| HostError::new("realtime.publish", error))
+    }
+
+    /// As [`publish`], to the subscribers of `topic` who are `user_id` only: for a topic every
+    /// user has one of, such as chat's `me` (each subscriber of `chat.me` hears what is
+    /// theirs).
+    pub fn publish_to_user<T: Serialize + ?Sized>(
+        user_id: &str,
+        topic: &str,
+        event_type: &str,
+        data: &T,
+    ) -> Result<(), HostError> {
+        host::publish_to_user(user_id, topic, event_type, &encode(data)?)
+            .map_err(|error| HostError::new("realtime.publish-to-user", error))
+    }
+
+    /// Ends `user_id`'s subscriptions to `topic` on every host when the call commits (a member
+    /// removed from a conversation stops receiving it at once): each gets an `error` frame
+    /// with status 403. A later subscription asks
+    /// [`Engine::authorize_subscription`](crate::Engine::authorize_subscription) again.
+    pub fn end_subscriptions(topic: &str, user_id: &str) -> Result<(), HostError> {
+        host::end_subscriptions(topic, user_id)
+            .map_err(|error| HostError::new("realtime.end-subscriptions", error))
     }
 }
 

@@ -1,25 +1,27 @@
 //! `tessera-sdk`: the guest-side SDK for Tessera engines (WebAssembly components of the
-//! `tessera:engine/engine@0.2.0` world).
+//! `tessera:engine/engine@0.3.0` world).
 //!
 //! An engine author implements [`Engine`], routes requests with a [`Router`] to handlers that
 //! return `Result<Response, ApiError>`, and exports it with [`export_engine!`]. The WIT bindings
 //! stay inside the SDK: everything at the boundary is a plain Rust type ([`Context`],
 //! [`Request`], [`Response`], [`Descriptor`], …), and the host imports are typed helpers
-//! ([`storage`], [`scheduler`], [`events`], [`http`], [`vault`], [`settings`], [`log`]).
+//! ([`storage`], [`scheduler`], [`events`], [`realtime`], [`http`], [`vault`], [`settings`],
+//! [`log`]).
 //!
 //! # One call, one unit of work
 //!
-//! Everything a call writes ([`storage`], [`blobs`]), the events it publishes ([`events`]) and
-//! the jobs it schedules ([`scheduler`]) commit together when the call succeeds (a 2xx or 3xx
-//! response; `Ok` from a job, an event or a lifecycle call), and not at all when it fails
-//! (an error response, `Err`), panics or runs out of time. So write the state, then publish the event that announces it:
-//! neither exists without the other, and a failed publish fails the call (propagate it with
-//! `?`). Reads see the call's own writes. [`storage::compare_and_swap`] and
-//! [`storage::Transaction::commit`] are synchronisation points: their conditions are checked
-//! against the committed state at once, and when they hold, everything the call wrote so far
-//! commits with them (so a claim is seen by concurrent calls at once). Outbound HTTP and mail
-//! are not undone: schedule them as a job when they must follow a committed change. The whole
-//! model is documented on the `storage` interface of `wit/engine.wit`.
+//! Everything a call writes ([`storage`], [`blobs`]), the events it publishes ([`events`],
+//! [`realtime`]) and the jobs it schedules ([`scheduler`]) commit together when the call
+//! succeeds (a 2xx or 3xx response; `Ok` from a job, an event or a lifecycle call), and not at
+//! all when it fails (an error response, `Err`), panics or runs out of time. So write the
+//! state, then publish the event that announces it: neither exists without the other, and a
+//! failed publish fails the call (propagate it with `?`). Reads see the call's own writes.
+//! [`storage::compare_and_swap`] and [`storage::Transaction::commit`] are synchronisation
+//! points: their conditions are checked against the committed state at once, and when they
+//! hold, everything the call wrote so far commits with them (so a claim is seen by concurrent
+//! calls at once). Outbound HTTP and mail are not undone: schedule them as a job when they
+//! must follow a committed change. The whole model is documented on the `storage` interface of
+//! `wit/engine.wit`.
 //!
 //! Responses have the host's shapes: `{"data": …}` / `{"data": …, "meta": …}` on success,
 //! `{"message": …}` on error and `{"message": "The given data was invalid.", "errors": {field:
@@ -120,6 +122,48 @@
 //! # fn main() {}
 //! ```
 //!
+//! # Realtime
+//!
+//! An engine owns the topics it declares ([`Engine::topics`]; clients subscribe to
+//! `<code>.<topic>`), decides who may subscribe ([`Engine::authorize_subscription`], deny by
+//! default) and publishes to them with [`realtime`], in the call's unit of work:
+//!
+//! ```
+//! use tessera_sdk::{Context, Descriptor, Engine, Response, Router, realtime};
+//!
+//! struct Board;
+//!
+//! impl Engine for Board {
+//!     fn describe() -> Descriptor {
+//!         Descriptor::new("board", "Board", env!("CARGO_PKG_VERSION"))
+//!     }
+//!
+//!     fn topics() -> Vec<String> {
+//!         vec!["lobby".into(), "room.*".into()] // board.lobby, board.room.<id>
+//!     }
+//!
+//!     fn authorize_subscription(caller: &Context, topic: &str) -> bool {
+//!         match topic.split_once('.') {
+//!             None => topic == "lobby" && !caller.is_guest(),
+//!             Some(("room", _room)) => caller.can_write(),
+//!             Some(_) => false,
+//!         }
+//!     }
+//!
+//!     fn router() -> Router {
+//!         Router::new().post("/api/v1/rooms/{id}/pings", |ctx, req| {
+//!             ctx.require_writer()?;
+//!             let data = serde_json::json!({ "room_id": req.param("id"), "by": ctx.user_id });
+//!             realtime::publish(&format!("room.{}", req.param("id")), "ping.sent", &data)?;
+//!             Ok(Response::no_content())
+//!         })
+//!     }
+//! }
+//!
+//! tessera_sdk::export_engine!(Board);
+//! # fn main() {}
+//! ```
+//!
 //! The pure parts (routing, requests, responses, errors, validation, JSON, paging, time) work on
 //! any target, so handlers' logic can be unit-tested natively. With the `test-kit` feature
 //! (a dev-dependency), the import wrappers call in-memory fakes of the host instead
@@ -158,7 +202,7 @@ pub use error::{
     ApiError, HostError, MESSAGE_FORBIDDEN, MESSAGE_INVALID, MESSAGE_METHOD_NOT_ALLOWED,
     MESSAGE_SERVER_ERROR, MESSAGE_UNAUTHENTICATED,
 };
-pub use host::{blobs, events, http, mail_transport, scheduler, settings, vault};
+pub use host::{blobs, events, http, mail_transport, realtime, scheduler, settings, vault};
 pub use openapi::Operation;
 pub use paging::{CursorMeta, CursorPage};
 pub use request::{Query, Request};

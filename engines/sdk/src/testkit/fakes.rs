@@ -3,7 +3,8 @@
 //! on. They keep the host's semantics (`wit/engine.wit`): one call, one unit of work buffered
 //! over the committed state and committed only when the call succeeds; `compare-and-swap` and
 //! `transact` as synchronisation points; scans bounded by a page and a per-call budget; blob
-//! quotas; jobs and events in the unit; mail and outbound HTTP not undone.
+//! quotas; jobs, events and realtime publications in the unit; mail and outbound HTTP not
+//! undone.
 //!
 //! The state is per thread (each Rust test runs on a thread of its own), driven by
 //! [`TestHost`](super::TestHost).
@@ -39,6 +40,42 @@ pub struct PublishedEvent {
     pub actor_id: Option<String>,
 }
 
+/// A realtime event an engine call published (`realtime.publish`, `publish-to-user`) and
+/// committed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RealtimeEvent {
+    /// The tenant of the call: only that tenant's subscribers hear it.
+    pub tenant_id: String,
+    /// The topic, without the engine code (`conversation.c1`).
+    pub topic: String,
+    /// `publish-to-user`'s user: only their subscriptions to the topic hear it. `None` from
+    /// `publish` (every subscriber).
+    pub user_id: Option<String>,
+    /// Its type (`message.created`).
+    pub event_type: String,
+    /// Its data (a JSON object).
+    pub data: serde_json::Value,
+}
+
+/// A committed `realtime.end-subscriptions`: `user_id`'s subscriptions to `topic` end (an
+/// `error` frame with status 403 each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedSubscription {
+    /// The tenant of the call.
+    pub tenant_id: String,
+    /// The topic, without the engine code.
+    pub topic: String,
+    /// Whose subscriptions end.
+    pub user_id: String,
+}
+
+/// One thing a call sent to the engine's realtime topics, in the order it was sent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Realtime {
+    Event(RealtimeEvent),
+    End(EndedSubscription),
+}
+
 /// The committed state of one tenant, and the working copy of a call.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TenantState {
@@ -55,6 +92,7 @@ pub(crate) struct Call {
     pub(crate) view: TenantState,
     pub(crate) jobs: Vec<ScheduledJob>,
     pub(crate) events: Vec<PublishedEvent>,
+    pub(crate) realtime: Vec<Realtime>,
     pub(crate) scanned: u64,
 }
 
@@ -64,6 +102,9 @@ pub(crate) struct FakeHost {
     pub(crate) tenants: HashMap<String, TenantState>,
     pub(crate) jobs: Vec<ScheduledJob>,
     pub(crate) published: Vec<PublishedEvent>,
+    pub(crate) realtime: Vec<Realtime>,
+    /// The engine's topic patterns (`describe-topics`), each split into its segments.
+    pub(crate) topics: Vec<Vec<String>>,
     pub(crate) settings: HashMap<String, String>,
     pub(crate) outbound_hosts: Vec<String>,
     pub(crate) responses: Vec<CannedResponse>,
@@ -134,6 +175,7 @@ impl FakeHost {
             view,
             jobs: Vec::new(),
             events: Vec::new(),
+            realtime: Vec::new(),
             scanned: 0,
         });
     }
@@ -148,6 +190,7 @@ impl FakeHost {
         }
         self.jobs.append(&mut call.jobs);
         self.published.append(&mut call.events);
+        self.realtime.append(&mut call.realtime);
     }
 
     /// Ends the current call: its unit commits when it `succeeded`, else nothing it buffered
@@ -511,6 +554,147 @@ pub mod events {
                 actor_id: call.actor_id.clone(),
             });
             Ok(())
+        })
+    }
+}
+
+/// The fake of `tessera:engine/realtime`, with the host's checks: a topic one of the engine's
+/// patterns match, an event type as the bus's, `data` a JSON object of at most 64 KiB, a user
+/// id of 1 to 200 bytes. What a call publishes is kept once it commits.
+pub mod realtime {
+    use super::{EndedSubscription, Realtime, RealtimeEvent, with_host};
+
+    /// The most bytes of an event's `data`.
+    const MAX_DATA_BYTES: usize = 64 * 1024;
+
+    /// A segment of a topic: 1 to 64 ASCII letters, digits, `_` or `-`.
+    fn valid_segment(segment: &str) -> bool {
+        (1..=64).contains(&segment.len())
+            && segment
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+    }
+
+    /// A topic pattern, split into its segments, or why it is malformed (the host refuses to
+    /// load an engine declaring one).
+    pub(crate) fn parse_pattern(pattern: &str) -> Result<Vec<String>, String> {
+        let segments: Vec<String> = pattern.split('.').map(str::to_owned).collect();
+        let valid = pattern.len() <= 200
+            && segments
+                .iter()
+                .all(|segment| segment == "*" || valid_segment(segment));
+        if valid {
+            Ok(segments)
+        } else {
+            Err(format!("the topic pattern {pattern:?} is malformed"))
+        }
+    }
+
+    /// Whether `topic` (without the engine code) is one the `patterns` match.
+    pub(crate) fn matches(patterns: &[Vec<String>], topic: &str) -> bool {
+        if topic.len() > 200 || !topic.split('.').all(valid_segment) {
+            return false;
+        }
+        let segments: Vec<&str> = topic.split('.').collect();
+        patterns.iter().any(|pattern| {
+            pattern.len() == segments.len()
+                && pattern
+                    .iter()
+                    .zip(&segments)
+                    .all(|(expected, segment)| expected == "*" || expected == segment)
+        })
+    }
+
+    fn check_event(event_type: &str, data: &str) -> Result<serde_json::Value, String> {
+        let well_formed = (1..=100).contains(&event_type.len())
+            && event_type.as_bytes()[0].is_ascii_lowercase()
+            && event_type
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+        if !well_formed {
+            return Err(format!(
+                "{event_type:?} is not an event type (1-100 lower-case letters, digits, '.', '_' \
+                 or '-', starting with a letter)"
+            ));
+        }
+        if data.len() > MAX_DATA_BYTES {
+            return Err(format!(
+                "a realtime event's data is at most {MAX_DATA_BYTES} bytes ({} given)",
+                data.len()
+            ));
+        }
+        let data: serde_json::Value = serde_json::from_str(data)
+            .map_err(|error| format!("a realtime event's data is not JSON: {error}"))?;
+        if !data.is_object() {
+            return Err("a realtime event's data is a JSON object".into());
+        }
+        Ok(data)
+    }
+
+    /// Buffers `sent` in the call's unit after the checks every realtime import makes.
+    fn buffer(
+        topic: &str,
+        user_id: Option<&str>,
+        sent: impl FnOnce(String) -> Realtime,
+    ) -> Result<(), String> {
+        with_host(|host| {
+            if !matches(&host.topics, topic) {
+                return Err(format!(
+                    "the topic {topic:?} matches none of the engine's topic patterns \
+                     (describe-topics)"
+                ));
+            }
+            if user_id.is_some_and(|user_id| user_id.is_empty() || user_id.len() > 200) {
+                return Err("a user id is 1 to 200 bytes".into());
+            }
+            let call = host.call()?;
+            let tenant_id = call.tenant_id.clone().unwrap_or_default();
+            call.realtime.push(sent(tenant_id));
+            Ok(())
+        })
+    }
+
+    /// `publish`.
+    pub fn publish(topic: &str, event_type: &str, data: &str) -> Result<(), String> {
+        let data = check_event(event_type, data)?;
+        buffer(topic, None, |tenant_id| {
+            Realtime::Event(RealtimeEvent {
+                tenant_id,
+                topic: topic.to_owned(),
+                user_id: None,
+                event_type: event_type.to_owned(),
+                data,
+            })
+        })
+    }
+
+    /// `publish-to-user`.
+    pub fn publish_to_user(
+        user_id: &str,
+        topic: &str,
+        event_type: &str,
+        data: &str,
+    ) -> Result<(), String> {
+        let data = check_event(event_type, data)?;
+        buffer(topic, Some(user_id), |tenant_id| {
+            Realtime::Event(RealtimeEvent {
+                tenant_id,
+                topic: topic.to_owned(),
+                user_id: Some(user_id.to_owned()),
+                event_type: event_type.to_owned(),
+                data,
+            })
+        })
+    }
+
+    /// `end-subscriptions`.
+    pub fn end_subscriptions(topic: &str, user_id: &str) -> Result<(), String> {
+        buffer(topic, Some(user_id), |tenant_id| {
+            Realtime::End(EndedSubscription {
+                tenant_id,
+                topic: topic.to_owned(),
+                user_id: user_id.to_owned(),
+            })
         })
     }
 }

@@ -38,12 +38,16 @@
 //! assert_eq!(host.stored("tenant-1", "count/ada"), Some(b"2".to_vec()));
 //! ```
 //!
-//! Each call is a unit of work as on the host: what a request writes, publishes and schedules
-//! is kept only when it answers 2xx or 3xx (a job, an event or a provisioning call: `Ok`); a
-//! panic is a trap (500, nothing kept). The state lives on the test's thread: every
+//! Each call is a unit of work as on the host: what a request writes, publishes (on the bus
+//! and to realtime topics) and schedules is kept only when it answers 2xx or 3xx (a job, an
+//! event or a provisioning call: `Ok`); a panic is a trap (500, nothing kept).
+//! [`TestHost::realtime_events`] reads what reached the engine's topics, and
+//! [`TestHost::authorize_subscription`] asks the engine whether a caller may subscribe. The state lives on the test's thread: every
 //! [`TestHost::new`] starts empty.
 
 pub mod fakes;
+#[cfg(test)]
+mod tests;
 
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -59,13 +63,37 @@ use crate::types::{Descriptor, Event, Job, TenantInfo, UserInfo};
 pub use fakes::log::Level;
 pub use fakes::mail_transport::OutgoingMail;
 pub use fakes::outbound_http::{OutboundRequest, OutboundResponse};
-pub use fakes::{PublishedEvent, ScheduledJob};
+pub use fakes::{EndedSubscription, PublishedEvent, RealtimeEvent, ScheduledJob};
 
 use fakes::{CannedResponse, with_host};
+
+/// The WIT caller of `ctx`.
+fn wit_caller(ctx: &Context) -> wit::Caller {
+    wit::Caller {
+        tenant_id: ctx.tenant_id.clone(),
+        workspace_id: ctx.workspace_id.clone(),
+        user_id: ctx.user_id.clone(),
+        role: ctx.role.clone(),
+        token_type: ctx.token_type.clone(),
+        correlation_id: ctx.correlation_id.clone(),
+    }
+}
 
 /// An engine `E` served by in-memory fakes of the host, on this thread.
 pub struct TestHost<E: Engine> {
     engine: PhantomData<E>,
+}
+
+/// What the host makes of a client's subscription to one of the engine's topics
+/// ([`TestHost::authorize_subscription`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subscription {
+    /// The engine's `authorize-subscription` said `true`: the client is subscribed.
+    Allowed,
+    /// It said `false`, or trapped: an `error` frame with status 403.
+    Forbidden,
+    /// None of the engine's topic patterns match: 404, without asking the engine.
+    UnknownTopic,
 }
 
 /// What a route answered.
@@ -103,10 +131,19 @@ impl<E: Engine> Default for TestHost<E> {
 impl<E: Engine> TestHost<E> {
     /// A host with nothing stored, the engine's declared settings at their defaults, its
     /// `outbound-hosts` allowed, no canned HTTP answers and no mail relay.
+    ///
+    /// Panics when the engine declares a malformed topic pattern ([`Engine::topics`]): the
+    /// host would not load it.
     pub fn new() -> Self {
         let descriptor = E::describe();
+        let topics: Vec<Vec<String>> = <Adapter<E>>::describe_topics()
+            .iter()
+            .map(|pattern| fakes::realtime::parse_pattern(pattern))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|error| panic!("the host would not load this engine: {error}"));
         with_host(|host| {
             *host = fakes::FakeHost::default();
+            host.topics = topics;
             host.outbound_hosts = descriptor.outbound_hosts;
             for setting in E::settings() {
                 if let Some(default) = setting.default_value {
@@ -128,6 +165,35 @@ impl<E: Engine> TestHost<E> {
     /// document.
     pub fn api(&self) -> serde_json::Value {
         serde_json::from_str(&<Adapter<E>>::describe_api()).unwrap_or_default()
+    }
+
+    /// The engine's topic patterns (`describe-topics`).
+    pub fn topics(&self) -> Vec<String> {
+        <Adapter<E>>::describe_topics()
+    }
+
+    /// Asks as the host does when `ctx`'s client subscribes to the engine's `topic` (named
+    /// without the engine code: `conversation.c1`): [`Subscription::UnknownTopic`] when no
+    /// pattern of [`topics`](Self::topics) matches it, else the engine's
+    /// `authorize-subscription`, called as a read-only call of its own (what it writes or
+    /// publishes is not kept; a trap refuses).
+    pub fn authorize_subscription(&self, ctx: &Context, topic: &str) -> Subscription {
+        let known = with_host(|host| fakes::realtime::matches(&host.topics, topic));
+        if !known {
+            return Subscription::UnknownTopic;
+        }
+        let caller = wit_caller(ctx);
+        let topic = topic.to_owned();
+        let answered = self.call(
+            Some(&ctx.tenant_id),
+            Some(&ctx.user_id),
+            || <Adapter<E>>::authorize_subscription(caller, topic),
+            |_| false,
+        );
+        match answered {
+            Ok(true) => Subscription::Allowed,
+            Ok(false) | Err(_) => Subscription::Forbidden,
+        }
     }
 
     /// Sets a setting as the operator would (`TESSERA_ENGINES__<CODE>__<NAME>`), or one of the
@@ -267,14 +333,7 @@ impl<E: Engine> TestHost<E> {
         let (path, query) = path_and_query
             .split_once('?')
             .unwrap_or((path_and_query, ""));
-        let caller = wit::Caller {
-            tenant_id: ctx.tenant_id.clone(),
-            workspace_id: ctx.workspace_id.clone(),
-            user_id: ctx.user_id.clone(),
-            role: ctx.role.clone(),
-            token_type: ctx.token_type.clone(),
-            correlation_id: ctx.correlation_id.clone(),
-        };
+        let caller = wit_caller(ctx);
         let request = wit::Request {
             method: method.to_owned(),
             path: path.to_owned(),
@@ -435,6 +494,39 @@ impl<E: Engine> TestHost<E> {
     /// them to the other engines subscribed, never back to the engine that published them.
     pub fn published(&self) -> Vec<PublishedEvent> {
         with_host(|host| host.published.clone())
+    }
+
+    /// The realtime events the engine published (`publish`, `publish-to-user`), committed
+    /// ones only, in order: what the host delivers to the topics' subscribers.
+    pub fn realtime_events(&self) -> Vec<RealtimeEvent> {
+        with_host(|host| {
+            host.realtime
+                .iter()
+                .filter_map(|sent| match sent {
+                    fakes::Realtime::Event(event) => Some(event.clone()),
+                    fakes::Realtime::End(_) => None,
+                })
+                .collect()
+        })
+    }
+
+    /// The subscriptions the engine ended (`end-subscriptions`), committed ones only, in order.
+    pub fn ended_subscriptions(&self) -> Vec<EndedSubscription> {
+        with_host(|host| {
+            host.realtime
+                .iter()
+                .filter_map(|sent| match sent {
+                    fakes::Realtime::End(ended) => Some(ended.clone()),
+                    fakes::Realtime::Event(_) => None,
+                })
+                .collect()
+        })
+    }
+
+    /// Forgets the realtime events and ended subscriptions captured so far, so a test can look
+    /// at what the next calls send.
+    pub fn clear_realtime(&self) {
+        with_host(|host| host.realtime.clear());
     }
 
     /// The outbound requests the engine made.
