@@ -710,3 +710,43 @@ async fn a_component_of_the_0_1_world_still_loads_and_routes() {
     assert!(!paths.keys().any(|path| path.starts_with("/legacy/")));
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_of_the_0_2_world_still_loads_and_routes() {
+    let app = spawn_app_with_plugins(Backend::Sqlite, &["legacy-v0-2"]).await;
+    let tenant_id = tenant();
+    let token = app.token(&tenant_id, "u", "editor").await;
+    // Its imports reach the host through the 0.2 interfaces: storage keeps the counter, and
+    // its own setting answers with the declared default.
+    for counter in [1, 2] {
+        let hello =
+            json_with_status(app.get_as("/legacy-v0-2/api/v1/hello", &token).await, 200).await;
+        assert_eq!(
+            hello["data"],
+            serde_json::json!({
+                "world": "0.2.0",
+                "tenant_id": tenant_id,
+                "counter": counter,
+                "greeting": "hello",
+            })
+        );
+    }
+    json_with_status(app.get_as("/legacy-v0-2/api/v1/nope", &token).await, 404).await;
+
+    let owner = app
+        .token(&tenant_id, &uuid::Uuid::new_v4().to_string(), "owner")
+        .await;
+    let details = json_with_status(
+        app.get_as("/core/api/v1/engines/legacy-v0-2", &owner).await,
+        200,
+    )
+    .await;
+    assert_eq!(details["data"]["world"], "0.2.0");
+    assert_eq!(details["data"]["operations"], 1);
+    assert_eq!(details["data"]["settings"][0]["name"], "greeting");
+    assert_eq!(details["data"]["settings"][0]["value"], "hello");
+    // Its description is merged into the document as a 0.3 engine's is.
+    let document = json_with_status(app.get("/api/openapi.json").await, 200).await;
+    assert!(document["paths"]["/legacy-v0-2/api/v1/hello"]["get"].is_object());
+    app.stop().await;
+}
