@@ -1,6 +1,9 @@
 //! Conversations, messages and members (CONTRACT §7). They exist so that the subscribable
 //! events really happen: each change commits with its webhook deliveries (`changes.rs`).
 //!
+//! Each change is also published to chat's realtime topics after it (`topics.rs`): messages
+//! with their text to those who may read the conversation, unlike webhooks.
+//!
 //! Access: the default conversation is open to everyone in the tenant; another one to its
 //! members and to owners. Writing needs a writer (owner or editor, not a guest token). A message
 //! is edited by its author only and deleted by its author or an owner.
@@ -15,6 +18,7 @@ use tessera_sdk::{
 use crate::batch::Batch;
 use crate::changes;
 use crate::events::ChatEvent;
+use crate::topics;
 use crate::{new_ordered_id, object_body};
 
 /// Longest conversation title, in characters.
@@ -41,7 +45,8 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    fn may_read(&self, ctx: &Context) -> bool {
+    /// The REST API's read rule, which realtime subscriptions follow too (`topics.rs`).
+    pub fn may_read(&self, ctx: &Context) -> bool {
         self.is_default || ctx.is_owner() || self.member_ids.contains(&ctx.user_id)
     }
 
@@ -184,6 +189,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("conversation.created", &conversation.id).user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
+    topics::joined(&conversation, &conversation.member_ids)?;
     Ok(Response::created(&conversation))
 }
 
@@ -275,6 +281,7 @@ pub fn post_message(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(message_key(&conversation.id, &message.id), &message)?;
     changes::commit_with(batch, &ctx.tenant_id, &chat_events)?;
+    topics::message("message.created", &message)?;
     Ok(Response::created(&message))
 }
 
@@ -298,6 +305,7 @@ pub fn edit_message(ctx: &Context, req: &Request) -> HandlerResult {
         .message(&message.id)
         .user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
+    topics::message("message.updated", &message)?;
     Ok(Response::ok(&message))
 }
 
@@ -315,6 +323,7 @@ pub fn delete_message(ctx: &Context, req: &Request) -> HandlerResult {
         .message(&message.id)
         .user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
+    topics::message("message.deleted", &message)?;
     Ok(Response::no_content())
 }
 
@@ -347,6 +356,7 @@ pub fn add_member(ctx: &Context, req: &Request) -> HandlerResult {
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("member.added", &conversation.id).user(&user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
+    topics::member_added(&conversation, &user_id)?;
     Ok(Response::created(&Membership {
         conversation_id: &conversation.id,
         user_id: &user_id,
@@ -372,5 +382,6 @@ pub fn remove_member(ctx: &Context, req: &Request) -> HandlerResult {
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("member.removed", &conversation.id).user(&user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
+    topics::member_removed(&conversation.id, &user_id)?;
     Ok(Response::no_content())
 }

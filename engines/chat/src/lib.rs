@@ -1,7 +1,7 @@
 //! The Chat engine: a tenant's conversations, messages and members, and the chat webhooks of
 //! the API spec (signed deliveries with retries, a dead letter queue and automatic disabling),
 //! built only on the engine world's imports: storage, the durable scheduler, outbound HTTP,
-//! the vault and the event bus.
+//! the vault, the event bus and realtime.
 //!
 //! Every chat event (`message.*`, `conversation.*`, `member.*`, `notification.created`) is
 //! published on the host's bus and becomes one delivery per active webhook subscribed to it,
@@ -9,6 +9,9 @@
 //! of its first attempt (`changes.rs`). What reads all of a webhook's deliveries (resuming the
 //! parked ones when it is enabled again, purging them when it is deleted) runs a chunk per job
 //! on the durable scheduler, within the host's scan budget per call (`webhooks/jobs.rs`).
+//! Clients follow conversations live on chat's realtime topics, `chat.conversation.<id>` and
+//! `chat.me` (`topics.rs`), whose events carry message text where webhooks carry identifiers.
+//!
 //! Storage layout (tenant-scoped by the host):
 //!
 //! | key | value |
@@ -26,13 +29,16 @@ mod batch;
 mod changes;
 mod conversations;
 mod events;
+#[cfg(test)]
+mod realtime_tests;
+mod topics;
 mod webhooks;
 
 use conversations::{MAX_BODY_CHARS, MAX_INITIAL_MEMBERS, MAX_MENTIONS, MAX_TITLE_CHARS};
 use tessera_sdk::serde_json::{Map, Value, json};
 use tessera_sdk::{
-    ApiError, Descriptor, Engine, HostError, Job, Operation, Request, Router, TenantInfo, storage,
-    tenancy, time,
+    ApiError, Context, Descriptor, Engine, HostError, Job, Operation, Request, Router, TenantInfo,
+    storage, tenancy, time,
 };
 use webhooks::{MAX_SECRET_CHARS, MAX_URL_CHARS, MAX_WEBHOOKS, MIN_SECRET_CHARS};
 
@@ -99,6 +105,14 @@ impl Engine for Chat {
             .outbound_hosts(&["https://*:*"])
     }
 
+    fn topics() -> Vec<String> {
+        topics::TOPICS.map(String::from).to_vec()
+    }
+
+    fn authorize_subscription(caller: &Context, topic: &str) -> bool {
+        topics::authorize(caller, topic)
+    }
+
     fn router() -> Router {
         Router::new()
             .get("/api/v1/status", |ctx, req| tenancy::status(CODE, ctx, req))
@@ -118,7 +132,8 @@ impl Engine for Chat {
             .doc(
                 Operation::new("Create a conversation")
                     .description(
-                        "The caller becomes its first member. Emits `conversation.created`.",
+                        "The caller becomes its first member. Emits `conversation.created`, \
+                         and publishes it to each member's realtime topic `chat.me`.",
                     )
                     .body::<api::ConversationCreate>()
                     .created::<api::Conversation>()
@@ -173,7 +188,8 @@ impl Engine for Chat {
                 Operation::new("Post a message")
                     .description(&format!(
                         "Emits `message.created`, and `notification.created` for each user \
-                         mentioned as `@<user_id>` (at most {MAX_MENTIONS} per message)."
+                         mentioned as `@<user_id>` (at most {MAX_MENTIONS} per message). The \
+                         message is published to the realtime topic `chat.conversation.<id>`."
                     ))
                     .path_parameter("id", CONVERSATION_ID)
                     .body::<api::MessageBody>()
@@ -191,7 +207,10 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Edit a message (its author only)")
-                    .description("Emits `message.updated`.")
+                    .description(
+                        "Emits `message.updated`, and publishes the message to the realtime \
+                         topic `chat.conversation.<id>`.",
+                    )
                     .path_parameter("id", CONVERSATION_ID)
                     .path_parameter("message_id", "The message id")
                     .body::<api::MessageBody>()
@@ -213,7 +232,10 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Delete a message (its author or an owner)")
-                    .description("Emits `message.deleted`.")
+                    .description(
+                        "Emits `message.deleted`, and publishes the message as it was to the \
+                         realtime topic `chat.conversation.<id>`.",
+                    )
                     .path_parameter("id", CONVERSATION_ID)
                     .path_parameter("message_id", "The message id")
                     .no_content()
@@ -230,7 +252,11 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Add a member to a conversation")
-                    .description("Emits `member.added`.")
+                    .description(
+                        "Emits `member.added`, publishes it to the realtime topic \
+                         `chat.conversation.<id>` and `conversation.created` to the new member's \
+                         `chat.me`.",
+                    )
                     .path_parameter("id", CONVERSATION_ID)
                     .body::<api::MemberAdd>()
                     .created::<api::Membership>()
@@ -249,7 +275,11 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("Remove a member from a conversation")
-                    .description("Emits `member.removed`.")
+                    .description(
+                        "Emits `member.removed`, publishes it to the realtime topic \
+                         `chat.conversation.<id>`, and ends the removed member's subscriptions \
+                         to that topic.",
+                    )
                     .path_parameter("id", CONVERSATION_ID)
                     .path_parameter("user_id", "The member's user id")
                     .no_content()

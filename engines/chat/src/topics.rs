@@ -1,0 +1,126 @@
+//! Chat's realtime topics (CONTRACT §9), which clients subscribe to as `chat.<topic>`:
+//!
+//! | topic | who may subscribe | events, `data` |
+//! |---|---|---|
+//! | `conversation.<id>` | whoever may read the conversation through the REST API: everyone in the tenant for the default conversation, its members and owners for another | `message.created`, `message.updated`, `message.deleted`: the message as the REST API answers it, `body` included; `member.added`, `member.removed`: `{conversation_id, user_id}` |
+//! | `me` | every user of the tenant, guests included: each hears only their own events | `conversation.created`, when the user joins a conversation (creates it, is among its first members or is added): the conversation as the REST API answers it, without `member_ids` |
+//!
+//! A member removed from a conversation has their subscriptions to it ended (an `error` frame
+//! with status 403); subscribing again asks [`authorize`] again (an owner, who reads every
+//! conversation, may). Everything here is published
+//! in the call's unit of work, after the change and its webhook deliveries: subscribers hear
+//! of a change only if it commits. Unlike webhooks and the event bus, which carry identifiers
+//! only, realtime events carry text, and only to subscribers who may read it.
+//!
+//! `data` stays well under the host's 64 KiB: a message body is at most 10,000 characters, and
+//! no event lists a conversation's members (a conversation may have any number).
+
+use serde::Serialize;
+use tessera_sdk::{Context, HostError, realtime, storage};
+
+use crate::conversations::{Conversation, Message};
+
+/// The topic patterns chat owns (`describe-topics`).
+pub const TOPICS: [&str; 2] = ["conversation.*", ME];
+
+/// Each user's own topic.
+const ME: &str = "me";
+
+/// The topic of conversation `id`.
+pub fn conversation_topic(id: &str) -> String {
+    format!("conversation.{id}")
+}
+
+/// Whether `caller` may subscribe to `topic`: the REST API's read rules.
+///
+/// - `conversation.<id>`: the conversation exists and the caller may read it
+///   ([`Conversation::may_read`]: the default conversation, or a member, or an owner).
+/// - `me`: any user. It carries only `conversation.created` for conversations the user joins,
+///   which the REST API lists to them (`GET /conversations`), guests included: a guest reads
+///   the conversations it is a member of.
+pub fn authorize(caller: &Context, topic: &str) -> bool {
+    if topic == ME {
+        return true;
+    }
+    let Some(id) = topic.strip_prefix("conversation.") else {
+        return false;
+    };
+    match storage::get_json::<Conversation>(&format!("conversations/{id}")) {
+        Ok(Some(conversation)) => conversation.may_read(caller),
+        _ => false,
+    }
+}
+
+/// Publishes `message.created`, `message.updated` or `message.deleted` with the message (as
+/// it is now; as it was, for a deletion) to its conversation's topic.
+pub fn message(event_type: &str, message: &Message) -> Result<(), HostError> {
+    realtime::publish(
+        &conversation_topic(&message.conversation_id),
+        event_type,
+        message,
+    )
+}
+
+/// `data` of `member.added` and `member.removed`.
+#[derive(Serialize)]
+struct Member<'a> {
+    conversation_id: &'a str,
+    user_id: &'a str,
+}
+
+/// `data` of `conversation.created` on `me`: the conversation without its members.
+#[derive(Serialize)]
+struct Joined<'a> {
+    id: &'a str,
+    title: &'a str,
+    slug: Option<&'a str>,
+    is_default: bool,
+    created_by: Option<&'a str>,
+    created_at: &'a str,
+    updated_at: &'a str,
+}
+
+/// Tells each of `user_ids` on their `me` topic that they joined `conversation`.
+pub fn joined(conversation: &Conversation, user_ids: &[String]) -> Result<(), HostError> {
+    let data = Joined {
+        id: &conversation.id,
+        title: &conversation.title,
+        slug: conversation.slug.as_deref(),
+        is_default: conversation.is_default,
+        created_by: conversation.created_by.as_deref(),
+        created_at: &conversation.created_at,
+        updated_at: &conversation.updated_at,
+    };
+    for user_id in user_ids {
+        realtime::publish_to_user(user_id, ME, "conversation.created", &data)?;
+    }
+    Ok(())
+}
+
+/// Publishes `member.added` to the conversation's topic, and tells the new member on `me`.
+pub fn member_added(conversation: &Conversation, user_id: &str) -> Result<(), HostError> {
+    realtime::publish(
+        &conversation_topic(&conversation.id),
+        "member.added",
+        &Member {
+            conversation_id: &conversation.id,
+            user_id,
+        },
+    )?;
+    joined(conversation, &[user_id.to_owned()])
+}
+
+/// Publishes `member.removed` to the conversation's topic (the removed member, still
+/// subscribed, hears it too), then ends the removed member's subscriptions to it.
+pub fn member_removed(conversation_id: &str, user_id: &str) -> Result<(), HostError> {
+    let topic = conversation_topic(conversation_id);
+    realtime::publish(
+        &topic,
+        "member.removed",
+        &Member {
+            conversation_id,
+            user_id,
+        },
+    )?;
+    realtime::end_subscriptions(&topic, user_id)
+}
