@@ -369,7 +369,11 @@ impl EngineTopics for EngineRealtime {
                 correlation_id: uuid::Uuid::now_v7().to_string(),
             };
             Ok(
-                match self.engines.authorize_subscription(&subscriber, topic).await? {
+                match self
+                    .engines
+                    .authorize_subscription(&subscriber, topic)
+                    .await?
+                {
                     TopicDecision::Allowed => EngineTopicAccess::Allowed,
                     TopicDecision::Forbidden => EngineTopicAccess::Forbidden,
                     TopicDecision::Unknown => EngineTopicAccess::Unknown,

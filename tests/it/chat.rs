@@ -198,16 +198,16 @@ async fn chat_host(
 }
 
 /// A tenant provisioned on the chat engine with an owner, an editor and a viewer.
-struct Tenant {
-    id: String,
-    owner: String,
-    owner_id: String,
-    editor: String,
-    editor_id: String,
-    viewer: String,
+pub(crate) struct Tenant {
+    pub(crate) id: String,
+    pub(crate) owner: String,
+    pub(crate) owner_id: String,
+    pub(crate) editor: String,
+    pub(crate) editor_id: String,
+    pub(crate) viewer: String,
 }
 
-async fn provision_user(app: &TestApp, tenant_id: &str, user_id: &str) {
+pub(crate) async fn provision_user(app: &TestApp, tenant_id: &str, user_id: &str) {
     let body = json!({
         "tenant_id": tenant_id, "user_id": user_id, "email": format!("{user_id}@example.com"),
         "first_name": "Test", "last_name": "User", "type": "user",
@@ -218,7 +218,7 @@ async fn provision_user(app: &TestApp, tenant_id: &str, user_id: &str) {
     json_with_status(response, 200).await;
 }
 
-async fn tenant(app: &TestApp) -> Tenant {
+pub(crate) async fn tenant(app: &TestApp) -> Tenant {
     let id = uuid::Uuid::new_v4().to_string();
     let response = app
         .post_signed(
@@ -268,7 +268,12 @@ pub(crate) async fn general_conversation(app: &TestApp, token: &str) -> String {
         .to_owned()
 }
 
-async fn post_message(app: &TestApp, token: &str, conversation_id: &str, text: &str) -> Value {
+pub(crate) async fn post_message(
+    app: &TestApp,
+    token: &str,
+    conversation_id: &str,
+    text: &str,
+) -> Value {
     let response = app
         .post_as(
             &format!("/chat/api/v1/conversations/{conversation_id}/messages"),

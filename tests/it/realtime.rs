@@ -27,7 +27,7 @@ fn python() -> PathBuf {
 }
 
 /// A running Python client, read line by line.
-struct Client {
+pub(crate) struct Client {
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
 }
@@ -49,7 +49,7 @@ impl Client {
     }
 
     /// The next line the client printed, within `seconds`.
-    async fn next(&mut self, seconds: u64) -> Value {
+    pub(crate) async fn next(&mut self, seconds: u64) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(seconds), self.lines.next_line())
             .await
             .expect("the client printed nothing in time")
@@ -59,7 +59,7 @@ impl Client {
     }
 
     /// The next line whose `op` is not `subscribed`/`pong` and the subscribed topics seen.
-    async fn next_event(&mut self, seconds: u64) -> Value {
+    pub(crate) async fn next_event(&mut self, seconds: u64) -> Value {
         loop {
             let line = self.next(seconds).await;
             if !matches!(line["op"].as_str(), Some("subscribed" | "pong")) {
@@ -69,15 +69,23 @@ impl Client {
     }
 
     /// Waits for `count` `subscribed` frames.
-    async fn subscribed(&mut self, count: usize) {
+    pub(crate) async fn subscribed(&mut self, count: usize) {
         for _ in 0..count {
             let line = self.next(20).await;
             assert_eq!(line["op"], "subscribed", "{line}");
         }
     }
 
+    /// Asserts the client prints nothing within `seconds`.
+    pub(crate) async fn expect_silence(&mut self, seconds: u64) {
+        let line = tokio::time::timeout(Duration::from_secs(seconds), self.lines.next_line()).await;
+        if let Ok(Ok(Some(line))) = line {
+            panic!("expected nothing, got {line}");
+        }
+    }
+
     /// Ends the client at once: its connection is cut without a close handshake.
-    async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         self.child.kill().await.unwrap();
     }
 }
@@ -87,7 +95,7 @@ fn ws_url(app: &TestApp, query: &str) -> String {
         .replacen("http://", "ws://", 1)
 }
 
-fn ws(app: &TestApp, token: &str, topics: &[&str], extra: &[&str]) -> Client {
+pub(crate) fn ws(app: &TestApp, token: &str, topics: &[&str], extra: &[&str]) -> Client {
     let mut arguments = vec![
         "ws".to_owned(),
         ws_url(app, ""),
@@ -99,7 +107,7 @@ fn ws(app: &TestApp, token: &str, topics: &[&str], extra: &[&str]) -> Client {
     Client::start(&arguments)
 }
 
-fn sse(app: &TestApp, token: &str, topics: &str, extra: &[&str]) -> Client {
+pub(crate) fn sse(app: &TestApp, token: &str, topics: &str, extra: &[&str]) -> Client {
     let mut arguments = vec![
         "sse".to_owned(),
         app.url(&format!("/core/api/v1/realtime/events?topics={topics}")),

@@ -71,11 +71,11 @@ impl Guest {
         let permissions: Vec<wit::Permission> =
             forward_since_0_2!(self, store, call_describe_permissions, Vec::new())?;
         Ok(permissions
-                .into_iter()
-                .map(|permission| match permission {
-                    wit::Permission::SendMail => tessera_wire::engine::Permission::SendMail,
-                })
-                .collect())
+            .into_iter()
+            .map(|permission| match permission {
+                wit::Permission::SendMail => tessera_wire::engine::Permission::SendMail,
+            })
+            .collect())
     }
 
     /// The settings the engine declares; none from a 0.1 engine.
@@ -87,20 +87,20 @@ impl Guest {
         let settings: Vec<wit::Setting> =
             forward_since_0_2!(self, store, call_describe_settings, Vec::new())?;
         Ok(settings
-                .into_iter()
-                .map(|setting| Setting {
-                    name: setting.name,
-                    kind: match setting.kind {
-                        wit::SettingKind::Text => SettingKind::Text,
-                        wit::SettingKind::Integer => SettingKind::Integer,
-                        wit::SettingKind::Boolean => SettingKind::Boolean,
-                        wit::SettingKind::IntegerList => SettingKind::IntegerList,
-                    },
-                    default_value: setting.default_value,
-                    description: setting.description,
-                    secret: setting.secret,
-                })
-                .collect())
+            .into_iter()
+            .map(|setting| Setting {
+                name: setting.name,
+                kind: match setting.kind {
+                    wit::SettingKind::Text => SettingKind::Text,
+                    wit::SettingKind::Integer => SettingKind::Integer,
+                    wit::SettingKind::Boolean => SettingKind::Boolean,
+                    wit::SettingKind::IntegerList => SettingKind::IntegerList,
+                },
+                default_value: setting.default_value,
+                description: setting.description,
+                secret: setting.secret,
+            })
+            .collect())
     }
 
     /// The topic patterns the engine owns; none before 0.3.

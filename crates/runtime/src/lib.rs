@@ -23,6 +23,7 @@ pub mod registry;
 pub mod lifecycle;
 pub mod lifecycle_routes;
 pub mod mail_transport;
+mod older_worlds;
 pub mod outbound;
 pub mod published;
 pub mod realtime;
@@ -35,7 +36,6 @@ pub mod warm_instances;
 pub mod watcher;
 pub mod work;
 mod work_queue;
-mod older_worlds;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 macro_rules! delegate_to_current_world {
     ($version:ident) => {
         mod $version {
-            use crate::bindings::{$version::tessera::engine as old, v0_3::tessera::engine as new};
+            use crate::bindings::{v0_3::tessera::engine as new, $version::tessera::engine as old};
             use crate::imports::StoreState;
 
             type Outcome<T> = wasmtime::Result<Result<T, String>>;
@@ -98,7 +98,11 @@ macro_rules! delegate_to_current_world {
                     new::blobs::Host::get(self, key).await
                 }
 
-                async fn delete(&mut self, keys: Vec<String>, deletes: Vec<String>) -> Outcome<u64> {
+                async fn delete(
+                    &mut self,
+                    keys: Vec<String>,
+                    deletes: Vec<String>,
+                ) -> Outcome<u64> {
                     new::blobs::Host::delete(self, keys, deletes).await
                 }
 
@@ -208,7 +212,11 @@ macro_rules! delegate_to_current_world {
             }
 
             impl old::log::Host for StoreState {
-                async fn log(&mut self, level: old::log::Level, message: String) -> wasmtime::Result<()> {
+                async fn log(
+                    &mut self,
+                    level: old::log::Level,
+                    message: String,
+                ) -> wasmtime::Result<()> {
                     let level = match level {
                         old::log::Level::Trace => new::log::Level::Trace,
                         old::log::Level::Debug => new::log::Level::Debug,

@@ -203,7 +203,11 @@ impl RealtimeFeed {
     }
 
     /// Up to `limit` events after `after`, in commit order, below the head.
-    pub async fn after(&self, after: FeedPosition, limit: u32) -> anyhow::Result<Vec<PublishedRow>> {
+    pub async fn after(
+        &self,
+        after: FeedPosition,
+        limit: u32,
+    ) -> anyhow::Result<Vec<PublishedRow>> {
         realtime_events::after(&self.database, after, limit).await
     }
 
@@ -238,8 +242,8 @@ impl RealtimeFeed {
     /// Deletes what the retention no longer keeps ([`RETENTION`], [`RETAINED_PER_TOPIC`]);
     /// how many events.
     pub async fn prune(&self) -> anyhow::Result<u64> {
-        let cutoff = chrono::Utc::now()
-            - chrono::Duration::from_std(RETENTION).expect("the retention fits");
+        let cutoff =
+            chrono::Utc::now() - chrono::Duration::from_std(RETENTION).expect("the retention fits");
         self.prune_older_than(cutoff, RETAINED_PER_TOPIC).await
     }
 
@@ -293,13 +297,21 @@ mod tests {
     #[test]
     fn publications_need_a_declared_topic_an_event_type_and_a_json_object() {
         let chat = patterns(&["conversation.*"]);
-        assert!(check_publication(&chat, "conversation.c1", Some(("message.created", "{}"))).is_ok());
+        assert!(
+            check_publication(&chat, "conversation.c1", Some(("message.created", "{}"))).is_ok()
+        );
         assert!(check_publication(&chat, "other", Some(("message.created", "{}"))).is_err());
         assert!(check_publication(&chat, "conversation.c1", Some(("Bad Type", "{}"))).is_err());
-        assert!(check_publication(&chat, "conversation.c1", Some(("message.created", "[1]"))).is_err());
-        assert!(check_publication(&chat, "conversation.c1", Some(("message.created", "{"))).is_err());
+        assert!(
+            check_publication(&chat, "conversation.c1", Some(("message.created", "[1]"))).is_err()
+        );
+        assert!(
+            check_publication(&chat, "conversation.c1", Some(("message.created", "{"))).is_err()
+        );
         let big = format!("{{\"body\":\"{}\"}}", "x".repeat(MAX_DATA_BYTES));
-        assert!(check_publication(&chat, "conversation.c1", Some(("message.created", &big))).is_err());
+        assert!(
+            check_publication(&chat, "conversation.c1", Some(("message.created", &big))).is_err()
+        );
         assert!(check_publication(&chat, "conversation.c1", None).is_ok());
     }
 }

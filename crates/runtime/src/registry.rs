@@ -321,14 +321,23 @@ impl EngineRegistry {
         }
         let caller = subscriber.to_wit();
         let timeout = self.runtime.config().limits_of(code).handle_timeout;
-        let scope = engine.scope(&subscriber.tenant_id, Some(subscriber.correlation_id.clone()));
+        let scope = engine.scope(
+            &subscriber.tenant_id,
+            Some(subscriber.correlation_id.clone()),
+        );
         let answer = self
             .runtime
-            .call(&engine.pre, scope, timeout, |_| false, async |guest, store| {
-                guest
-                    .call_authorize_subscription(store, &caller, name)
-                    .await
-            })
+            .call(
+                &engine.pre,
+                scope,
+                timeout,
+                |_| false,
+                async |guest, store| {
+                    guest
+                        .call_authorize_subscription(store, &caller, name)
+                        .await
+                },
+            )
             .await;
         match answer {
             Ok(true) => Ok(TopicDecision::Allowed),
@@ -571,8 +580,9 @@ impl EngineRegistry {
             self.operator_settings.get(&descriptor.code),
         )
         .map_err(|error| anyhow::anyhow!("the engine {:?}: {error}", descriptor.code))?;
-        let topics = TopicPatterns::parse(&declared_topics)
-            .map_err(|error| anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code))?;
+        let topics = TopicPatterns::parse(&declared_topics).map_err(|error| {
+            anyhow::anyhow!("the engine {:?} declares {error}", descriptor.code)
+        })?;
         let may_send_mail = self.runtime.services().mail_transport.grants(
             &descriptor.code,
             permissions.contains(&tessera_wire::engine::Permission::SendMail),

@@ -59,8 +59,11 @@ pub trait EngineTopics: Send + Sync + 'static {
     fn head(&self) -> PortFuture<'_, anyhow::Result<LogPosition>>;
 
     /// Up to `limit` events after `after`, in commit order.
-    fn after(&self, after: LogPosition, limit: u32)
-    -> PortFuture<'_, anyhow::Result<Vec<EngineEvent>>>;
+    fn after(
+        &self,
+        after: LogPosition,
+        limit: u32,
+    ) -> PortFuture<'_, anyhow::Result<Vec<EngineEvent>>>;
 
     /// Up to `limit` events of `topic` in `tenant_id` heard by `user_id`, after `after` and
     /// not after `until`; `None` when the retention deleted some after `after` (reset).

@@ -627,8 +627,9 @@ impl Hub {
                 if tokio::time::Instant::now() >= prune_at {
                     prune_at = tokio::time::Instant::now() + PRUNE_INTERVAL;
                     match engines.prune().await {
-                        Ok(pruned) => metrics::counter!("tessera_realtime_pruned_total")
-                            .increment(pruned),
+                        Ok(pruned) => {
+                            metrics::counter!("tessera_realtime_pruned_total").increment(pruned)
+                        }
                         Err(error) => tracing::warn!(
                             error = format!("{error:#}"),
                             "realtime failed to prune the engines' stream"

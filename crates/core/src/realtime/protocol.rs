@@ -194,7 +194,10 @@ mod tests {
         let pair = decode_cursor(&encode_pair(position, other)).unwrap();
         assert_eq!((pair.log, pair.engines), (Some(position), Some(other)));
         assert_eq!(decode_cursor("e42"), None);
-        assert_eq!(decode_cursor(&format!("{}.{}", "0".repeat(32), "0".repeat(32))), None);
+        assert_eq!(
+            decode_cursor(&format!("{}.{}", "0".repeat(32), "0".repeat(32))),
+            None
+        );
         assert_eq!(decode_cursor("42"), None);
         assert_eq!(decode_cursor(&"g".repeat(32)), None);
     }

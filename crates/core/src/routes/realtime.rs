@@ -193,12 +193,12 @@ async fn events(
             .ok_or_else(|| invalid("Last-Event-ID", "Not a cursor of this host"))?,
     };
     session::authorize_all(&inputs, &viewer.caller, &names)
-    .await
-    .map_err(|(status, message)| match status {
-        403 => ApiError::Forbidden,
-        404 => ApiError::not_found("Topic"),
-        _ => ApiError::Internal(anyhow::anyhow!(message)),
-    })?;
+        .await
+        .map_err(|(status, message)| match status {
+            403 => ApiError::Forbidden,
+            404 => ApiError::not_found("Topic"),
+            _ => ApiError::Internal(anyhow::anyhow!(message)),
+        })?;
     let (link, queue, registration) = inputs
         .hub
         .connect_events(&viewer.caller.tenant_id, &viewer.caller.user_id, since)

@@ -95,7 +95,9 @@ const COLUMNS: &str =
 pub async fn insert_in(tx: &mut Tx, rows: &[NewPublished<'_>]) -> anyhow::Result<()> {
     for row in rows {
         let (kind, event_type, data) = match row.kind {
-            PublishedKind::Event { event_type, data } => ("event", event_type.as_str(), data.as_str()),
+            PublishedKind::Event { event_type, data } => {
+                ("event", event_type.as_str(), data.as_str())
+            }
             PublishedKind::End => ("end", "", ""),
         };
         on_tx!(tx, conn => sqlx::query(
@@ -123,11 +125,9 @@ pub async fn insert_in(tx: &mut Tx, rows: &[NewPublished<'_>]) -> anyhow::Result
 pub async fn head(database: &Database) -> anyhow::Result<FeedPosition> {
     let row: Option<(i64, i64)> = match database.pool() {
         Pool::Sqlite(pool) => {
-            sqlx::query_as(
-                "SELECT 0, position FROM realtime_events ORDER BY position DESC LIMIT 1",
-            )
-            .fetch_optional(pool)
-            .await
+            sqlx::query_as("SELECT 0, position FROM realtime_events ORDER BY position DESC LIMIT 1")
+                .fetch_optional(pool)
+                .await
         }
         Pool::Postgres(pool) => {
             sqlx::query_as(
@@ -140,12 +140,14 @@ pub async fn head(database: &Database) -> anyhow::Result<FeedPosition> {
         }
     }
     .context("reading the head of the realtime feed")?;
-    Ok(row.map_or(FeedPosition::default(), |(transaction_id, position)| {
-        FeedPosition {
-            transaction_id,
-            position,
-        }
-    }))
+    Ok(
+        row.map_or(FeedPosition::default(), |(transaction_id, position)| {
+            FeedPosition {
+                transaction_id,
+                position,
+            }
+        }),
+    )
 }
 
 /// Up to `limit` rows after `after`, in reading order, that every later commit follows.

@@ -6,6 +6,8 @@
 //!   `{id, mode}` (which the `listener` test engine records), then by `mode`: `commit` → 201,
 //!   `trap` → panics, `fail` → 500, `reject` → 422, `reject-kept` → 422 after committing
 //!   (`storage::commit_now`).
+//!   It also publishes `unit.written` `{id, mode}` to its realtime topic `trapper.units`
+//!   (members may subscribe, guests not), so realtime delivers exactly the committed ones.
 //! - `GET /api/v1/units` → 200 `{"data": [id, …]}`: the ids stored.
 //! - `POST /api/v1/own-writes/seed` stores `own/a`=1, `own/b`=2, `own/c`=3 and `count`=10;
 //!   `POST /api/v1/own-writes` then writes, reads, scans, counts, compares and deletes in one
@@ -15,6 +17,7 @@ use tessera_sdk::serde_json::{Value, json};
 use tessera_sdk::storage::{self, Transaction};
 use tessera_sdk::{
     ApiError, Context, Descriptor, Engine, HandlerResult, Request, Response, Router, events,
+    realtime,
 };
 
 struct Trapper;
@@ -22,6 +25,14 @@ struct Trapper;
 impl Engine for Trapper {
     fn describe() -> Descriptor {
         Descriptor::new("trapper", "Trapper", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn topics() -> Vec<String> {
+        vec!["units".to_owned()]
+    }
+
+    fn authorize_subscription(caller: &Context, topic: &str) -> bool {
+        topic == "units" && !caller.is_guest()
     }
 
     fn handle(ctx: &Context, request: Request) -> Response {
@@ -50,6 +61,7 @@ fn unit(_ctx: &Context, request: &Request) -> HandlerResult {
         .to_owned();
     storage::set(&format!("units/{id}"), id.as_bytes())?;
     events::publish("ping.unit", &json!({ "id": id, "mode": mode }))?;
+    realtime::publish("units", "unit.written", &json!({ "id": id, "mode": mode }))?;
     match mode.as_str() {
         "commit" => Ok(Response::created(&json!({ "id": id }))),
         "trap" => panic!("trapper: trapping after writing and publishing"),
