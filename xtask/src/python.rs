@@ -22,7 +22,7 @@ pub const WEBSOCKETS_VERSION: &str = "15.0.1";
 pub const HTTPX_VERSION: &str = "0.28.1";
 pub const HTTPX_SSE_VERSION: &str = "0.4.0";
 /// The world every engine implements.
-pub const WORLD: &str = "tessera:engine/engine@0.2.0";
+pub const WORLD: &str = "tessera:engine/engine@0.3.0";
 
 /// The virtual environment with the pinned tools.
 pub struct Toolchain {

@@ -22,6 +22,7 @@ from wit_world.imports import events as wit_events
 from wit_world.imports import log as wit_log
 from wit_world.imports import mail_transport as wit_mail
 from wit_world.imports import outbound_http as wit_http
+from wit_world.imports import realtime as wit_realtime
 from wit_world.imports import scheduler as wit_scheduler
 from wit_world.imports import settings as wit_settings
 from wit_world.imports import storage as wit_storage
@@ -122,6 +123,17 @@ class _Events:
         _call(wit_events.publish, event_type, payload)
 
 
+class _Realtime:
+    def publish(self, topic: str, event_type: str, data: str) -> None:
+        _call(wit_realtime.publish, topic, event_type, data)
+
+    def publish_to_user(self, user_id: str, topic: str, event_type: str, data: str) -> None:
+        _call(wit_realtime.publish_to_user, user_id, topic, event_type, data)
+
+    def end_subscriptions(self, topic: str, user_id: str) -> None:
+        _call(wit_realtime.end_subscriptions, topic, user_id)
+
+
 class _OutboundHttp:
     def fetch(self, request: OutboundRequest) -> OutboundResponse:
         answer = _call(
@@ -188,6 +200,7 @@ class ComponentHost:
     blobs = _Blobs()
     scheduler = _Scheduler()
     events = _Events()
+    realtime = _Realtime()
     outbound_http = _OutboundHttp()
     vault = _Vault()
     settings = _Settings()
@@ -195,6 +208,15 @@ class ComponentHost:
     log = _Log()
 
 
+def _context(caller: wit.Caller) -> Context:
+    return Context(
+        tenant_id=caller.tenant_id,
+        user_id=caller.user_id,
+        role=caller.role,
+        token_type=caller.token_type,
+        workspace_id=caller.workspace_id,
+        correlation_id=caller.correlation_id,
+    )
 
 
 def _setting_kind(value: str) -> Any:
@@ -247,17 +269,15 @@ def export(engine: Engine) -> type:
         def describe_permissions(self) -> list[Any]:
             return [_permission(permission.value) for permission in adapter.declared_permissions]
 
+        def describe_topics(self) -> list[str]:
+            return list(adapter.declared_topics)
+
+        def authorize_subscription(self, caller: wit.Caller, topic: str) -> bool:
+            return adapter.authorize_subscription(_context(caller), topic)
+
         def handle(self, caller: wit.Caller, request: wit.Request) -> wit.Response:
-            ctx = Context(
-                tenant_id=caller.tenant_id,
-                user_id=caller.user_id,
-                role=caller.role,
-                token_type=caller.token_type,
-                workspace_id=caller.workspace_id,
-                correlation_id=caller.correlation_id,
-            )
             answer = adapter.handle(
-                ctx,
+                _context(caller),
                 Request(request.method, request.path, request.query, list(request.headers), request.body),
             )
             return wit.Response(status=answer.status, headers=list(answer.headers), body=answer.body)

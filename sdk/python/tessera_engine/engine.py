@@ -1,8 +1,9 @@
 """The `Engine` an engine subclasses (its hooks, with the Rust SDK's defaults) and the `Adapter`
-that serves the `guest` export's calls with it: the API description made once, every request
-answered in the host's shapes (a raised `ValidationErrors` 422, an `ApiError` its status, any
-other exception logged with its traceback and answered 500, never a trap), and a failing hook
-turned into the reason of the export's `err`."""
+that serves the `guest` export's calls with it: the API description and the topics made once,
+every request answered in the host's shapes (a raised `ValidationErrors` 422, an `ApiError` its
+status, any other exception logged with its traceback and answered 500, never a trap), a
+subscription refused unless the engine answers exactly `True` (an exception logged, never a
+trap), and a failing hook turned into the reason of the export's `err`."""
 
 from __future__ import annotations
 
@@ -110,6 +111,20 @@ class Engine:
     def permissions(self) -> list[Permission]:
         return []
 
+    def topics(self) -> list[str]:
+        """The realtime topics the engine owns (`describe-topics`), named without the engine
+        code: dot-separated segments of ASCII letters, digits, `_` and `-`, where a segment `*`
+        matches any one segment (`conversation.*`, `me`). Clients subscribe to
+        `<code>.<topic>`; `host.realtime` publishes only to topics these match. Default: none."""
+        return []
+
+    def authorize_subscription(self, ctx: Context, topic: str) -> bool:
+        """Whether `ctx`'s user may subscribe to `topic` (one of `topics`, without the engine
+        code: `conversation.c1`), decided as the engine's REST reads decide. A read-only call of
+        its own: what it writes or publishes is not kept. Anything but `True` refuses. Default:
+        `False` (deny)."""
+        return False
+
     def provision_tenant(self, tenant: TenantInfo) -> None:
         """Default: records the tenant under `tenant`. Must be idempotent."""
         record_tenant(tenant)
@@ -150,6 +165,7 @@ class Adapter:
         self.api_text = json.dumps(self.routes.openapi(), separators=(",", ":"))
         self.declared_settings = engine.settings()
         self.declared_permissions = engine.permissions()
+        self.declared_topics = list(engine.topics())
 
     def handle(self, ctx: Context, request: Request) -> Response:
         host.begin_call()
@@ -159,6 +175,16 @@ class Adapter:
         except Exception:  # uncaught it would trap (502) and its traceback would be lost
             self._log_failure(f"{request.method} {request.path} failed")
             return Response.error(500, MESSAGE_SERVER_ERROR)
+
+    def authorize_subscription(self, ctx: Context, topic: str) -> bool:
+        """The engine's decision; `False` when it raised (logged) or answered anything but
+        `True`."""
+        host.begin_call()
+        try:
+            return self.engine.authorize_subscription(ctx, topic) is True
+        except Exception:  # uncaught it would trap; the host refuses either way
+            self._log_failure(f"authorize-subscription {topic} failed")
+            return False
 
     def _log_failure(self, what: str) -> None:
         try:

@@ -1,4 +1,4 @@
-"""Typed wrappers of the host's imports (`storage`, `blobs`, `scheduler`, `events`,
+"""Typed wrappers of the host's imports (`storage`, `blobs`, `scheduler`, `events`, `realtime`,
 `outbound_http`, `vault`, `settings`, `mail_transport`, `log`), as the Rust SDK's. They call a
 backend: the component's imports (`component.py`, over componentize-py's bindings) in a built
 engine, the in-memory fakes (`testkit.py`) in tests. An import's `err` raises `HostError`."""
@@ -222,6 +222,43 @@ class events:
         if not isinstance(payload, dict):
             raise HostError("an event's payload is a JSON object")
         _host().events.publish(event_type, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+
+def _json_object(value: Any, what: str) -> str:
+    if not isinstance(value, dict):
+        raise HostError(f"{what} is a JSON object")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class realtime:
+    """Events pushed to the clients subscribed to the engine's topics (CONTRACT §9). A topic is
+    named without the engine code (`conversation.c1`; clients subscribe to
+    `chat.conversation.c1`) and must match a pattern of `Engine.topics`. What a call publishes
+    is part of its unit of work: delivered if and only if the call commits, in order. `data`
+    is a JSON object of at most 64 KiB."""
+
+    #: The most bytes of one event's `data` (as JSON text).
+    MAX_DATA_BYTES = 64 * 1024
+
+    @staticmethod
+    def publish(topic: str, event_type: str, data: dict[str, Any]) -> None:
+        """To every subscriber of `topic` in the call's tenant."""
+        _host().realtime.publish(topic, event_type, _json_object(data, "a realtime event's data"))
+
+    @staticmethod
+    def publish_to_user(user_id: str, topic: str, event_type: str, data: dict[str, Any]) -> None:
+        """To the subscribers of `topic` who are `user_id` only (a topic every user has one
+        of, such as chat's `me`)."""
+        _host().realtime.publish_to_user(
+            user_id, topic, event_type, _json_object(data, "a realtime event's data")
+        )
+
+    @staticmethod
+    def end_subscriptions(topic: str, user_id: str) -> None:
+        """Ends `user_id`'s subscriptions to `topic` when the call commits (each gets an
+        `error` frame with status 403); a later subscription asks `authorize_subscription`
+        again."""
+        _host().realtime.end_subscriptions(topic, user_id)
 
 
 class outbound_http:

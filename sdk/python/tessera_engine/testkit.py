@@ -2,10 +2,12 @@
 (`wit/engine.wit`), as the Rust SDK's `testkit`, and a `TestHost` that drives an `Engine` as the
 host does, so an author tests routes, events, jobs and provisioning with pytest and no host.
 
-One call, one unit of work: a call's writes, events and jobs are buffered over the committed
-state and committed only when it succeeds (`handle` with 2xx/3xx, the other hooks without
-raising); `compare_and_swap` and `transact` are synchronisation points; scans are bounded by a
-page and a per-call budget; blob quotas hold; mail and outbound HTTP are not undone.
+One call, one unit of work: a call's writes, events, realtime publications and jobs are
+buffered over the committed state and committed only when it succeeds (`handle` with 2xx/3xx,
+the other hooks without raising); `compare_and_swap` and `transact` are synchronisation points;
+scans are bounded by a page and a per-call budget; blob quotas hold; mail and outbound HTTP are
+not undone. `realtime_events` and `ended_subscriptions` read what reached the engine's topics;
+`authorize_subscription` asks the engine as the host does when a client subscribes.
 
     host = TestHost(MyEngine())
     host.provision_tenant(TenantInfo("t1", "acme", "Acme"))
@@ -16,6 +18,7 @@ page and a per-call budget; blob quotas hold; mail and outbound HTTP are not und
 from __future__ import annotations
 
 import copy
+import enum
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -41,6 +44,7 @@ from .types import (
 _MAX_JOB_PAYLOAD_BYTES = 256 * 1024
 _YEAR_10000_MS = 253_402_300_800_000
 _SEALED = b"tessera-test-vault:"
+_MAX_REALTIME_DATA_BYTES = 64 * 1024
 
 
 @dataclass
@@ -65,6 +69,67 @@ class PublishedEvent:
 
 
 @dataclass
+class RealtimeEvent:
+    """A realtime event a call published (`publish`, `publish_to_user`) and committed: `topic`
+    without the engine code; `user_id` set when only that user's subscriptions hear it."""
+
+    tenant_id: str
+    topic: str
+    user_id: Optional[str]
+    event_type: str
+    data: Any
+
+
+@dataclass
+class EndedSubscription:
+    """A committed `end_subscriptions`: `user_id`'s subscriptions to `topic` end."""
+
+    tenant_id: str
+    topic: str
+    user_id: str
+
+
+class Subscription(enum.Enum):
+    """What the host makes of a client's subscription (`TestHost.authorize_subscription`)."""
+
+    #: The engine answered `True`: subscribed.
+    ALLOWED = "allowed"
+    #: It answered anything else, or raised: an `error` frame with status 403.
+    FORBIDDEN = "forbidden"
+    #: None of the engine's topic patterns match: 404, without asking the engine.
+    UNKNOWN_TOPIC = "unknown-topic"
+
+
+def _valid_segment(segment: str) -> bool:
+    return 1 <= len(segment) <= 64 and all(
+        character.isascii() and (character.isalnum() or character in "_-") for character in segment
+    )
+
+
+def parse_topic_pattern(pattern: str) -> list[str]:
+    """A topic pattern's segments; `HostError` when it is malformed (the host refuses to load
+    an engine declaring one)."""
+    segments = pattern.split(".")
+    if len(pattern.encode("utf-8")) > 200 or not all(
+        segment == "*" or _valid_segment(segment) for segment in segments
+    ):
+        raise HostError(f"the topic pattern {pattern!r} is malformed")
+    return segments
+
+
+def topic_matches(patterns: list[list[str]], topic: str) -> bool:
+    """Whether `topic` (without the engine code) is one of `patterns` (parsed)."""
+    segments = topic.split(".")
+    if len(topic.encode("utf-8")) > 200 or not all(_valid_segment(segment) for segment in segments):
+        return False
+    return any(
+        len(pattern) == len(segments)
+        and all(expected in ("*", segment) for expected, segment in zip(pattern, segments))
+        for pattern in patterns
+    )
+
+
+@dataclass
 class _TenantState:
     entries: dict[str, bytes] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
@@ -80,6 +145,7 @@ class _Call:
     view: _TenantState
     jobs: list[ScheduledJob] = field(default_factory=list)
     events: list[PublishedEvent] = field(default_factory=list)
+    realtime: list[Any] = field(default_factory=list)
     scanned: int = 0
 
 
@@ -90,6 +156,11 @@ class FakeHost:
         self.tenants: dict[str, _TenantState] = {}
         self.jobs: list[ScheduledJob] = []
         self.published: list[PublishedEvent] = []
+        #: What committed calls sent to the engine's topics, in order: `RealtimeEvent` and
+        #: `EndedSubscription`.
+        self.realtime_sent: list[Any] = []
+        #: The engine's topic patterns, parsed.
+        self.topics: list[list[str]] = []
         self.setting_values: dict[str, str] = {}
         self.outbound_hosts: list[str] = []
         self.responses: list[tuple[str, str, Any]] = []
@@ -103,6 +174,7 @@ class FakeHost:
         self.blobs = _FakeBlobs(self)
         self.scheduler = _FakeScheduler(self)
         self.events = _FakeEvents(self)
+        self.realtime = _FakeRealtime(self)
         self.outbound_http = _FakeOutboundHttp(self)
         self.vault = _FakeVault()
         self.settings = _FakeSettings(self)
@@ -143,7 +215,8 @@ class FakeHost:
             self.tenants[call.tenant_id] = call.view.copy()
         self.jobs.extend(call.jobs)
         self.published.extend(call.events)
-        call.jobs, call.events = [], []
+        self.realtime_sent.extend(call.realtime)
+        call.jobs, call.events, call.realtime = [], [], []
 
     def end(self, succeeded: bool) -> None:
         if succeeded:
@@ -349,6 +422,70 @@ class _FakeEvents:
         call.events.append(PublishedEvent(call.tenant_id or "", event_type, value, call.actor_id))
 
 
+def _event_type_error(event_type: str) -> Optional[str]:
+    well_formed = (
+        1 <= len(event_type) <= 100
+        and event_type.isascii()
+        and event_type[0].islower()
+        and all(character.islower() or character.isdigit() or character in "._-" for character in event_type)
+    )
+    if well_formed:
+        return None
+    return (
+        f"{event_type!r} is not an event type (1-100 lower-case letters, digits, '.', '_' or '-', "
+        "starting with a letter)"
+    )
+
+
+class _FakeRealtime:
+    """The host's checks: a topic the engine's patterns match, a bus-style event type, `data` a
+    JSON object of at most 64 KiB, a user id of 1 to 200 bytes."""
+
+    def __init__(self, fake: FakeHost) -> None:
+        self.fake = fake
+
+    def _check(self, topic: str, user_id: Optional[str]) -> _Call:
+        if not topic_matches(self.fake.topics, topic):
+            raise HostError(
+                f"the topic {topic!r} matches none of the engine's topic patterns (describe-topics)"
+            )
+        if user_id is not None and not 1 <= len(user_id.encode("utf-8")) <= 200:
+            raise HostError("a user id is 1 to 200 bytes")
+        return self.fake.call()
+
+    @staticmethod
+    def _data(event_type: str, data: str) -> Any:
+        problem = _event_type_error(event_type)
+        if problem is not None:
+            raise HostError(problem)
+        size = len(data.encode("utf-8"))
+        if size > _MAX_REALTIME_DATA_BYTES:
+            raise HostError(
+                f"a realtime event's data is at most {_MAX_REALTIME_DATA_BYTES} bytes ({size} given)"
+            )
+        try:
+            value = json.loads(data)
+        except ValueError as error:
+            raise HostError(f"a realtime event's data is not JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise HostError("a realtime event's data is a JSON object")
+        return value
+
+    def publish(self, topic: str, event_type: str, data: str) -> None:
+        value = self._data(event_type, data)
+        call = self._check(topic, None)
+        call.realtime.append(RealtimeEvent(call.tenant_id or "", topic, None, event_type, value))
+
+    def publish_to_user(self, user_id: str, topic: str, event_type: str, data: str) -> None:
+        value = self._data(event_type, data)
+        call = self._check(topic, user_id)
+        call.realtime.append(RealtimeEvent(call.tenant_id or "", topic, user_id, event_type, value))
+
+    def end_subscriptions(self, topic: str, user_id: str) -> None:
+        call = self._check(topic, user_id)
+        call.realtime.append(EndedSubscription(call.tenant_id or "", topic, user_id))
+
+
 def _host_of(url: str) -> str:
     for scheme in ("https://", "http://"):
         if url.startswith(scheme):
@@ -465,6 +602,8 @@ class TestHost:
         self.fake = FakeHost()
         host.install_backend(self.fake)
         self.adapter = Adapter(engine)
+        # A malformed pattern raises `HostError`: the host would not load the engine.
+        self.fake.topics = [parse_topic_pattern(pattern) for pattern in self.adapter.declared_topics]
         self.fake.outbound_hosts = list(self.adapter.descriptor.outbound_hosts)
         for setting in self.adapter.declared_settings:
             if setting.default_value is not None:
@@ -477,6 +616,10 @@ class TestHost:
 
     def api(self) -> dict[str, Any]:
         return json.loads(self.adapter.api_text)
+
+    def topics(self) -> list[str]:
+        """The engine's topic patterns (`describe-topics`)."""
+        return list(self.adapter.declared_topics)
 
     # The operator's and the outside world's part.
 
@@ -567,6 +710,21 @@ class TestHost:
     def patch_json(self, ctx: Context, path_and_query: str, value: Any) -> TestResponse:
         return self._json(ctx, "PATCH", path_and_query, value)
 
+    def authorize_subscription(self, ctx: Context, topic: str) -> Subscription:
+        """Asks as the host does when `ctx`'s client subscribes to the engine's `topic` (without
+        the engine code): `UNKNOWN_TOPIC` when no pattern matches it, else the engine's
+        `authorize_subscription` in a read-only call of its own (nothing it writes or publishes
+        is kept; raising refuses)."""
+        if not topic_matches(self.fake.topics, topic):
+            return Subscription.UNKNOWN_TOPIC
+        allowed = self._call(
+            ctx.tenant_id,
+            ctx.user_id,
+            lambda: self.adapter.authorize_subscription(ctx, topic),
+            lambda _: False,
+        )
+        return Subscription.ALLOWED if allowed is True else Subscription.FORBIDDEN
+
     def deliver(self, event: Event) -> None:
         """Delivers `event` to `on_event`, as the host delivers a subscribed event; raises
         `HostError` with the reason when the engine failed it."""
@@ -600,6 +758,18 @@ class TestHost:
     def published(self) -> list[PublishedEvent]:
         """The committed events, in order."""
         return list(self.fake.published)
+
+    def realtime_events(self) -> list[RealtimeEvent]:
+        """The committed realtime events (`publish`, `publish_to_user`), in order."""
+        return [sent for sent in self.fake.realtime_sent if isinstance(sent, RealtimeEvent)]
+
+    def ended_subscriptions(self) -> list[EndedSubscription]:
+        """The committed `end_subscriptions`, in order."""
+        return [sent for sent in self.fake.realtime_sent if isinstance(sent, EndedSubscription)]
+
+    def clear_realtime(self) -> None:
+        """Forgets the realtime events and ended subscriptions captured so far."""
+        self.fake.realtime_sent = []
 
     def outbound_requests(self) -> list[OutboundRequest]:
         return list(self.fake.requests)
