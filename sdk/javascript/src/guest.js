@@ -4,9 +4,9 @@
 //
 // Every export catches what the engine throws: an exception escaping an export is a trap (the
 // host answers 502 and logs only "wasm `unreachable`"; stdout and stderr are discarded), so
-// `handle` logs the stack through the `log` import and answers 500 `Server Error.`, and a
+// `handle` logs the stack through the `log` import and answers 500 `Server Error.`, a
 // lifecycle, event or job hook that throws fails its call with `err(message)` (nothing it
-// buffered commits; a job is retried).
+// buffered commits; a job is retried), and `authorizeSubscription` that throws refuses (logged).
 
 import { utf8Decode } from './bytes.js';
 import { Context } from './context.js';
@@ -81,9 +81,14 @@ class GuestError extends Error {
  *   Schemas its operations refer to;
  * - `settings`: `[{name, kind, defaultValue?, description, secret?}]`, `permissions`:
  *   `['send-mail']`;
- * - hooks, each optional: `handle(ctx, request)`, `provisionTenant(tenant)`,
- *   `deprovisionTenant(tenantId)`, `provisionUser(user)`, `deprovisionUser(tenantId, userId)`,
- *   `onEvent(event)`, `runJob(job)`. A hook fails its call by throwing.
+ * - `topics`: the realtime topic patterns the engine owns (`describe-topics`), named without
+ *   the engine code: dot-separated segments of ASCII letters, digits, `_` and `-`, a segment
+ *   `*` matching any one (`['conversation.*', 'me']`; clients subscribe to `<code>.<topic>`);
+ * - hooks, each optional: `handle(ctx, request)`, `authorizeSubscription(ctx, topic)` (whether
+ *   the caller may subscribe to one of `topics`; anything but `true` refuses; default: deny),
+ *   `provisionTenant(tenant)`, `deprovisionTenant(tenantId)`, `provisionUser(user)`,
+ *   `deprovisionUser(tenantId, userId)`, `onEvent(event)`, `runJob(job)`. A hook fails its
+ *   call by throwing.
  */
 export function defineEngine(engine) {
   const descriptor = engine.descriptor;
@@ -97,6 +102,9 @@ export function defineEngine(engine) {
   }
   for (const permission of engine.permissions ?? []) {
     if (!PERMISSIONS.includes(permission)) throw new TypeError(`unknown permission ${permission}`);
+  }
+  if (!Array.isArray(engine.topics ?? []) || (engine.topics ?? []).some((topic) => typeof topic !== 'string')) {
+    throw new TypeError('topics is a list of topic patterns (strings)');
   }
   return engine;
 }
@@ -121,6 +129,10 @@ export const DEFAULT_HOOKS = {
   },
   onEvent() {},
   runJob() {},
+  /** Denies every subscription. */
+  authorizeSubscription() {
+    return false;
+  },
 };
 
 function describeError(error) {
@@ -226,6 +238,29 @@ export function exportGuest(definition) {
 
     describePermissions() {
       return [...(engine.permissions ?? [])];
+    },
+
+    describeTopics() {
+      return [...(engine.topics ?? [])];
+    },
+
+    authorizeSubscription(caller, topic) {
+      beginCall();
+      try {
+        const allowed = hooks.authorizeSubscription(new Context(caller), topic);
+        if (isThenable(allowed)) {
+          log.error('authorizeSubscription returned a Promise; hooks are synchronous');
+          return false;
+        }
+        return allowed === true;
+      } catch (error) {
+        try {
+          log.error(`authorizeSubscription ${topic} failed: ${describeError(error)}`);
+        } catch {
+          // Refused either way.
+        }
+        return false;
+      }
     },
 
     handle(caller, request) {

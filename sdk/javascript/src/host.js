@@ -1,8 +1,8 @@
-// Typed wrappers of every import of the world `tessera:engine/engine@0.2.0`, over a swappable
+// Typed wrappers of every import of the world `tessera:engine/engine@0.3.0`, over a swappable
 // backend: inside the component the real WIT imports (`in-component.js` binds them), in tests the
 // in-memory fakes of the test kit. The backend has componentize-js's shapes: an interface per
-// key (`storage`, `blobs`, `scheduler`, `events`, `outboundHttp`, `vault`, `settings`,
-// `mailTransport`, `log`) with camelCase functions, `Uint8Array` for `list<u8>`, `bigint` for
+// key (`storage`, `blobs`, `scheduler`, `events`, `realtime`, `outboundHttp`, `vault`,
+// `settings`, `mailTransport`, `log`) with camelCase functions, `Uint8Array` for `list<u8>`, `bigint` for
 // 64-bit integers, `undefined` for `none`, and an `err` thrown with the string in `.payload`.
 // The wrappers take and give plain numbers and text too, and throw a `HostError` naming the
 // operation when the host answers `err`.
@@ -452,6 +452,46 @@ export const events = {
   publish(eventType, payload) {
     const text = typeof payload === 'string' ? payload : utf8Decode(jsonBytes('events.encode', eventType, payload));
     call('events.publish', 'events', 'publish', eventType, text);
+  },
+};
+
+function realtimeData(operation, data) {
+  if (typeof data === 'string') return data;
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new HostError(operation, "a realtime event's data is a JSON object");
+  }
+  return utf8Decode(jsonBytes('realtime.encode', 'data', data));
+}
+
+/**
+ * Realtime: events pushed to the clients subscribed to the engine's topics (CONTRACT §9). A
+ * topic is named without the engine code (`conversation.c1`; clients subscribe to
+ * `chat.conversation.c1`) and must match a pattern of the engine's `topics`. What a call
+ * publishes is part of its unit of work: delivered if and only if the call commits, in order.
+ * `data` is an object (as JSON, at most 64 KiB).
+ */
+export const realtime = {
+  /** The most bytes of one event's `data` (as JSON text). */
+  MAX_DATA_BYTES: 64 * 1024,
+
+  /** Publishes an event of `eventType` with `data` to every subscriber of `topic`. */
+  publish(topic, eventType, data) {
+    const text = realtimeData('realtime.publish', data);
+    call('realtime.publish', 'realtime', 'publish', topic, eventType, text);
+  },
+
+  /** As `publish`, to the subscribers of `topic` who are `userId` only (chat's `me`). */
+  publishToUser(userId, topic, eventType, data) {
+    const text = realtimeData('realtime.publish-to-user', data);
+    call('realtime.publish-to-user', 'realtime', 'publishToUser', userId, topic, eventType, text);
+  },
+
+  /**
+   * Ends `userId`'s subscriptions to `topic` when the call commits (each gets an `error` frame
+   * with status 403); a later subscription asks `authorizeSubscription` again.
+   */
+  endSubscriptions(topic, userId) {
+    call('realtime.end-subscriptions', 'realtime', 'endSubscriptions', topic, userId);
   },
 };
 

@@ -1,5 +1,5 @@
 // `@tessera/engine`: the JavaScript guest kit of Tessera engines (componentize-js components of
-// the world `tessera:engine/engine@0.2.0`). The wire rules, responses and router, requests, the
+// the world `tessera:engine/engine@0.3.0`). The wire rules, responses and router, requests, the
 // API description, the typed host imports and the glue to the `guest` export; the test kit is
 // `@tessera/engine/testkit`, the component entry's import `@tessera/engine/component`.
 
@@ -18,6 +18,7 @@ export {
   log,
   mailTransport,
   outboundHttp,
+  realtime,
   scheduler,
   settings,
   storage,

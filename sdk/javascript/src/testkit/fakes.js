@@ -4,7 +4,8 @@
 // (`wit/engine.wit`), as the Rust SDK's `engines/sdk/src/testkit/fakes.rs`: one call, one unit
 // of work buffered over the committed state and committed only when the call succeeds;
 // `compare-and-swap` and `transact` as synchronisation points; scans bounded by a page and a
-// per-call budget; blob quotas; jobs and events in the unit; mail and outbound HTTP not undone.
+// per-call budget; blob quotas; jobs, events and realtime publications in the unit; mail and
+// outbound HTTP not undone.
 
 import { bytesEqual, compareCodePoints, utf8Decode } from '../bytes.js';
 
@@ -79,6 +80,65 @@ function allowed(patterns, host) {
 
 const SEALED = new TextEncoder().encode('tessera-test-vault:');
 
+/** The most bytes of a realtime event's `data`. */
+const MAX_REALTIME_DATA_BYTES = 64 * 1024;
+
+/** A segment of a topic: 1 to 64 ASCII letters, digits, `_` or `-`. */
+function validSegment(segment) {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(segment);
+}
+
+function utf8Length(text) {
+  return new TextEncoder().encode(text).length;
+}
+
+/**
+ * A topic pattern's segments; throws when it is malformed (the host refuses to load an engine
+ * declaring one).
+ */
+export function parseTopicPattern(pattern) {
+  const segments = String(pattern).split('.');
+  const valid = utf8Length(String(pattern)) <= 200 && segments.every((segment) => segment === '*' || validSegment(segment));
+  if (!valid) throw new Error(`the topic pattern ${JSON.stringify(pattern)} is malformed`);
+  return segments;
+}
+
+/** Whether `topic` (without the engine code) is one the parsed `patterns` match. */
+export function topicMatches(patterns, topic) {
+  const segments = String(topic).split('.');
+  if (utf8Length(String(topic)) > 200 || !segments.every(validSegment)) return false;
+  return patterns.some(
+    (pattern) =>
+      pattern.length === segments.length && pattern.every((expected, index) => expected === '*' || expected === segments[index]),
+  );
+}
+
+/** An event type as the bus's: 1 to 100 lower-case letters, digits, `.`, `_`, `-`, a letter first. */
+function checkEventType(eventType) {
+  if (!/^[a-z][a-z0-9._-]{0,99}$/.test(eventType)) {
+    fail(
+      `${JSON.stringify(eventType)} is not an event type (1-100 lower-case letters, digits, '.', '_' or '-', starting with a letter)`,
+    );
+  }
+}
+
+function realtimeData(data) {
+  const size = utf8Length(data);
+  if (size > MAX_REALTIME_DATA_BYTES) {
+    fail(`a realtime event's data is at most ${MAX_REALTIME_DATA_BYTES} bytes (${size} given)`);
+  }
+  let parsed;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    fail(`a realtime event's data is not JSON: ${error.message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    fail("a realtime event's data is a JSON object");
+  }
+  return parsed;
+}
+
 /** Everything the fakes hold: the committed state of every tenant and what the engine did. */
 export class FakeHost {
   constructor() {
@@ -86,6 +146,13 @@ export class FakeHost {
     this.tenants = new Map();
     this.jobs = [];
     this.published = [];
+    /**
+     * What committed calls sent to the engine's realtime topics, in order: `{kind: 'event',
+     * tenantId, topic, userId, eventType, data}` and `{kind: 'end', tenantId, topic, userId}`.
+     */
+    this.realtimeSent = [];
+    /** The engine's topic patterns, parsed (`parseTopicPattern`). */
+    this.topics = [];
     this.settings = new Map();
     this.outboundHosts = [];
     this.responses = [];
@@ -140,6 +207,7 @@ export class FakeHost {
       view: committed ? committed.clone() : new TenantState(),
       jobs: [],
       events: [],
+      realtime: [],
       scanned: 0,
     };
   }
@@ -151,6 +219,7 @@ export class FakeHost {
     if (call.tenantId !== undefined) this.tenants.set(call.tenantId, call.view.clone());
     this.jobs.push(...call.jobs.splice(0));
     this.published.push(...call.events.splice(0));
+    this.realtimeSent.push(...call.realtime.splice(0));
   }
 
   /** Ends the current call: its unit commits when it `succeeded`, else nothing it buffered. */
@@ -342,6 +411,34 @@ export class FakeHost {
       },
     };
 
+    /** Buffers `sent` in the call's unit after the checks every realtime import makes. */
+    function bufferRealtime(topic, userId, sent) {
+      if (!topicMatches(host.topics, topic)) {
+        fail(`the topic ${JSON.stringify(topic)} matches none of the engine's topic patterns (describe-topics)`);
+      }
+      if (userId !== undefined && (utf8Length(userId) === 0 || utf8Length(userId) > 200)) {
+        fail('a user id is 1 to 200 bytes');
+      }
+      const call = host.current();
+      call.realtime.push({ tenantId: call.tenantId, topic, userId, ...sent });
+    }
+
+    const realtime = {
+      publish(topic, eventType, data) {
+        checkEventType(eventType);
+        const parsed = realtimeData(data);
+        bufferRealtime(topic, undefined, { kind: 'event', eventType, data: parsed });
+      },
+      publishToUser(userId, topic, eventType, data) {
+        checkEventType(eventType);
+        const parsed = realtimeData(data);
+        bufferRealtime(topic, userId, { kind: 'event', eventType, data: parsed });
+      },
+      endSubscriptions(topic, userId) {
+        bufferRealtime(topic, userId, { kind: 'end' });
+      },
+    };
+
     const outboundHttp = {
       checkTarget(url) {
         const target = hostOf(url);
@@ -397,6 +494,6 @@ export class FakeHost {
       },
     };
 
-    return { storage, blobs, scheduler, events, outboundHttp, vault, settings, mailTransport, log };
+    return { storage, blobs, scheduler, events, realtime, outboundHttp, vault, settings, mailTransport, log };
   }
 }

@@ -9,20 +9,44 @@
 //   const ada = Context.forTests('tenant-1', 'ada', 'editor');
 //   assert.equal(host.post(ada, '/api/v1/notes', { title: 'x' }).status, 201);
 //
-// Each call is a unit of work as on the host: what a request writes, publishes and schedules
-// is kept only when it answers 2xx or 3xx (a job, an event or a lifecycle call: when it does
-// not throw). One TestHost at a time: a new one starts empty and binds the kit to its fakes.
+// Each call is a unit of work as on the host: what a request writes, publishes (on the bus and
+// to realtime topics) and schedules is kept only when it answers 2xx or 3xx (a job, an event or
+// a lifecycle call: when it does not throw). `realtimeEvents()` reads what reached the engine's
+// topics, `authorizeSubscription(ctx, topic)` asks the engine as the host does when a client
+// subscribes. One TestHost at a time: a new one starts empty and binds the kit to its fakes.
 
 import { compareCodePoints, utf8Decode, utf8Encode } from '../bytes.js';
 import { Context } from '../context.js';
 import { exportGuest } from '../guest.js';
 import { beginCall, resetScanLimits, setBackend } from '../host.js';
 import { checkApiDescription } from './api.js';
-import { FakeHost, ImportError } from './fakes.js';
+import { FakeHost, ImportError, parseTopicPattern, topicMatches } from './fakes.js';
 
 export { checkApiDescription } from './api.js';
-export { FakeHost, ImportError } from './fakes.js';
+export { FakeHost, ImportError, parseTopicPattern, topicMatches } from './fakes.js';
 export { Context };
+
+/** What the host makes of a client's subscription (`TestHost.authorizeSubscription`). */
+export const Subscription = Object.freeze({
+  /** The engine's `authorizeSubscription` answered `true`: subscribed. */
+  ALLOWED: 'allowed',
+  /** It answered anything else, or threw: an `error` frame with status 403. */
+  FORBIDDEN: 'forbidden',
+  /** None of the engine's topic patterns match: 404, without asking the engine. */
+  UNKNOWN_TOPIC: 'unknown-topic',
+});
+
+/** The WIT caller of `ctx`. */
+function callerOf(ctx) {
+  return {
+    tenantId: ctx.tenantId,
+    workspaceId: ctx.workspaceId ?? undefined,
+    userId: ctx.userId,
+    role: ctx.role,
+    tokenType: ctx.tokenType,
+    correlationId: ctx.correlationId,
+  };
+}
 
 /** What a route answered. */
 export class TestResponse {
@@ -74,12 +98,14 @@ function reasonOf(error) {
 export class TestHost {
   /**
    * A host with nothing stored, the engine's declared settings at their defaults, its
-   * `outboundHosts` allowed, no canned HTTP answers and no mail relay.
+   * `outboundHosts` allowed, no canned HTTP answers and no mail relay. Throws when the engine
+   * declares a malformed topic pattern: the host would not load it.
    */
   constructor(engine) {
     this.engine = engine;
     this.guest = exportGuest(engine);
     this.fake = new FakeHost();
+    this.fake.topics = this.guest.describeTopics().map(parseTopicPattern);
     const descriptor = this.guest.describe();
     this.fake.outboundHosts = [...descriptor.outboundHosts];
     for (const setting of this.guest.describeSettings()) {
@@ -102,6 +128,28 @@ export class TestHost {
     const text = this.guest.describeApi();
     checkApiDescription(text);
     return JSON.parse(text);
+  }
+
+  /** The engine's topic patterns (`describe-topics`). */
+  topics() {
+    return this.guest.describeTopics();
+  }
+
+  /**
+   * Asks as the host does when `ctx`'s client subscribes to the engine's `topic` (named without
+   * the engine code: `conversation.c1`): `Subscription.UNKNOWN_TOPIC` when no pattern of
+   * `topics()` matches it, else the engine's `authorizeSubscription`, called as a read-only
+   * call of its own (nothing it writes or publishes is kept; throwing refuses).
+   */
+  authorizeSubscription(ctx, topic) {
+    if (!topicMatches(this.fake.topics, topic)) return Subscription.UNKNOWN_TOPIC;
+    const outcome = this.call(
+      ctx.tenantId,
+      ctx.userId,
+      () => this.guest.authorizeSubscription(callerOf(ctx), topic),
+      () => false,
+    );
+    return outcome.error === undefined && outcome.value === true ? Subscription.ALLOWED : Subscription.FORBIDDEN;
   }
 
   /** Sets a setting as the operator would, or one of the host's own (`storage.scan-page`, …). */
@@ -187,14 +235,7 @@ export class TestHost {
     const at = pathAndQuery.indexOf('?');
     const path = at < 0 ? pathAndQuery : pathAndQuery.slice(0, at);
     const query = at < 0 ? '' : pathAndQuery.slice(at + 1);
-    const caller = {
-      tenantId: ctx.tenantId,
-      workspaceId: ctx.workspaceId ?? undefined,
-      userId: ctx.userId,
-      role: ctx.role,
-      tokenType: ctx.tokenType,
-      correlationId: ctx.correlationId,
-    };
+    const caller = callerOf(ctx);
     const request = {
       method,
       path,
@@ -302,6 +343,29 @@ export class TestHost {
   /** The events the engine published and committed, in order: `{tenantId, eventType, payload, actorId}`. */
   published() {
     return this.fake.published.map((event) => ({ ...event }));
+  }
+
+  /**
+   * The realtime events the engine published and committed (`publish`, `publishToUser`), in
+   * order: `{tenantId, topic, userId, eventType, data}` (`userId` set when only that user's
+   * subscriptions hear it).
+   */
+  realtimeEvents() {
+    return this.fake.realtimeSent
+      .filter((sent) => sent.kind === 'event')
+      .map(({ tenantId, topic, userId, eventType, data }) => ({ tenantId, topic, userId, eventType, data }));
+  }
+
+  /** The subscriptions the engine ended and committed (`endSubscriptions`): `{tenantId, topic, userId}`. */
+  endedSubscriptions() {
+    return this.fake.realtimeSent
+      .filter((sent) => sent.kind === 'end')
+      .map(({ tenantId, topic, userId }) => ({ tenantId, topic, userId }));
+  }
+
+  /** Forgets the realtime events and ended subscriptions captured so far. */
+  clearRealtime() {
+    this.fake.realtimeSent = [];
   }
 
   /** The outbound requests the engine made. */

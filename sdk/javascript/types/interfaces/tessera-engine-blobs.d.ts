@@ -1,4 +1,4 @@
-declare module 'tessera:engine/blobs@0.2.0' {
+declare module 'tessera:engine/blobs@0.3.0' {
   /**
    * Stores `content` under `key` (replacing the blob there) and writes `sets` to `storage`,
    * in the call's unit of work, when this engine's blobs of the tenant in the call's view,

@@ -1,5 +1,5 @@
 /// <reference path="./tessera-engine-types.d.ts" />
-declare module 'tessera:engine/guest@0.2.0' {
+declare module 'tessera:engine/guest@0.3.0' {
   export function describe(): Descriptor;
   /**
    * The engine's HTTP API: an OpenAPI 3.1 document as JSON text, with `paths` relative to the
@@ -18,6 +18,19 @@ declare module 'tessera:engine/guest@0.2.0' {
    * The capabilities the engine asks for.
    */
   export function describePermissions(): Array<Permission>;
+  /**
+   * The topic patterns the engine owns, by name without the engine code: dot-separated
+   * segments of letters, digits, `_` and `-`, where a segment `*` matches any one segment
+   * (`conversation.*`, `me`). A subscription to a topic no pattern matches is refused (404)
+   * without calling the engine. Empty: the engine publishes nothing.
+   */
+  export function describeTopics(): Array<string>;
+  /**
+   * Whether `caller` may subscribe to `topic` (its name without the engine code). Called
+   * when a client subscribes, and again when the caller's role changes; anything but `true`
+   * (including a trap) refuses. A call of its own, read-only: its writes are not kept.
+   */
+  export function authorizeSubscription(caller: Caller, topic: string): boolean;
   export function handle(caller: Caller, request: Request): Response;
   export function provisionTenant(tenant: TenantInfo): void;
   export function deprovisionTenant(tenantId: string): void;
@@ -35,14 +48,14 @@ declare module 'tessera:engine/guest@0.2.0' {
    */
   export function onEvent(event: Event): void;
   export function runJob(job: Job): void;
-  export type Caller = import('tessera:engine/types@0.2.0').Caller;
-  export type Request = import('tessera:engine/types@0.2.0').Request;
-  export type Response = import('tessera:engine/types@0.2.0').Response;
-  export type Descriptor = import('tessera:engine/types@0.2.0').Descriptor;
-  export type TenantInfo = import('tessera:engine/types@0.2.0').TenantInfo;
-  export type UserInfo = import('tessera:engine/types@0.2.0').UserInfo;
-  export type Event = import('tessera:engine/types@0.2.0').Event;
-  export type Job = import('tessera:engine/types@0.2.0').Job;
-  export type Setting = import('tessera:engine/types@0.2.0').Setting;
-  export type Permission = import('tessera:engine/types@0.2.0').Permission;
+  export type Caller = import('tessera:engine/types@0.3.0').Caller;
+  export type Request = import('tessera:engine/types@0.3.0').Request;
+  export type Response = import('tessera:engine/types@0.3.0').Response;
+  export type Descriptor = import('tessera:engine/types@0.3.0').Descriptor;
+  export type TenantInfo = import('tessera:engine/types@0.3.0').TenantInfo;
+  export type UserInfo = import('tessera:engine/types@0.3.0').UserInfo;
+  export type Event = import('tessera:engine/types@0.3.0').Event;
+  export type Job = import('tessera:engine/types@0.3.0').Job;
+  export type Setting = import('tessera:engine/types@0.3.0').Setting;
+  export type Permission = import('tessera:engine/types@0.3.0').Permission;
 }

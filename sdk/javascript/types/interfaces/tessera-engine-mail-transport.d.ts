@@ -1,4 +1,4 @@
-declare module 'tessera:engine/mail-transport@0.2.0' {
+declare module 'tessera:engine/mail-transport@0.3.0' {
   /**
    * Hands `mail` to the relay; `ok` once the relay accepted it. `err` with the reason when
    * no relay is configured, the engine is not allowed, or the relay refused or was

@@ -1,4 +1,4 @@
-declare module 'tessera:engine/outbound-http@0.2.0' {
+declare module 'tessera:engine/outbound-http@0.3.0' {
   /**
    * `err` when no HTTP response was obtained (refused by policy, DNS, connect, TLS,
    * timeout), with the reason.

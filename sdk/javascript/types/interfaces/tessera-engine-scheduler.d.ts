@@ -1,4 +1,4 @@
-declare module 'tessera:engine/scheduler@0.2.0' {
+declare module 'tessera:engine/scheduler@0.3.0' {
   /**
    * Schedules `payload` for `at-unix-ms`, in the call's unit of work (the job exists once
    * the call commits); returns the job id.

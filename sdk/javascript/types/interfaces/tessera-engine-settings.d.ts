@@ -1,4 +1,4 @@
-declare module 'tessera:engine/settings@0.2.0' {
+declare module 'tessera:engine/settings@0.3.0' {
   /**
    * The setting `name`, or `none` when it is not set (or not a setting). Names:
    * a name the engine declared: the operator's value (`TESSERA_ENGINES__<CODE>__<NAME>`),

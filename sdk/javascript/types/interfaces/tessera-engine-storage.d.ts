@@ -1,4 +1,4 @@
-declare module 'tessera:engine/storage@0.2.0' {
+declare module 'tessera:engine/storage@0.3.0' {
   export function get(key: string): Uint8Array | undefined;
   /**
    * The values under `keys`, in the order of `keys` (`none` where a key is absent), read

@@ -1,4 +1,4 @@
-declare module 'tessera:engine/types@0.2.0' {
+declare module 'tessera:engine/types@0.3.0' {
   /**
    * The verified caller of a request, established by the host from the bearer token.
    */

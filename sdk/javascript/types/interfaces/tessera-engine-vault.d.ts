@@ -1,4 +1,4 @@
-declare module 'tessera:engine/vault@0.2.0' {
+declare module 'tessera:engine/vault@0.3.0' {
   /**
    * Encrypts `plaintext` (authenticated; sealing twice gives different bytes).
    */
