@@ -173,7 +173,7 @@ async fn an_engine_scaffolded_outside_the_repository_on_the_packaged_sdk_builds_
         200,
     )
     .await;
-    assert_eq!(details["data"]["world"], "0.2.0");
+    assert_eq!(details["data"]["world"], "0.3.0");
     assert_eq!(details["data"]["operations"], 2);
     assert_eq!(
         details["data"]["settings"],

@@ -211,7 +211,7 @@ edition = "2024"
 rust-version = "1.95"
 publish = false
 
-# A WebAssembly component of the `tessera:engine/engine@0.2.0` world:
+# A WebAssembly component of the `tessera:engine/engine@0.3.0` world:
 # `cargo build --release --target wasm32-wasip2`.
 [lib]
 crate-type = ["cdylib"]
