@@ -363,7 +363,7 @@ fn digest_of(bytes: &[u8]) -> String {
 }
 
 /// An owner of a new tenant, signed in on `url`'s host: the access token.
-async fn owner_token(database: &TestDatabase, base_url: &str) -> String {
+pub(crate) async fn owner_token(database: &TestDatabase, base_url: &str) -> String {
     run_admin(
         database,
         &["create-tenant", "--slug", "acme", "--name", "Acme"],

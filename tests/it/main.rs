@@ -45,6 +45,7 @@ mod projections;
 mod rate_limit;
 mod realtime;
 mod realtime_engines;
+mod realtime_cluster;
 mod sandbox_limits;
 mod scaffold;
 mod scans;
