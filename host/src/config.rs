@@ -416,6 +416,13 @@ impl Config {
                 {
                     runtime.tenant_queue_timeout = wait.into();
                 }
+                if let Some(rate) = env_var::<u32>("TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND")? {
+                    anyhow::ensure!(
+                        rate >= 1,
+                        "TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND must be at least 1"
+                    );
+                    runtime.realtime_publish_per_second = rate;
+                }
                 if let Some(capacity) = env_var::<u32>("TESSERA_ENGINE_WARM_INSTANCES")? {
                     anyhow::ensure!(
                         capacity <= 10_000,

@@ -375,6 +375,11 @@ pub const SETTINGS: &[Setting] = &[
         "at least 1: topics one realtime connection subscribes to at once; one more answers an `error` frame with status 429",
     ),
     Setting::new(
+        "TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND",
+        "1000",
+        "at least 1: realtime events one engine may publish per second in one tenant on one host (as many at once); a publication beyond it is refused to the engine (`realtime.publish` answers an error it may retry), counted in `tessera_realtime_publish_refused_total`",
+    ),
+    Setting::new(
         "TESSERA_REALTIME_SEND_QUEUE",
         "256",
         "at least 1: frames waiting to be sent to one realtime connection; a client that lets it fill is closed with 4008 (it may resume with `since`)",

@@ -159,6 +159,9 @@ pub struct RuntimeConfig {
     pub cache_dir: PathBuf,
     /// Instances kept warm between calls of one engine in one tenant (`warm_instances.rs`).
     pub warm_instances: WarmInstanceConfig,
+    /// Realtime events one engine may publish per second in one tenant, on one host
+    /// (`TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND`, default 1,000; as many at once).
+    pub realtime_publish_per_second: u32,
     /// Largest component that may be published to the cluster
     /// (`TESSERA_ENGINE_MAX_COMPONENT_BYTES`, default 64 MiB; 413 beyond).
     pub max_component_bytes: usize,
@@ -196,6 +199,7 @@ impl RuntimeConfig {
             tenant_queue_timeout: Duration::from_secs(5),
             cache_dir,
             warm_instances: WarmInstanceConfig::default(),
+            realtime_publish_per_second: 1_000,
             max_component_bytes: 64 * 1024 * 1024,
             reconcile_interval: Duration::from_secs(5),
         }

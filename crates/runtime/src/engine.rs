@@ -130,6 +130,7 @@ impl EngineRuntime {
         let ticking = engine.clone();
         let stopped = stop.clone();
         let sweeping = warm.clone();
+        let publish_rate = services.realtime_rate.clone();
         std::thread::Builder::new()
             .name("tessera-epoch".into())
             .spawn(move || {
@@ -139,6 +140,7 @@ impl EngineRuntime {
                     ticking.increment_epoch();
                     if last_sweep.elapsed() >= WARM_SWEEP_INTERVAL {
                         sweeping.retire_expired();
+                        publish_rate.sweep();
                         last_sweep = std::time::Instant::now();
                     }
                 }

@@ -89,6 +89,8 @@ pub struct HostServices {
     pub settings: Arc<EngineSettings>,
     /// The SMTP relay of the `mail-transport` import.
     pub mail_transport: Arc<MailTransport>,
+    /// Each engine's realtime publish rate in each tenant.
+    pub realtime_rate: Arc<super::realtime::PublishRate>,
 }
 
 /// The host's own settings every engine may read (`settings.get` of a name with a dot); names
@@ -160,6 +162,9 @@ impl HostServices {
             vault: Vault::new(service_secret.expose()),
             settings: Arc::new(EngineSettings::new(config)),
             mail_transport: Arc::new(MailTransport::new(config.smtp)?),
+            realtime_rate: Arc::new(super::realtime::PublishRate::new(
+                config.runtime.realtime_publish_per_second,
+            )),
         })
     }
 }
@@ -899,7 +904,7 @@ impl StoreState {
         user_id: Option<String>,
         kind: PublishedKind,
     ) -> Result<(), String> {
-        self.tenant("publishing to realtime topics")?;
+        let tenant_id = self.tenant("publishing to realtime topics")?.to_owned();
         let event = match &kind {
             PublishedKind::Event { event_type, data } => Some((event_type.as_str(), data.as_str())),
             PublishedKind::End => None,
@@ -909,6 +914,11 @@ impl StoreState {
             && (user_id.is_empty() || user_id.len() > 200)
         {
             return Err("a user id is 1 to 200 bytes".into());
+        }
+        if event.is_some() {
+            self.services
+                .realtime_rate
+                .take(&self.scope.engine_code, &tenant_id)?;
         }
         self.unit.publish(Publication {
             topic,

@@ -4,8 +4,11 @@
 //! realtime hub reads those events from ([`RealtimeFeed`], wired in by the host: the core never
 //! links the runtime).
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
 use tokio::sync::Notify;
 
 use crate::store::realtime_events;
@@ -88,6 +91,48 @@ fn valid_segment(segment: &str) -> bool {
 /// A topic name (without the engine code): up to 200 bytes of valid segments.
 pub fn valid_topic_name(name: &str) -> bool {
     name.len() <= 200 && name.split('.').all(valid_segment)
+}
+
+/// The publish rate of each engine in each tenant (`TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND`):
+/// a publication beyond it is refused to the engine, which may retry or drop it; one tenant's
+/// flood never slows another's.
+pub struct PublishRate {
+    per_second: NonZeroU32,
+    limiter: RateLimiter<
+        (String, String),
+        DashMapStateStore<(String, String)>,
+        governor::clock::DefaultClock,
+    >,
+}
+
+impl PublishRate {
+    pub fn new(per_second: u32) -> Self {
+        let per_second = NonZeroU32::new(per_second.max(1)).expect("at least one");
+        Self {
+            per_second,
+            limiter: RateLimiter::keyed(Quota::per_second(per_second)),
+        }
+    }
+
+    /// Takes one publication of `engine_code` in `tenant_id`; `Err` when over the rate.
+    pub fn take(&self, engine_code: &str, tenant_id: &str) -> Result<(), String> {
+        let key = (engine_code.to_owned(), tenant_id.to_owned());
+        if self.limiter.check_key(&key).is_ok() {
+            return Ok(());
+        }
+        metrics::counter!("tessera_realtime_publish_refused_total", "engine" => engine_code.to_owned())
+            .increment(1);
+        Err(format!(
+            "realtime publish rate exceeded: at most {} events per second per engine and tenant \
+             (TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND)",
+            self.per_second
+        ))
+    }
+
+    /// Forgets the keys that are back to a full budget.
+    pub fn sweep(&self) {
+        self.limiter.retain_recent();
+    }
 }
 
 /// Who asks to subscribe to an engine's topic: the caller its `authorize-subscription` sees.
@@ -281,6 +326,21 @@ mod tests {
         assert!(!chat.matches("conversations.c1"));
         assert!(!chat.matches("conversation."));
         assert!(!chat.matches("conversation.c 1"));
+    }
+
+    #[test]
+    fn the_publish_rate_is_per_engine_and_tenant() {
+        let rate = PublishRate::new(2);
+        assert!(rate.take("chat", "t1").is_ok());
+        assert!(rate.take("chat", "t1").is_ok());
+        let refused = rate.take("chat", "t1").unwrap_err();
+        assert!(
+            refused.contains("TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND"),
+            "{refused}"
+        );
+        // Another tenant, another engine: their own budgets.
+        assert!(rate.take("chat", "t2").is_ok());
+        assert!(rate.take("notes", "t1").is_ok());
     }
 
     #[test]
