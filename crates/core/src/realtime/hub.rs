@@ -593,6 +593,12 @@ impl Hub {
         inner.started.send_replace(true);
         let (mut head, mut engine_head) = (head, engine_head);
         let mut prune_at = tokio::time::Instant::now() + PRUNE_INTERVAL;
+        // On SQLite (one host) the engines' stream changes only when this host's runtime says
+        // so, so an append to the log alone does not read it (fewer readers holding the WAL
+        // back from its checkpoints); on PostgreSQL another host's publication arrives as the
+        // log's wake-up, so every wake-up reads both.
+        let log_wakes_engines = matches!(inner.database.pool(), tessera_storage::Pool::Postgres(_));
+        let mut engines_due = true;
         while !shutdown.is_cancelled() {
             let notified = inner.signal.wait();
             tokio::pin!(notified);
@@ -613,7 +619,7 @@ impl Hub {
                     "realtime failed to read the log; retrying"
                 ),
             }
-            if let Some(engines) = &inner.engines {
+            if let Some(engines) = inner.engines.as_ref().filter(|_| engines_due) {
                 match self.step_engines(engines.as_ref(), engine_head).await {
                     Ok((next, more)) => {
                         engine_head = next;
@@ -642,11 +648,14 @@ impl Hub {
             }
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                () = &mut notified => {}
+                () = &mut notified => engines_due = log_wakes_engines,
                 // An engine's call committed publications here: the signal's `NOTIFY` wakes
                 // the other hosts' hubs too.
-                () = published => inner.signal.appended(),
-                () = tokio::time::sleep(inner.config.poll_interval) => {}
+                () = published => {
+                    engines_due = true;
+                    inner.signal.appended();
+                }
+                () = tokio::time::sleep(inner.config.poll_interval) => engines_due = true,
             }
         }
         inner.stopping.cancel();
