@@ -15,6 +15,7 @@ use crate::events::StoredEvent;
 use crate::feeds::{InboxItem, TimelineItem};
 use crate::projections::projector::inbox_address;
 use crate::projections::worker::LogPosition;
+use tessera_auth::caller::Caller;
 use tessera_storage::Database;
 
 /// A core topic.
@@ -54,25 +55,43 @@ pub enum Refusal {
     NotFound,
 }
 
-/// Whether the caller (of `tenant_id`, a guest or not) may subscribe to `name`: guests reach
-/// only their inbox (as in REST, where `Caller` keeps them to it), and an entity's topic
-/// needs the entity in the caller's tenant (as `GET /core/api/v1/entities/{id}`).
+/// Whether the caller (of `tenant_id`) may subscribe to `name`: guests reach only their inbox
+/// (as in REST, where `Caller` keeps them to it), and an entity's topic needs the entity in
+/// the caller's tenant (as `GET /core/api/v1/entities/{id}`). A member's role beyond that does
+/// not narrow the core's topics; the caller is given whole so topics with role rules can
+/// decide by it. The same rules decide again when a connected caller's role or type changes.
 pub async fn authorize(
     database: &Database,
     tenant_id: &str,
-    guest: bool,
+    caller: &Caller,
     name: &str,
 ) -> Result<Topic, AuthorizeError> {
     let topic = Topic::parse(name).ok_or(Refusal::NotFound)?;
-    if guest && topic != Topic::Inbox {
-        return Err(Refusal::Forbidden.into());
-    }
+    permits(caller, &topic)?;
     if let Topic::Entity(id) = &topic
         && entities::find(database, tenant_id, id).await?.is_none()
     {
         return Err(Refusal::NotFound.into());
     }
     Ok(topic)
+}
+
+/// Whether the caller's role and type allow a topic: the part of [`authorize`] a role change
+/// can change. Guests reach only their inbox.
+pub fn permits(caller: &Caller, topic: &Topic) -> Result<(), Refusal> {
+    if caller.is_guest() && *topic != Topic::Inbox {
+        Err(Refusal::Forbidden)
+    } else {
+        Ok(())
+    }
+}
+
+/// The status and message of a refusal's `error` frame.
+pub fn refusal_answer(refusal: Refusal, name: &str) -> (u16, String) {
+    match refusal {
+        Refusal::Forbidden => (403, "Guests may subscribe only to core.inbox".to_owned()),
+        Refusal::NotFound => (404, format!("Unknown topic: {name}")),
+    }
 }
 
 /// A refusal, or a failure to decide.
