@@ -44,6 +44,7 @@ mod polyglot;
 mod projections;
 mod rate_limit;
 mod realtime;
+mod realtime_revocation;
 mod sandbox_limits;
 mod scaffold;
 mod scans;
