@@ -107,6 +107,23 @@ struct Registry {
     next_id: u64,
 }
 
+impl Registry {
+    /// The last position of `stream` fanned out.
+    fn head_of(&self, stream: Stream) -> LogPosition {
+        match stream {
+            Stream::Log => self.head,
+            Stream::Engines => self.engine_head,
+        }
+    }
+
+    fn head_mut(&mut self, stream: Stream) -> &mut LogPosition {
+        match stream {
+            Stream::Log => &mut self.head,
+            Stream::Engines => &mut self.engine_head,
+        }
+    }
+}
+
 /// One connection's place in the hub.
 pub struct Link {
     id: u64,
@@ -430,10 +447,7 @@ impl Hub {
             {
                 return Err(SubscribeError::TooMany);
             }
-            let head = match stream {
-                Stream::Log => registry.head,
-                Stream::Engines => registry.engine_head,
-            };
+            let head = registry.head_of(stream);
             let state = match since {
                 Some(_) => SubscriptionState::Replaying(Vec::new()),
                 None => SubscriptionState::Live(head),
@@ -687,17 +701,24 @@ impl Hub {
             .into_iter()
             .map(topics::prepare_engine_event)
             .collect();
+        self.fan_out(&prepared, Stream::Engines, last);
+        Ok((last, full))
+    }
+
+    /// Offers `prepared` (of `stream`, up to `last`) to every connection of their tenants, and
+    /// records `last` as the stream's head, under one lock: a connection registered meanwhile
+    /// starts after the batch or gets all of it.
+    fn fan_out(&self, prepared: &[Arc<PreparedEvent>], stream: Stream, last: LogPosition) {
         let mut registry = self.0.registry.lock().expect("registry lock");
         let cap = self.0.config.send_queue.max(1);
-        for event in &prepared {
+        for event in prepared {
             if let Some(links) = registry.tenants.get(&event.tenant_id) {
                 for link in links.values() {
                     link.offer(event, cap);
                 }
             }
         }
-        registry.engine_head = last;
-        Ok((last, full))
+        *registry.head_mut(stream) = last;
     }
 
     /// Reads and fans out the next batch after `head`: the new head, and whether the batch
@@ -716,16 +737,7 @@ impl Hub {
         for event in &events {
             prepared.push(topics::prepare(&inner.database, event).await?);
         }
-        let mut registry = inner.registry.lock().expect("registry lock");
-        let cap = inner.config.send_queue.max(1);
-        for event in &prepared {
-            if let Some(links) = registry.tenants.get(&event.tenant_id) {
-                for link in links.values() {
-                    link.offer(event, cap);
-                }
-            }
-        }
-        registry.head = last;
+        self.fan_out(&prepared, Stream::Log, last);
         Ok((last, full))
     }
 }
