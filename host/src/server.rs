@@ -91,6 +91,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
             database.clone(),
             event_signal.clone(),
             config.realtime.clone(),
+            crate::core::realtime::access::Verifier::of(&auth),
             Some(Arc::new(crate::app::EngineRealtime {
                 engines: engines.clone(),
                 feed: engines.runtime().services().realtime_feed(),

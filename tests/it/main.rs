@@ -46,6 +46,7 @@ mod rate_limit;
 mod realtime;
 mod realtime_cluster;
 mod realtime_engines;
+mod realtime_revocation;
 mod sandbox_limits;
 mod scaffold;
 mod scans;

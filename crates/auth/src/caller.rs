@@ -4,12 +4,15 @@
 //! The role is the lower of the token's and the member's current one (read at most
 //! `sessions::ACTIVE_CACHE_TTL` ago, on every host), so a demotion applies within seconds.
 //! Guests are scoped here too, deny by default: in core a guest token reaches only the routes
-//! of [`GUEST_CORE_ROUTES`] (its own inbox) and every other core route is a 403.
+//! of [`GUEST_CORE_ROUTES`] (its own inbox, and realtime for its inbox's topic) and every other
+//! core route is a 403.
 //!
 //! The extractors (`FromRequestParts` for [`Caller`] and [`OptionalCaller`]) are the routes'
-//! part: `routes/caller.rs`.
+//! part: `routes/caller.rs`; both, and realtime's own bearer check, go through
+//! [`Caller::authenticate`].
 
-use crate::tokens::AccessClaims;
+use crate::sessions::Sessions;
+use crate::tokens::{AccessClaims, AccessTokens};
 use tessera_http::ApiError;
 
 /// Who is calling, as established from a verified access token.
@@ -24,9 +27,16 @@ pub struct Caller {
 }
 
 /// The core routes a guest token may use: its own inbox, reading it and marking its items read
-/// (the projection only ever shows a caller the items addressed to them). Every other route
-/// under `/core/` is a 403 for guests, including routes added later.
-pub const GUEST_CORE_ROUTES: [&str; 2] = ["/core/api/v1/inbox", "/core/api/v1/inbox/{id}/read"];
+/// (the projection only ever shows a caller the items addressed to them), and realtime, where
+/// the topic rules keep a guest to its inbox's topic (`core.inbox`). Every other route under
+/// `/core/` is a 403 for guests, including routes added later.
+pub const GUEST_CORE_ROUTES: [&str; 5] = [
+    "/core/api/v1/inbox",
+    "/core/api/v1/inbox/{id}/read",
+    "/core/api/v1/realtime",
+    "/core/api/v1/realtime/tickets",
+    "/core/api/v1/realtime/events",
+];
 
 /// Roles from least to most allowed.
 const ROLES: [&str; 3] = ["viewer", "editor", "owner"];
@@ -52,17 +62,58 @@ impl Caller {
     /// token whenever the member is a guest now.
     pub fn from_verified(claims: AccessClaims, current_role: String, user_type: String) -> Self {
         Caller {
-            role: lower_role(claims.role, current_role),
-            token_type: if user_type == "guest" {
-                user_type
-            } else {
-                claims.typ
-            },
+            role: claims.role,
+            token_type: claims.typ,
             user_id: claims.sub,
             tenant_id: claims.tid,
             workspace_id: claims.wid,
             session_id: claims.sid,
         }
+        .narrowed(current_role, user_type)
+    }
+
+    /// This caller as the member's current role and user type allow: the lower of its role and
+    /// `current_role`, and a guest whenever `user_type` is `guest`. For a connection that
+    /// outlives its request (realtime), checked again as the membership changes.
+    pub fn narrowed(self, current_role: String, user_type: String) -> Self {
+        Caller {
+            role: lower_role(self.role, current_role),
+            token_type: if user_type == "guest" {
+                user_type
+            } else {
+                self.token_type
+            },
+            ..self
+        }
+    }
+
+    /// The caller of a bearer token on `route` (the matched route), with the token's claims:
+    /// 401 unless the token verifies, its session is active and its user is still a member of
+    /// its tenant (a tenant or user that is not disabled); 403 for a guest on a core route
+    /// other than [`GUEST_CORE_ROUTES`]. What the [`Caller`] extractor does with the request's
+    /// `Authorization` header.
+    pub async fn authenticate(
+        tokens: &AccessTokens,
+        sessions: &Sessions,
+        token: &str,
+        route: &str,
+    ) -> Result<(Self, AccessClaims), ApiError> {
+        let claims = tokens
+            .verify(token)
+            .await
+            .ok_or(ApiError::Unauthenticated)?;
+        // A logged-out or revoked session's tokens are refused before they expire, and so are
+        // those of a membership that has ended.
+        let (active, membership) = tokio::try_join!(
+            sessions.is_active(&claims.sid),
+            sessions.current_membership(&claims.sub, &claims.tid),
+        )?;
+        let (Some((current_role, user_type)), true) = (membership, active) else {
+            return Err(ApiError::Unauthenticated);
+        };
+        let caller = Self::from_verified(claims.clone(), current_role, user_type);
+        caller.require_route(route)?;
+        Ok((caller, claims))
     }
 
     /// Guests read only what is shared with them and write nothing in core.
@@ -145,6 +196,9 @@ mod tests {
         let guest = caller("viewer", "guest");
         assert!(guest.require_route("/core/api/v1/inbox").is_ok());
         assert!(guest.require_route("/core/api/v1/inbox/{id}/read").is_ok());
+        assert!(guest.require_route("/core/api/v1/realtime").is_ok());
+        assert!(guest.require_route("/core/api/v1/realtime/tickets").is_ok());
+        assert!(guest.require_route("/core/api/v1/realtime/events").is_ok());
         assert!(guest.require_route("/core/api/v1/entities").is_err());
         assert!(guest.require_route("/core/api/metrics").is_err());
         assert!(guest.require_route("/notes/api/v1/{*path}").is_ok());
@@ -152,6 +206,20 @@ mod tests {
             caller("viewer", "user")
                 .require_route("/core/api/v1/entities")
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn narrowing_takes_the_lower_role_and_a_guest_type() {
+        let narrowed = caller("owner", "user").narrowed("editor".into(), "user".into());
+        assert_eq!(
+            (narrowed.role.as_str(), narrowed.is_guest()),
+            ("editor", false)
+        );
+        let narrowed = caller("viewer", "user").narrowed("owner".into(), "guest".into());
+        assert_eq!(
+            (narrowed.role.as_str(), narrowed.is_guest()),
+            ("viewer", true)
         );
     }
 

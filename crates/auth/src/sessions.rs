@@ -6,6 +6,10 @@
 //! reads the member's current role and type in the token's tenant (cached as long), so a role
 //! change or a removed membership applies within that time on every host, whatever the
 //! token's `exp`.
+//!
+//! Connections that outlive a request (realtime) cannot wait for a cache: they read a session
+//! and a membership afresh ([`Sessions::is_active_now`], [`Sessions::current_membership_now`]),
+//! and hear of this host's revocations and access changes at once ([`Sessions::access_changes`]).
 
 use std::time::Duration;
 
@@ -69,6 +73,22 @@ pub(crate) fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// Whose access changed on this host: what listeners (realtime connections) check again at
+/// once rather than at their next periodic check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessChange {
+    /// These sessions ended (a logout, a revocation, an eviction).
+    Sessions(Vec<String>),
+    /// A user's access changed: their role, their account disabled, their sessions ended.
+    User(String),
+    /// A tenant was disabled or enabled.
+    Tenant(String),
+}
+
+/// Access changes a listener may fall behind by before it is told it lagged (and then checks
+/// everything again).
+const ACCESS_CHANGES_BUFFER: usize = 1024;
+
 /// Sessions and the tokens of each; cheap to clone.
 #[derive(Clone)]
 pub struct Sessions {
@@ -78,6 +98,7 @@ pub struct Sessions {
     active: moka::future::Cache<String, bool>,
     /// (user, tenant) → the current (role, user type); `None` when not a member.
     members: moka::future::Cache<(String, String), Option<(String, String)>>,
+    changes: tokio::sync::broadcast::Sender<AccessChange>,
 }
 
 impl Sessions {
@@ -94,7 +115,21 @@ impl Sessions {
                 .max_capacity(100_000)
                 .time_to_live(ACTIVE_CACHE_TTL)
                 .build(),
+            changes: tokio::sync::broadcast::channel(ACCESS_CHANGES_BUFFER).0,
         }
+    }
+
+    /// The access changes made on this host from now on (see [`AccessChange`]).
+    pub fn access_changes(&self) -> tokio::sync::broadcast::Receiver<AccessChange> {
+        self.changes.subscribe()
+    }
+
+    /// Tells this host's listeners that someone's access changed (after the change committed).
+    /// The revocations of this type announce themselves; a service that changes a role, a
+    /// user's or a tenant's access elsewhere calls this.
+    pub fn announce(&self, change: AccessChange) {
+        // No listener is no error: nothing is connected.
+        let _ = self.changes.send(change);
     }
 
     pub fn config(&self) -> &AuthConfig {
@@ -142,8 +177,11 @@ impl Sessions {
         }
         let token_set = self.issue_in(&mut tx, &session_id, scope).await?;
         tx.commit().await?;
-        for id in evicted {
-            self.active.invalidate(&id).await;
+        for id in &evicted {
+            self.active.invalidate(id).await;
+        }
+        if !evicted.is_empty() {
+            self.announce(AccessChange::Sessions(evicted));
         }
         Ok((session_id, token_set))
     }
@@ -259,6 +297,7 @@ impl Sessions {
             store::revoke(&mut tx, &session_id, "refresh_token_reused").await?;
             tx.commit().await?;
             self.active.invalidate(&session_id).await;
+            self.announce(AccessChange::Sessions(vec![session_id.clone()]));
             return Err(RefreshError::Reused {
                 session_id,
                 user_id,
@@ -270,6 +309,7 @@ impl Sessions {
             store::revoke(&mut tx, &session_id, "membership_ended").await?;
             tx.commit().await?;
             self.active.invalidate(&session_id).await;
+            self.announce(AccessChange::Sessions(vec![session_id]));
             return Err(RefreshError::Invalid);
         };
         let scope = TokenScope {
@@ -295,6 +335,7 @@ impl Sessions {
         store::revoke(&mut tx, session_id, reason).await?;
         tx.commit().await?;
         self.active.invalidate(session_id).await;
+        self.announce(AccessChange::Sessions(vec![session_id.to_owned()]));
         Ok(())
     }
 
@@ -320,6 +361,7 @@ impl Sessions {
         audit::record_in(&mut tx, entry).await?;
         tx.commit().await?;
         self.active.invalidate(session_id).await;
+        self.announce(AccessChange::Sessions(vec![session_id.to_owned()]));
         Ok(true)
     }
 
@@ -361,6 +403,9 @@ impl Sessions {
         for id in ids {
             self.active.invalidate(id).await;
         }
+        if !ids.is_empty() {
+            self.announce(AccessChange::Sessions(ids.to_vec()));
+        }
         Ok(())
     }
 
@@ -372,6 +417,31 @@ impl Sessions {
         let active = store::is_active(&self.database, session_id, &time::now()).await?;
         self.active.insert(session_id.to_owned(), active).await;
         Ok(active)
+    }
+
+    /// Whether a session may still be used, read from the database now (and remembered for
+    /// [`Self::is_active`]).
+    pub async fn is_active_now(&self, session_id: &str) -> anyhow::Result<bool> {
+        let active = store::is_active(&self.database, session_id, &time::now()).await?;
+        self.active.insert(session_id.to_owned(), active).await;
+        Ok(active)
+    }
+
+    /// The user's current role and type in a tenant, read from the database now (and
+    /// remembered for [`Self::current_membership`]).
+    pub async fn current_membership_now(
+        &self,
+        user_id: &str,
+        tenant_id: &str,
+    ) -> anyhow::Result<Option<(String, String)>> {
+        let membership = store::member_role(&self.database, user_id, tenant_id).await?;
+        self.members
+            .insert(
+                (user_id.to_owned(), tenant_id.to_owned()),
+                membership.clone(),
+            )
+            .await;
+        Ok(membership)
     }
 
     /// The user's current role and type in a tenant (`None`: not a member), as this host read

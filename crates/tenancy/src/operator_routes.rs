@@ -7,6 +7,8 @@
 use axum::extract::{FromRef, Path, RawQuery, State};
 use axum::response::Response;
 use serde::Deserialize;
+use tessera_auth::AuthState;
+use tessera_auth::sessions::AccessChange;
 use tessera_http::envelope::{self, Data};
 use tessera_http::extract::{ApiJson, NoQuery, parse_query};
 use tessera_http::operator::{Operator, OperatorCredential};
@@ -22,6 +24,7 @@ where
     S: Clone + Send + Sync + 'static,
     TenancyService: FromRef<S>,
     OperatorCredential: FromRef<S>,
+    AuthState: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_tenants, create_tenant))
@@ -97,7 +100,8 @@ async fn create_tenant(
 }
 
 /// Disables a tenant: its members get no token for it, and the tokens issued for it are
-/// refused within seconds; its data stays.
+/// refused within seconds (its realtime connections on this host close at once); its data
+/// stays.
 #[utoipa::path(
     post,
     path = "/core/api/operator/tenants/{slug}/disable",
@@ -113,12 +117,14 @@ async fn create_tenant(
 async fn disable_tenant(
     _: Operator,
     State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
     Path(slug): Path<String>,
     _: NoQuery,
 ) -> ApiResult<Response> {
-    Ok(envelope::ok(
-        tenancy.disable_tenant(&slug).await.map_err(refusal)?,
-    ))
+    let access = tenancy.disable_tenant(&slug).await.map_err(refusal)?;
+    auth.sessions
+        .announce(AccessChange::Tenant(access.tenant_id.clone()));
+    Ok(envelope::ok(access))
 }
 
 /// Lets a disabled tenant's members in again.
@@ -163,6 +169,7 @@ async fn enable_tenant(
 async fn delete_tenant(
     _: Operator,
     State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -172,7 +179,8 @@ async fn delete_tenant(
         errors.add("confirm", "same:slug");
         return Err(ApiError::Validation(errors));
     }
-    Ok(envelope::ok(
-        tenancy.delete_tenant(&slug).await.map_err(refusal)?,
-    ))
+    let deleted = tenancy.delete_tenant(&slug).await.map_err(refusal)?;
+    auth.sessions
+        .announce(AccessChange::Tenant(deleted.tenant_id.clone()));
+    Ok(envelope::ok(deleted))
 }

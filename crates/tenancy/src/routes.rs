@@ -18,6 +18,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use tessera_auth::audit::{self, AuditEntry, AuditEvent, RequestOrigin};
 use tessera_auth::caller::Caller;
+use tessera_auth::sessions::AccessChange;
 use tessera_auth::state::AuthState;
 use tessera_http::envelope::{self, Data};
 use tessera_http::extract::{ApiJson, NoQuery};
@@ -287,6 +288,7 @@ async fn change_role(
             .detail("previous_role", current.role.clone())
             .detail("role", role.as_str());
         audit::record(&auth.database, &entry).await?;
+        auth.sessions.announce(AccessChange::User(user_id.clone()));
     }
     // The member as read before, with the role just written (no second read of the list).
     Ok(envelope::ok(Member {
@@ -307,6 +309,7 @@ pub struct MemberAccessResult {
 
 async fn change_access(
     tenancy: &TenancyService,
+    auth: &AuthState,
     caller: &Caller,
     origin: &RequestOrigin,
     user_id: String,
@@ -319,6 +322,9 @@ async fn change_access(
         .change_member_access(&caller.tenant_id, &user_id, &caller.user_id, change, entry)
         .await
         .map_err(refusal)?;
+    if changed.changed || changed.sessions_ended > 0 {
+        auth.sessions.announce(AccessChange::User(user_id.clone()));
+    }
     Ok(envelope::ok(MemberAccessResult {
         user_id,
         changed: changed.changed,
@@ -346,6 +352,7 @@ async fn change_access(
 )]
 async fn reset_member_mfa(
     State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
     caller: Caller,
     origin: RequestOrigin,
     Path(user_id): Path<String>,
@@ -353,6 +360,7 @@ async fn reset_member_mfa(
 ) -> ApiResult<Response> {
     change_access(
         &tenancy,
+        &auth,
         &caller,
         &origin,
         user_id,
@@ -381,6 +389,7 @@ async fn reset_member_mfa(
 )]
 async fn disable_member(
     State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
     caller: Caller,
     origin: RequestOrigin,
     Path(user_id): Path<String>,
@@ -388,6 +397,7 @@ async fn disable_member(
 ) -> ApiResult<Response> {
     change_access(
         &tenancy,
+        &auth,
         &caller,
         &origin,
         user_id,
@@ -416,6 +426,7 @@ async fn disable_member(
 )]
 async fn enable_member(
     State(tenancy): State<TenancyService>,
+    State(auth): State<AuthState>,
     caller: Caller,
     origin: RequestOrigin,
     Path(user_id): Path<String>,
@@ -423,6 +434,7 @@ async fn enable_member(
 ) -> ApiResult<Response> {
     change_access(
         &tenancy,
+        &auth,
         &caller,
         &origin,
         user_id,

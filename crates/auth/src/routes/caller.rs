@@ -21,26 +21,12 @@ where
         let state = AuthState::from_ref(state);
         let token =
             tessera_http::extract::bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
-        let claims = state
-            .access_tokens
-            .verify(token)
-            .await
-            .ok_or(ApiError::Unauthenticated)?;
-        // A logged-out or revoked session's tokens are refused before they expire, and so are
-        // those of a membership that has ended.
-        let (active, membership) = tokio::try_join!(
-            state.sessions.is_active(&claims.sid),
-            state.sessions.current_membership(&claims.sub, &claims.tid),
-        )?;
-        let (Some((current_role, user_type)), true) = (membership, active) else {
-            return Err(ApiError::Unauthenticated);
-        };
-        let caller = Caller::from_verified(claims, current_role, user_type);
         let route = parts
             .extensions
             .get::<MatchedPath>()
             .map_or_else(|| parts.uri.path(), MatchedPath::as_str);
-        caller.require_route(route)?;
+        let (caller, _) =
+            Caller::authenticate(&state.access_tokens, &state.sessions, token, route).await?;
         Ok(caller)
     }
 }

@@ -1,13 +1,13 @@
-//! Who a realtime connection is, and whether it still may be: a bearer token verified as the
-//! `Caller` extractor verifies it (signature and expiry, an active session, a current
-//! membership in a tenant that is not disabled, the lower of the token's and the member's
-//! role), or a single-use ticket issued for such a token. The same checks run again on a
-//! timer while the connection lives: a token that expired, a session logged out or revoked
-//! close it with 4001, a membership or tenant that ended with 4003.
-//!
-//! Realtime verifies the token itself, with the auth service's public API, rather than through
-//! `Caller`, because `Caller` keeps guests to their inbox's REST routes while a guest may
-//! connect here for its `core.inbox` topic (`topics.rs` keeps it to that topic).
+//! Who a realtime connection is, and whether it still may be: a bearer token verified by
+//! [`Caller::authenticate`], the `Caller` extractor's own check (signature and expiry, an
+//! active session, a current membership in a tenant that is not disabled, the lower of the
+//! token's and the member's role, guests kept to the core routes they may use), or a
+//! single-use ticket issued for such a token. The hub checks every connection again
+//! ([`Check`]) on a timer and when this host announces an access change: a token that expired
+//! or a session that ended closes it with 4001, a membership, user or tenant that ended with
+//! 4003; a changed role or user type re-authorizes its subscriptions.
+
+use std::collections::HashMap;
 
 use sha2::{Digest as _, Sha256};
 
@@ -15,16 +15,37 @@ use super::hub::close;
 use super::store::{self, TicketRow};
 use tessera_auth::AuthState;
 use tessera_auth::caller::Caller;
+use tessera_auth::sessions::Sessions;
+use tessera_auth::tokens::AccessTokens;
 use tessera_http::ApiError;
 use tessera_storage::{Database, time};
 
 /// How long a ticket may be redeemed.
 pub const TICKET_LIFETIME: chrono::Duration = chrono::Duration::seconds(30);
 
+/// What realtime needs of the auth service: the token verifier and the session store.
+#[derive(Clone)]
+pub struct Verifier {
+    pub tokens: AccessTokens,
+    pub sessions: Sessions,
+}
+
+impl Verifier {
+    pub fn of(auth: &AuthState) -> Self {
+        Self {
+            tokens: auth.access_tokens.clone(),
+            sessions: auth.sessions.clone(),
+        }
+    }
+}
+
 /// A verified realtime caller and how it proved itself.
 #[derive(Debug, Clone)]
 pub struct Viewer {
+    /// The caller now: its role and type narrowed by the membership as last checked.
     pub caller: Caller,
+    /// The role and type the token (or the ticket) grants, before the membership narrows them.
+    pub granted: (String, String),
     pub credential: Credential,
 }
 
@@ -45,48 +66,31 @@ impl Viewer {
             Credential::Ticket { token_expires_at } => *token_expires_at,
         }
     }
-}
 
-/// Roles from least to most allowed, as `Caller` ranks them.
-const ROLES: [&str; 3] = ["viewer", "editor", "owner"];
-
-fn lower_role(token_role: String, current_role: String) -> String {
-    let rank = |role: &str| ROLES.iter().position(|known| *known == role);
-    if rank(&current_role) < rank(&token_role) {
-        current_role
-    } else {
-        token_role
+    /// The caller the credential grants, narrowed by a membership's current role and type.
+    fn narrowed(&self, current_role: String, user_type: String) -> Caller {
+        Caller {
+            role: self.granted.0.clone(),
+            token_type: self.granted.1.clone(),
+            ..self.caller.clone()
+        }
+        .narrowed(current_role, user_type)
     }
 }
 
-/// The caller of a bearer token: 401 unless it verifies, its session is active and its user
-/// still a member of its tenant.
-pub async fn from_bearer(auth: &AuthState, token: &str) -> Result<Viewer, ApiError> {
-    let claims = auth
-        .access_tokens
-        .verify(token)
-        .await
-        .ok_or(ApiError::Unauthenticated)?;
-    let (active, membership) = tokio::try_join!(
-        auth.sessions.is_active(&claims.sid),
-        auth.sessions.current_membership(&claims.sub, &claims.tid),
-    )?;
-    let (Some((current_role, user_type)), true) = (membership, active) else {
-        return Err(ApiError::Unauthenticated);
-    };
+/// The caller of a bearer token on `route` (the matched route), as the `Caller` extractor
+/// verifies it: 401 unless it verifies, its session is active and its user still a member of
+/// its tenant; 403 for a guest where guests may not go.
+pub async fn from_bearer(
+    verifier: &Verifier,
+    token: &str,
+    route: &str,
+) -> Result<Viewer, ApiError> {
+    let (caller, claims) =
+        Caller::authenticate(&verifier.tokens, &verifier.sessions, token, route).await?;
     Ok(Viewer {
-        caller: Caller {
-            role: lower_role(claims.role, current_role),
-            token_type: if user_type == "guest" {
-                user_type
-            } else {
-                claims.typ
-            },
-            user_id: claims.sub,
-            tenant_id: claims.tid,
-            workspace_id: claims.wid,
-            session_id: claims.sid,
-        },
+        caller,
+        granted: (claims.role, claims.typ),
         credential: Credential::Bearer {
             token: token.to_owned(),
             expires_at: claims.exp,
@@ -128,9 +132,10 @@ pub async fn issue_ticket(
 }
 
 /// The viewer of a ticket, redeeming it (once, on whichever host): 401 for an unknown,
-/// expired or used ticket, or one whose session or membership has ended since.
+/// expired or used ticket, or one whose session or membership has ended since. The ticket
+/// grants what its token's caller had when it was issued.
 pub async fn redeem_ticket(
-    auth: &AuthState,
+    verifier: &Verifier,
     database: &Database,
     ticket: &str,
 ) -> Result<Viewer, ApiError> {
@@ -138,6 +143,7 @@ pub async fn redeem_ticket(
         .await?
         .ok_or(ApiError::Unauthenticated)?;
     let viewer = Viewer {
+        granted: (row.role.clone(), row.token_type.clone()),
         caller: Caller {
             user_id: row.user_id,
             tenant_id: row.tenant_id,
@@ -150,33 +156,102 @@ pub async fn redeem_ticket(
             token_expires_at: row.token_expires_at,
         },
     };
-    match recheck(auth, &viewer).await? {
-        Ok(()) => Ok(viewer),
-        Err(_) => Err(ApiError::Unauthenticated),
+    match Check::cached(verifier).verdict(&viewer).await? {
+        Verdict::Stays(caller) => Ok(Viewer { caller, ..viewer }),
+        Verdict::Closes(_) => Err(ApiError::Unauthenticated),
     }
 }
 
-/// The checks of the connection's credential, again: `Ok(Err(code))` when it must close
-/// (4001: the token expired, or its session was logged out or revoked; 4003: the user is no
-/// longer a member of the tenant, or the tenant or the user was disabled).
-pub async fn recheck(auth: &AuthState, viewer: &Viewer) -> anyhow::Result<Result<(), u16>> {
-    let caller = &viewer.caller;
-    let token_valid = match &viewer.credential {
-        Credential::Bearer { token, .. } => auth.access_tokens.verify(token).await.is_some(),
-        Credential::Ticket { token_expires_at } => {
-            *token_expires_at > chrono::Utc::now().timestamp()
+/// What a check of a connection decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It may stay, as this caller (its role or type may have changed).
+    Stays(Caller),
+    /// It must close with this code: 4001 (the token expired, or its session ended) or 4003
+    /// (the user is no longer a member of the tenant, or the user or the tenant is disabled).
+    Closes(u16),
+}
+
+/// One round of checks over any number of connections: each session and each membership is
+/// read once a round, from the database (`fresh`) or through the auth service's short cache.
+pub struct Check<'a> {
+    verifier: &'a Verifier,
+    fresh: bool,
+    sessions: HashMap<String, bool>,
+    members: HashMap<(String, String), Option<(String, String)>>,
+}
+
+impl<'a> Check<'a> {
+    /// A round that reads the database now: for connections already open.
+    pub fn fresh(verifier: &'a Verifier) -> Self {
+        Self {
+            verifier,
+            fresh: true,
+            sessions: HashMap::new(),
+            members: HashMap::new(),
         }
-    };
-    if !token_valid || !auth.sessions.is_active(&caller.session_id).await? {
-        return Ok(Err(close::UNAUTHENTICATED));
     }
-    if auth
-        .sessions
-        .current_membership(&caller.user_id, &caller.tenant_id)
-        .await?
-        .is_none()
-    {
-        return Ok(Err(close::TENANT_ENDED));
+
+    /// A round that reads through the cache every request's bearer check uses: for a
+    /// connection being opened.
+    fn cached(verifier: &'a Verifier) -> Self {
+        Self {
+            fresh: false,
+            ..Self::fresh(verifier)
+        }
     }
-    Ok(Ok(()))
+
+    async fn session_active(&mut self, session_id: &str) -> anyhow::Result<bool> {
+        if let Some(active) = self.sessions.get(session_id) {
+            return Ok(*active);
+        }
+        let sessions = &self.verifier.sessions;
+        let active = if self.fresh {
+            sessions.is_active_now(session_id).await?
+        } else {
+            sessions.is_active(session_id).await?
+        };
+        self.sessions.insert(session_id.to_owned(), active);
+        Ok(active)
+    }
+
+    async fn membership(
+        &mut self,
+        user_id: &str,
+        tenant_id: &str,
+    ) -> anyhow::Result<Option<(String, String)>> {
+        let key = (user_id.to_owned(), tenant_id.to_owned());
+        if let Some(membership) = self.members.get(&key) {
+            return Ok(membership.clone());
+        }
+        let sessions = &self.verifier.sessions;
+        let membership = if self.fresh {
+            sessions.current_membership_now(user_id, tenant_id).await?
+        } else {
+            sessions.current_membership(user_id, tenant_id).await?
+        };
+        self.members.insert(key, membership.clone());
+        Ok(membership)
+    }
+
+    /// Whether the viewer may stay, and as whom. An ended membership (or a disabled user or
+    /// tenant) decides first: 4003 tells a client that signing in again will not help.
+    pub async fn verdict(&mut self, viewer: &Viewer) -> anyhow::Result<Verdict> {
+        let caller = &viewer.caller;
+        let Some((current_role, user_type)) =
+            self.membership(&caller.user_id, &caller.tenant_id).await?
+        else {
+            return Ok(Verdict::Closes(close::TENANT_ENDED));
+        };
+        let token_valid = match &viewer.credential {
+            Credential::Bearer { token, .. } => self.verifier.tokens.verify(token).await.is_some(),
+            Credential::Ticket { token_expires_at } => {
+                *token_expires_at > chrono::Utc::now().timestamp()
+            }
+        };
+        if !token_valid || !self.session_active(&caller.session_id).await? {
+            return Ok(Verdict::Closes(close::UNAUTHENTICATED));
+        }
+        Ok(Verdict::Stays(viewer.narrowed(current_role, user_type)))
+    }
 }

@@ -8,25 +8,33 @@
 //! published, in a table of its own), woken by the engine runtime on this host and, through
 //! the same signal's `NOTIFY`, on the others; and prunes that stream to its retention.
 //!
+//! The hub also checks every connection's credential again (`access.rs`): every
+//! `recheck_interval`, and at once for the connections an access change of this host concerns
+//! (a logout, a revoked session, a role change, a disabled member or tenant).
+//!
 //! A subscription with `since` replays its topic from the log in bounded pages up to the
 //! position the hub had reached when the subscription was registered, while the hub buffers
 //! the topic's later events for it; then the buffer follows, past what the replay sent. Events
 //! of a topic are sent in cursor order, none missed and none twice.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::access::{Check, Verdict, Verifier, Viewer};
 use super::engine_topics::EngineTopics;
 use super::protocol::{self, Cursor, Outbound, Stream};
 use super::store;
 use super::topics::{self, PreparedEvent, Topic};
 use crate::projections::signal::EventSignal;
 use crate::projections::worker::LogPosition;
+use tessera_auth::caller::Caller;
+use tessera_auth::sessions::AccessChange;
 use tessera_storage::Database;
 
 /// Close codes of the contract (§9).
@@ -41,6 +49,17 @@ pub mod close {
     pub const LIMIT: u16 = 4029;
     /// The host is stopping.
     pub const GOING_AWAY: u16 = 1001;
+
+    /// The reason sent with a close code.
+    pub fn reason(code: u16) -> &'static str {
+        match code {
+            UNAUTHENTICATED => "token expired, revoked or logged out",
+            TENANT_ENDED => "access to the tenant ended",
+            TOO_SLOW => "the client reads too slowly",
+            LIMIT => "a connection limit",
+            _ => "the host is stopping",
+        }
+    }
 }
 
 /// Realtime limits (`TESSERA_REALTIME_*`).
@@ -56,7 +75,8 @@ pub struct RealtimeConfig {
     pub max_subscriptions: u32,
     /// Frames waiting to be sent to one connection (`TESSERA_REALTIME_SEND_QUEUE`, 256).
     pub send_queue: usize,
-    /// How often a connection's token, session and membership are checked again.
+    /// How often every connection's token, session and membership are read again (an access
+    /// change made on this host is checked at once).
     pub recheck_interval: Duration,
     /// How often the hub reads the log without a wake-up.
     pub poll_interval: Duration,
@@ -88,6 +108,7 @@ pub struct Hub(Arc<HubInner>);
 struct HubInner {
     database: Database,
     signal: EventSignal,
+    verifier: Verifier,
     /// The engines' topics, when the host wires the engine runtime in.
     engines: Option<Arc<dyn EngineTopics>>,
     config: RealtimeConfig,
@@ -129,6 +150,8 @@ pub struct Link {
     id: u64,
     pub tenant_id: String,
     pub user_id: String,
+    /// Who is connected, as last checked.
+    viewer: Mutex<Viewer>,
     subscriptions: Mutex<HashMap<String, Subscription>>,
     queue: mpsc::Sender<Outbound>,
     closed: CancellationToken,
@@ -151,6 +174,96 @@ enum SubscriptionState {
 }
 
 impl Link {
+    fn new(
+        id: u64,
+        viewer: Viewer,
+        queue: mpsc::Sender<Outbound>,
+        served: Option<Mutex<(LogPosition, LogPosition)>>,
+    ) -> Self {
+        Self {
+            id,
+            tenant_id: viewer.caller.tenant_id.clone(),
+            user_id: viewer.caller.user_id.clone(),
+            viewer: Mutex::new(viewer),
+            subscriptions: Mutex::new(HashMap::new()),
+            queue,
+            closed: CancellationToken::new(),
+            close_code: AtomicU16::new(0),
+            served,
+        }
+    }
+
+    /// Who is connected, as last checked.
+    pub fn viewer(&self) -> Viewer {
+        self.viewer.lock().expect("viewer lock").clone()
+    }
+
+    /// The caller now (its role and type as last checked), for authorizing a subscription.
+    pub fn caller(&self) -> Caller {
+        self.viewer.lock().expect("viewer lock").caller.clone()
+    }
+
+    /// Whether an access change concerns this connection.
+    fn concerned_by(&self, change: &AccessChange) -> bool {
+        match change {
+            AccessChange::Sessions(ids) => {
+                let viewer = self.viewer.lock().expect("viewer lock");
+                ids.contains(&viewer.caller.session_id)
+            }
+            AccessChange::User(user_id) => *user_id == self.user_id,
+            AccessChange::Tenant(tenant_id) => *tenant_id == self.tenant_id,
+        }
+    }
+
+    /// The topics the connection subscribes to.
+    pub fn topics(&self) -> Vec<String> {
+        self.subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Authorizes every subscription again with `authorize` (a topic's name to its refusal, a
+    /// status and a message, or `None` when still allowed): each refused one ends with an
+    /// `error` frame of that status. Returns the topics dropped. A subscription that cannot be
+    /// decided (`authorize` fails) stays.
+    pub async fn reauthorize<F, Fut>(&self, mut authorize: F) -> Vec<String>
+    where
+        F: FnMut(String) -> Fut,
+        Fut: Future<Output = anyhow::Result<Option<(u16, String)>>>,
+    {
+        let mut dropped = Vec::new();
+        for name in self.topics() {
+            match authorize(name.clone()).await {
+                Ok(None) => {}
+                Ok(Some((status, message))) => {
+                    let removed = self
+                        .subscriptions
+                        .lock()
+                        .expect("subscriptions lock")
+                        .remove(&name)
+                        .is_some();
+                    if removed {
+                        self.push(Outbound::control(protocol::error(
+                            Some(&name),
+                            status,
+                            &message,
+                        )));
+                        dropped.push(name);
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    error = format!("{error:#}"),
+                    topic = name,
+                    "re-authorizing a realtime subscription failed; it stays"
+                ),
+            }
+        }
+        dropped
+    }
+
     /// Ends the connection with `code` (the first code given wins).
     pub fn close(&self, code: u16) {
         let _ = self
@@ -299,16 +412,19 @@ pub fn stream_of_topic(topic: &Topic) -> Stream {
 }
 
 impl Hub {
-    /// A hub over the log of `database`, and over the engines' topics when `engines` is given.
+    /// A hub over the log of `database`, and over the engines' topics when `engines` is given;
+    /// it checks connections with `verifier`.
     pub fn new(
         database: Database,
         signal: EventSignal,
         config: RealtimeConfig,
+        verifier: Verifier,
         engines: Option<Arc<dyn EngineTopics>>,
     ) -> Self {
         Self(Arc::new(HubInner {
             database,
             signal,
+            verifier,
             engines,
             config,
             registry: Mutex::new(Registry::default()),
@@ -331,38 +447,41 @@ impl Hub {
         self.0.stopping.cancelled().await;
     }
 
-    /// Registers a connection of `user_id` in `tenant_id`, unless a limit is reached: the
-    /// connection, its queue's receiving side, and its registration (dropping it unregisters).
+    /// The auth service's verifier the hub checks connections with.
+    pub fn verifier(&self) -> &Verifier {
+        &self.0.verifier
+    }
+
+    /// Registers a connection of the viewer, unless a limit is reached: the connection, its
+    /// queue's receiving side, and its registration (dropping it unregisters).
     pub fn connect(
         &self,
-        tenant_id: &str,
-        user_id: &str,
+        viewer: Viewer,
     ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
-        self.connect_with(tenant_id, user_id, None)
+        self.connect_with(viewer, None)
     }
 
     /// As [`Self::connect`], for a Server-Sent Events stream resuming after `since` (each
     /// stream it does not name from the hub's head): its events' ids name both streams.
     pub fn connect_events(
         &self,
-        tenant_id: &str,
-        user_id: &str,
+        viewer: Viewer,
         since: Cursor,
     ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
-        self.connect_with(tenant_id, user_id, Some(since))
+        self.connect_with(viewer, Some(since))
     }
 
     fn connect_with(
         &self,
-        tenant_id: &str,
-        user_id: &str,
+        viewer: Viewer,
         events_since: Option<Cursor>,
     ) -> Result<(Arc<Link>, mpsc::Receiver<Outbound>, Registration), LimitReached> {
         let config = &self.0.config;
+        let tenant_id = viewer.caller.tenant_id.clone();
         let mut registry = self.0.registry.lock().expect("registry lock");
-        let user_key = (tenant_id.to_owned(), user_id.to_owned());
+        let user_key = (tenant_id.clone(), viewer.caller.user_id.clone());
         let of_user = registry.per_user.get(&user_key).copied().unwrap_or(0);
-        let of_tenant = registry.tenants.get(tenant_id).map_or(0, HashMap::len);
+        let of_tenant = registry.tenants.get(&tenant_id).map_or(0, HashMap::len);
         if of_user >= config.max_connections_per_user
             || of_tenant >= config.max_connections_per_tenant as usize
         {
@@ -371,24 +490,16 @@ impl Hub {
         }
         registry.next_id += 1;
         let (queue, receiver) = mpsc::channel(config.send_queue.max(1));
-        let link = Arc::new(Link {
-            id: registry.next_id,
-            tenant_id: tenant_id.to_owned(),
-            user_id: user_id.to_owned(),
-            subscriptions: Mutex::new(HashMap::new()),
-            queue,
-            closed: CancellationToken::new(),
-            close_code: AtomicU16::new(0),
-            served: events_since.map(|since| {
-                Mutex::new((
-                    since.log.unwrap_or(registry.head),
-                    since.engines.unwrap_or(registry.engine_head),
-                ))
-            }),
+        let served = events_since.map(|since| {
+            Mutex::new((
+                since.log.unwrap_or(registry.head),
+                since.engines.unwrap_or(registry.engine_head),
+            ))
         });
+        let link = Arc::new(Link::new(registry.next_id, viewer, queue, served));
         registry
             .tenants
-            .entry(tenant_id.to_owned())
+            .entry(tenant_id)
             .or_default()
             .insert(link.id, link.clone());
         *registry.per_user.entry(user_key).or_default() += 1;
@@ -578,8 +689,100 @@ impl Hub {
             .is_some()
     }
 
-    /// Tails the log until `shutdown`, then tells every connection the host is stopping.
+    /// Tails the log and checks connections again until `shutdown`, then tells every
+    /// connection the host is stopping.
     pub async fn run(self, shutdown: CancellationToken) {
+        tokio::join!(self.recheck(shutdown.clone()), self.tail(shutdown));
+    }
+
+    /// Checks connections again until `shutdown`: all of them every `recheck_interval`, and
+    /// those an access change of this host concerns as it is announced.
+    async fn recheck(&self, shutdown: CancellationToken) {
+        let mut changes = Some(self.0.verifier.sessions.access_changes());
+        let mut timer = tokio::time::interval(self.0.config.recheck_interval);
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.tick().await;
+        loop {
+            let change = async {
+                match changes.as_mut() {
+                    Some(changes) => Some(changes.recv().await),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = timer.tick() => self.check_links(|_| true).await,
+                Some(change) = change => match change {
+                    Ok(change) => self.check_links(|link| link.concerned_by(&change)).await,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        self.check_links(|_| true).await;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => changes = None,
+                },
+            }
+        }
+    }
+
+    /// Checks the credential of every connection `concerned` selects, reading sessions and
+    /// memberships from the database: closes those that must close, and re-authorizes the
+    /// subscriptions of those whose role or type changed.
+    pub async fn check_links(&self, concerned: impl Fn(&Link) -> bool) {
+        let links: Vec<Arc<Link>> = {
+            let registry = self.0.registry.lock().expect("registry lock");
+            registry
+                .tenants
+                .values()
+                .flat_map(HashMap::values)
+                .filter(|link| concerned(link))
+                .cloned()
+                .collect()
+        };
+        if links.is_empty() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let mut check = Check::fresh(&self.0.verifier);
+        for link in &links {
+            let viewer = link.viewer();
+            match check.verdict(&viewer).await {
+                Ok(Verdict::Closes(code)) => link.close(code),
+                Ok(Verdict::Stays(caller)) => {
+                    if caller.role != viewer.caller.role
+                        || caller.token_type != viewer.caller.token_type
+                    {
+                        link.viewer.lock().expect("viewer lock").caller = caller.clone();
+                        self.reauthorize(link, &caller).await;
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    error = format!("{error:#}"),
+                    "checking a realtime connection again failed; it stays until the next check"
+                ),
+            }
+        }
+        metrics::histogram!("tessera_realtime_recheck_seconds")
+            .record(started.elapsed().as_secs_f64());
+    }
+
+    /// Authorizes every subscription of the connection again for `caller` (its role or type
+    /// changed), with the rules of a new subscription: the refused ones end with an `error`
+    /// frame (403).
+    pub async fn reauthorize(&self, link: &Link, caller: &Caller) -> Vec<String> {
+        let database = &self.0.database;
+        link.reauthorize(|name| async move {
+            match topics::authorize(database, self.engines(), caller, &name).await {
+                Ok(_) => Ok(None),
+                Err(topics::AuthorizeError::Refused(refusal)) => {
+                    Ok(Some(topics::refusal_answer(refusal, &name)))
+                }
+                Err(topics::AuthorizeError::Internal(error)) => Err(error),
+            }
+        })
+        .await
+    }
+
+    /// Tails the log until `shutdown`, then tells every connection the host is stopping.
+    async fn tail(&self, shutdown: CancellationToken) {
         let inner = &self.0;
         let (head, engine_head) = loop {
             match self.heads().await {
@@ -739,5 +942,126 @@ impl Hub {
         }
         self.fan_out(&prepared, Stream::Log, last);
         Ok((last, full))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realtime::access::Credential;
+
+    fn viewer(token_type: &str) -> Viewer {
+        Viewer {
+            caller: Caller {
+                user_id: "u1".into(),
+                tenant_id: "t1".into(),
+                workspace_id: None,
+                role: "editor".into(),
+                token_type: token_type.into(),
+                session_id: "s1".into(),
+            },
+            granted: ("editor".into(), token_type.into()),
+            credential: Credential::Ticket {
+                token_expires_at: i64::MAX,
+            },
+        }
+    }
+
+    /// A connection subscribed to `names`, live, and its queue.
+    fn subscribed(names: &[&str]) -> (Link, mpsc::Receiver<Outbound>) {
+        let (queue, receiver) = mpsc::channel(16);
+        let link = Link::new(1, viewer("user"), queue, None);
+        for name in names {
+            link.subscriptions.lock().unwrap().insert(
+                (*name).to_owned(),
+                Subscription {
+                    topic: Topic::parse(name).unwrap(),
+                    state: SubscriptionState::Live(LogPosition::default()),
+                },
+            );
+        }
+        (link, receiver)
+    }
+
+    fn frames(receiver: &mut mpsc::Receiver<Outbound>) -> Vec<serde_json::Value> {
+        let mut frames = Vec::new();
+        while let Ok(frame) = receiver.try_recv() {
+            frames.push(serde_json::from_str(&frame.text).unwrap());
+        }
+        frames
+    }
+
+    #[tokio::test]
+    async fn reauthorizing_drops_the_refused_subscriptions_with_an_error_frame() {
+        let (link, mut receiver) = subscribed(&["core.inbox", "core.timeline", "core.entity.e1"]);
+        // A rule of the new role: only the inbox stays (as a member turned guest).
+        let dropped = link
+            .reauthorize(|name| async move {
+                Ok((name != "core.inbox").then(|| (403, format!("{name} is not allowed"))))
+            })
+            .await;
+        let mut dropped = dropped;
+        dropped.sort();
+        assert_eq!(dropped, ["core.entity.e1", "core.timeline"]);
+        assert_eq!(link.topics(), ["core.inbox"]);
+        let mut errors = frames(&mut receiver);
+        errors.sort_by_key(|frame| frame["topic"].as_str().unwrap().to_owned());
+        assert_eq!(errors.len(), 2);
+        for (frame, topic) in errors.iter().zip(["core.entity.e1", "core.timeline"]) {
+            assert_eq!(frame["op"], "error");
+            assert_eq!(frame["topic"], topic);
+            assert_eq!(frame["status"], 403);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscription_that_cannot_be_decided_stays() {
+        let (link, mut receiver) = subscribed(&["core.timeline"]);
+        let dropped = link
+            .reauthorize(|_| async { Err(anyhow::anyhow!("the database is away")) })
+            .await;
+        assert!(dropped.is_empty());
+        assert_eq!(link.topics(), ["core.timeline"]);
+        assert!(frames(&mut receiver).is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_core_topics_rules_keep_a_member_turned_guest_to_the_inbox_and_no_role_narrows_them()
+     {
+        let (link, mut receiver) = subscribed(&["core.inbox", "core.timeline"]);
+        let guest = viewer("guest").caller;
+        // An editor demoted to viewer: the core's topics do not narrow by role.
+        let member = Caller {
+            role: "viewer".into(),
+            ..viewer("user").caller
+        };
+        let rule = |caller: &Caller, name: String| {
+            let refusal = topics::permits(caller, &Topic::parse(&name).unwrap()).err();
+            async move { Ok(refusal.map(|refusal| topics::refusal_answer(refusal, &name))) }
+        };
+        // Still a member, of any role: everything stays.
+        assert!(
+            link.reauthorize(|name| rule(&member, name))
+                .await
+                .is_empty()
+        );
+        assert!(frames(&mut receiver).is_empty());
+        // A guest now: the timeline goes.
+        let dropped = link.reauthorize(|name| rule(&guest, name)).await;
+        assert_eq!(dropped, ["core.timeline"]);
+        let errors = frames(&mut receiver);
+        assert_eq!(errors[0]["status"], 403);
+        assert_eq!(errors[0]["topic"], "core.timeline");
+    }
+
+    #[test]
+    fn access_changes_concern_the_connections_they_name() {
+        let (link, _receiver) = subscribed(&[]);
+        assert!(link.concerned_by(&AccessChange::Sessions(vec!["s0".into(), "s1".into()])));
+        assert!(!link.concerned_by(&AccessChange::Sessions(vec!["s2".into()])));
+        assert!(link.concerned_by(&AccessChange::User("u1".into())));
+        assert!(!link.concerned_by(&AccessChange::User("u2".into())));
+        assert!(link.concerned_by(&AccessChange::Tenant("t1".into())));
+        assert!(!link.concerned_by(&AccessChange::Tenant("t2".into())));
     }
 }

@@ -1,7 +1,8 @@
 //! One realtime connection: a WebSocket reading client frames and writing the queued server
 //! frames, or a Server-Sent Events stream subscribed once to the topics of its request. Both
-//! check their credential again on a timer (`access.rs`), close when the hub says (a full send
-//! queue) and when the host stops.
+//! close when the hub says (a credential that no longer holds, a full send queue) and when the
+//! host stops; a Server-Sent Events stream then ends with a `close` event carrying the code a
+//! WebSocket would close with.
 
 use std::sync::Arc;
 
@@ -11,28 +12,29 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::access::{self, Viewer};
 use super::hub::{Hub, Link, Registration, SubscribeError, close, stream_of_topic};
 use super::protocol::{self, ClientFrame, Cursor, Outbound};
-use super::topics::{self, AuthorizeError, Refusal};
-use tessera_auth::AuthState;
+use super::topics::{self, AuthorizeError};
 use tessera_auth::caller::Caller;
 use tessera_storage::Database;
+
+/// How long a closing WebSocket waits for its close frame to be written (behind the frames
+/// already on their way) before it drops the socket.
+const CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a connection needs.
 #[derive(Clone)]
 pub struct SessionInputs {
     pub hub: Hub,
-    pub auth: AuthState,
     pub database: Database,
 }
 
 /// Closes a freshly upgraded WebSocket at once with `code` (a connection limit).
-pub async fn refuse(mut socket: WebSocket, code: u16, reason: &'static str) {
+pub async fn refuse(mut socket: WebSocket, code: u16) {
     let _ = socket
         .send(Message::Close(Some(CloseFrame {
             code,
-            reason: reason.into(),
+            reason: close::reason(code).into(),
         })))
         .await;
 }
@@ -41,20 +43,17 @@ pub async fn refuse(mut socket: WebSocket, code: u16, reason: &'static str) {
 pub async fn run_websocket(
     socket: WebSocket,
     inputs: SessionInputs,
-    viewer: Viewer,
     link: Arc<Link>,
     mut queue: mpsc::Receiver<Outbound>,
     registration: Registration,
 ) {
     let (mut sink, mut stream) = socket.split();
     let mut subscribing: JoinSet<()> = JoinSet::new();
-    let mut recheck = tokio::time::interval(inputs.hub.config().recheck_interval);
-    recheck.tick().await;
     let code = loop {
         tokio::select! {
             message = stream.next() => match message {
                 Some(Ok(Message::Text(text))) => {
-                    handle_frame(&inputs, &viewer, &link, text.as_str(), &mut subscribing);
+                    handle_frame(&inputs, &link, text.as_str(), &mut subscribing);
                 }
                 Some(Ok(Message::Binary(_))) => {
                     link.push(Outbound::control(protocol::error(None, 422, "Frames are JSON text")));
@@ -63,55 +62,43 @@ pub async fn run_websocket(
                 Some(Ok(_)) => {}
             },
             frame = queue.recv() => match frame {
-                Some(frame) => {
-                    if sink.send(Message::Text(frame.text.into())).await.is_err() {
-                        break None;
+                // A client that stops reading blocks the write: the connection still closes
+                // when the hub closes it (its queue fills meanwhile) or the host stops.
+                Some(frame) => tokio::select! {
+                    sent = sink.send(Message::Text(frame.text.into())) => {
+                        if sent.is_err() {
+                            break None;
+                        }
                     }
-                }
+                    () = link.closed() => break Some(link.close_code()),
+                    () = inputs.hub.stopping() => break Some(close::GOING_AWAY),
+                },
                 None => break None,
             },
             () = link.closed() => break Some(link.close_code()),
             () = inputs.hub.stopping() => break Some(close::GOING_AWAY),
-            _ = recheck.tick() => {
-                match access::recheck(&inputs.auth, &viewer).await {
-                    Ok(Err(code)) => {
-                        link.close(code);
-                        break Some(code);
-                    }
-                    Ok(Ok(())) => {}
-                    Err(error) => tracing::warn!(
-                        error = format!("{error:#}"),
-                        "rechecking a realtime connection failed"
-                    ),
-                }
-            }
             Some(_) = subscribing.join_next(), if !subscribing.is_empty() => {}
         }
     };
     subscribing.abort_all();
     drop(registration);
     if let Some(code) = code.filter(|code| *code != 0) {
-        let reason = match code {
-            close::UNAUTHENTICATED => "token expired, revoked or logged out",
-            close::TENANT_ENDED => "access to the tenant ended",
-            close::TOO_SLOW => "the client reads too slowly",
-            close::LIMIT => "a connection limit",
-            _ => "the host is stopping",
-        };
         link.close(code);
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
+        // A client that reads nothing gets no close frame: the socket is dropped.
+        let _ = tokio::time::timeout(
+            CLOSE_TIMEOUT,
+            sink.send(Message::Close(Some(CloseFrame {
                 code,
-                reason: reason.into(),
-            })))
-            .await;
+                reason: close::reason(code).into(),
+            }))),
+        )
+        .await;
     }
 }
 
 /// Handles one client frame; a subscription runs beside the connection (it may replay).
 fn handle_frame(
     inputs: &SessionInputs,
-    viewer: &Viewer,
     link: &Arc<Link>,
     text: &str,
     subscribing: &mut JoinSet<()>,
@@ -131,7 +118,6 @@ fn handle_frame(
         }
         ClientFrame::Subscribe { topic, since } => {
             let inputs = inputs.clone();
-            let caller = viewer.caller.clone();
             let link = link.clone();
             subscribing.spawn(async move {
                 let since = match since.as_deref().map(protocol::decode_cursor) {
@@ -140,7 +126,7 @@ fn handle_frame(
                     Some(None) => Err((422, "`since` is not a cursor of this host".to_owned())),
                 };
                 let subscribed = match since {
-                    Ok(since) => subscribe(&inputs, &link, &caller, &topic, since, true).await,
+                    Ok(since) => subscribe(&inputs, &link, &topic, since, true).await,
                     Err(refusal) => Err(refusal),
                 };
                 if let Err((status, message)) = subscribed {
@@ -155,23 +141,30 @@ fn handle_frame(
     }
 }
 
-/// Authorizes and subscribes, replaying after the position `since` gives in the topic's
-/// stream (when `since` names only the other stream and `strict`, a 422); the status and
-/// message of an `error` frame otherwise.
+/// Authorizes (as the connection's caller now) and subscribes, replaying after the position
+/// `since` gives in the topic's stream (when `since` names only the other stream and `strict`,
+/// a 422); the status and message of an `error` frame otherwise.
 pub async fn subscribe(
     inputs: &SessionInputs,
     link: &Arc<Link>,
-    caller: &Caller,
     name: &str,
     since: Cursor,
     strict: bool,
 ) -> Result<(), (u16, String)> {
-    let topic = authorize(inputs, caller, name).await?;
+    let caller = link.caller();
+    let topic = authorize(inputs, &caller, name).await?;
     let after = since.of(stream_of_topic(&topic));
     if strict && after.is_none() && since != Cursor::default() {
         return Err((422, "`since` is not a cursor of this topic".to_owned()));
     }
-    match inputs.hub.subscribe(link, name, topic, after).await {
+    let subscribed = inputs.hub.subscribe(link, name, topic, after).await;
+    // The caller's role or type changed while this subscription was decided: the check that
+    // changed it may not have seen it yet, so it is decided again.
+    let now = link.caller();
+    if now.role != caller.role || now.token_type != caller.token_type {
+        inputs.hub.reauthorize(link, &now).await;
+    }
+    match subscribed {
         Ok(()) => Ok(()),
         Err(SubscribeError::TooMany) => Err((
             429,
@@ -190,22 +183,16 @@ pub async fn subscribe(
     }
 }
 
-async fn authorize(
+/// Whether `caller` may subscribe to `name`: the topic, or the status and message of the
+/// refusal.
+pub async fn authorize(
     inputs: &SessionInputs,
     caller: &Caller,
     name: &str,
 ) -> Result<topics::Topic, (u16, String)> {
     match topics::authorize(&inputs.database, inputs.hub.engines(), caller, name).await {
         Ok(topic) => Ok(topic),
-        Err(AuthorizeError::Refused(Refusal::Forbidden)) => {
-            Err((403, "Guests may subscribe only to core.inbox".to_owned()))
-        }
-        Err(AuthorizeError::Refused(Refusal::ForbiddenByEngine)) => {
-            Err((403, format!("Not allowed to subscribe to {name}")))
-        }
-        Err(AuthorizeError::Refused(Refusal::NotFound)) => {
-            Err((404, format!("Unknown topic: {name}")))
-        }
+        Err(AuthorizeError::Refused(refusal)) => Err(topics::refusal_answer(refusal, name)),
         Err(AuthorizeError::Internal(error)) => {
             tracing::error!(error = format!("{error:#}"), "authorizing a topic failed");
             Err((500, "Internal error".to_owned()))
@@ -221,25 +208,15 @@ pub async fn authorize_all(
     names: &[String],
 ) -> Result<(), (u16, String)> {
     for name in names {
-        match topics::authorize(&inputs.database, inputs.hub.engines(), caller, name).await {
-            Ok(_) => {}
-            Err(AuthorizeError::Refused(Refusal::Forbidden | Refusal::ForbiddenByEngine)) => {
-                return Err((403, format!("Not allowed to subscribe to {name}")));
-            }
-            Err(AuthorizeError::Refused(Refusal::NotFound)) => {
-                return Err((404, format!("Unknown topic: {name}")));
-            }
-            Err(AuthorizeError::Internal(error)) => return Err((500, format!("{error:#}"))),
-        }
+        authorize(inputs, caller, name).await?;
     }
     Ok(())
 }
 
 /// Drives a Server-Sent Events connection: subscribes its topics (replaying after `since`),
-/// then watches its credential, the hub and the stream's reader until one ends it.
+/// then waits until the hub closes it, the host stops or the stream's reader leaves.
 pub async fn run_events(
     inputs: SessionInputs,
-    viewer: Viewer,
     link: Arc<Link>,
     registration: Registration,
     names: Vec<String>,
@@ -247,8 +224,7 @@ pub async fn run_events(
 ) {
     let subscriptions = async {
         for name in &names {
-            if let Err((status, message)) =
-                subscribe(&inputs, &link, &viewer.caller, name, since, false).await
+            if let Err((status, message)) = subscribe(&inputs, &link, name, since, false).await
             {
                 link.push(Outbound::control(protocol::error(
                     Some(name),
@@ -260,23 +236,57 @@ pub async fn run_events(
         std::future::pending::<()>().await;
     };
     tokio::pin!(subscriptions);
-    let mut recheck = tokio::time::interval(inputs.hub.config().recheck_interval);
-    recheck.tick().await;
     loop {
         tokio::select! {
             () = &mut subscriptions => {}
             () = link.closed() => break,
             () = link.receiver_gone() => break,
-            () = inputs.hub.stopping() => break,
-            _ = recheck.tick() => {
-                if let Ok(Err(code)) = access::recheck(&inputs.auth, &viewer).await {
-                    link.close(code);
-                    break;
-                }
+            () = inputs.hub.stopping() => {
+                link.close(close::GOING_AWAY);
+                break;
             }
         }
     }
     drop(registration);
+}
+
+/// A Server-Sent Events stream of a connection's queue: its frames as events until the
+/// connection closes, then a `close` event with the code a WebSocket would close with
+/// (`data: {"op":"close","code":C,"reason":R}`), and the end. Once closed, frames still
+/// queued are not sent (the credential behind them may have ended).
+pub fn sse_stream(
+    link: Arc<Link>,
+    queue: mpsc::Receiver<Outbound>,
+) -> impl futures_util::Stream<Item = Event> + Send + 'static {
+    futures_util::stream::unfold(Some((link, queue)), |state| async move {
+        let (link, mut queue) = state?;
+        loop {
+            tokio::select! {
+                biased;
+                () = link.closed() => {
+                    let code = link.close_code();
+                    if code == 0 {
+                        return None;
+                    }
+                    return Some((close_event(code), None));
+                }
+                frame = queue.recv() => match frame {
+                    Some(frame) => {
+                        if let Some(event) = sse_event(frame) {
+                            return Some((event, Some((link, queue))));
+                        }
+                    }
+                    None => return None,
+                },
+            }
+        }
+    })
+}
+
+/// The last event of a stream that closes with `code`.
+fn close_event(code: u16) -> Event {
+    let data = serde_json::json!({"op": "close", "code": code, "reason": close::reason(code)});
+    Event::default().event("close").data(data.to_string())
 }
 
 /// The Server-Sent Event of a queued frame: events with their cursor as `id:` and their type

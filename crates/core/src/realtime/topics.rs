@@ -17,6 +17,7 @@ use crate::events::StoredEvent;
 use crate::feeds::{InboxItem, TimelineItem};
 use crate::projections::projector::inbox_address;
 use crate::projections::worker::LogPosition;
+use tessera_auth::caller::Caller;
 use tessera_storage::Database;
 
 /// A core topic.
@@ -63,11 +64,12 @@ pub enum Refusal {
 /// Whether `caller` may subscribe to `name`: guests reach only their inbox among the core's
 /// topics (as in REST, where `Caller` keeps them to it), and an entity's topic needs the
 /// entity in the caller's tenant (as `GET /core/api/v1/entities/{id}`); an engine's topic is
-/// the engine's to decide (deny by default), when `engines` are wired in.
+/// the engine's to decide (deny by default), when `engines` are wired in. The same rules
+/// decide again when a connected caller's role or type changes.
 pub async fn authorize(
     database: &Database,
     engines: Option<&dyn EngineTopics>,
-    caller: &tessera_auth::caller::Caller,
+    caller: &Caller,
     name: &str,
 ) -> Result<Topic, AuthorizeError> {
     let tenant_id = caller.tenant_id.as_str();
@@ -80,15 +82,32 @@ pub async fn authorize(
         };
     }
     let topic = Topic::parse(name).ok_or(Refusal::NotFound)?;
-    if caller.is_guest() && topic != Topic::Inbox {
-        return Err(Refusal::Forbidden.into());
-    }
+    permits(caller, &topic)?;
     if let Topic::Entity(id) = &topic
         && entities::find(database, tenant_id, id).await?.is_none()
     {
         return Err(Refusal::NotFound.into());
     }
     Ok(topic)
+}
+
+/// Whether the caller's role and type allow a topic: the part of [`authorize`] a role change
+/// can change. Guests reach only their inbox.
+pub fn permits(caller: &Caller, topic: &Topic) -> Result<(), Refusal> {
+    if caller.is_guest() && *topic != Topic::Inbox {
+        Err(Refusal::Forbidden)
+    } else {
+        Ok(())
+    }
+}
+
+/// The status and message of a refusal's `error` frame.
+pub fn refusal_answer(refusal: Refusal, name: &str) -> (u16, String) {
+    match refusal {
+        Refusal::Forbidden => (403, "Guests may subscribe only to core.inbox".to_owned()),
+        Refusal::ForbiddenByEngine => (403, format!("Not allowed to subscribe to {name}")),
+        Refusal::NotFound => (404, format!("Unknown topic: {name}")),
+    }
 }
 
 /// A refusal, or a failure to decide.

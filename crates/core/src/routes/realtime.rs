@@ -3,7 +3,7 @@
 //! (`docs/src/api/realtime.md`), served by `crate::realtime`.
 
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
-use axum::extract::{FromRef, State};
+use axum::extract::{FromRef, MatchedPath, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +17,6 @@ use crate::realtime::hub::close;
 use crate::realtime::protocol;
 use crate::realtime::session::{self, SessionInputs};
 use crate::state::CoreState;
-use tessera_auth::AuthState;
 use tessera_http::envelope::{self, Data};
 use tessera_http::extract::{ApiQuery, NoQuery, bearer_token};
 use tessera_http::{ApiError, ApiResult};
@@ -26,7 +25,6 @@ pub(super) fn router<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     CoreState: FromRef<S>,
-    AuthState: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(connect))
@@ -61,17 +59,21 @@ pub struct Ticket {
     pub expires_at: String,
 }
 
-fn inputs(state: &CoreState, auth: AuthState) -> SessionInputs {
+fn inputs(state: &CoreState) -> SessionInputs {
     SessionInputs {
         hub: state.realtime.clone(),
-        auth,
         database: state.database.clone(),
     }
 }
 
-async fn bearer_viewer(auth: &AuthState, headers: &HeaderMap) -> Result<Viewer, ApiError> {
+/// The caller of the request's bearer token, as the `Caller` extractor checks it on `route`.
+async fn bearer_viewer(
+    state: &CoreState,
+    headers: &HeaderMap,
+    route: &MatchedPath,
+) -> Result<Viewer, ApiError> {
     let token = bearer_token(headers).ok_or(ApiError::Unauthenticated)?;
-    access::from_bearer(auth, token).await
+    access::from_bearer(state.realtime.verifier(), token, route.as_str()).await
 }
 
 /// Opens a realtime WebSocket (JSON text frames; see the realtime page of the book).
@@ -89,30 +91,30 @@ async fn bearer_viewer(auth: &AuthState, headers: &HeaderMap) -> Result<Viewer, 
 )]
 async fn connect(
     State(state): State<CoreState>,
-    State(auth): State<AuthState>,
+    route: MatchedPath,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<ConnectQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
     let viewer = match &query.ticket {
-        Some(ticket) => access::redeem_ticket(&auth, &state.database, ticket).await?,
-        None => bearer_viewer(&auth, &headers).await?,
+        Some(ticket) => {
+            access::redeem_ticket(state.realtime.verifier(), &state.database, ticket).await?
+        }
+        None => bearer_viewer(&state, &headers, &route).await?,
     };
     let upgrade = upgrade.map_err(|rejection| {
         ApiError::BadRequest(format!("Not a WebSocket upgrade: {rejection}"))
     })?;
-    let inputs = inputs(&state, auth);
-    let connected = inputs
-        .hub
-        .connect(&viewer.caller.tenant_id, &viewer.caller.user_id);
+    let inputs = inputs(&state);
+    let connected = inputs.hub.connect(viewer);
     Ok(match connected {
         Ok((link, queue, registration)) => upgrade
             .on_upgrade(move |socket| {
-                session::run_websocket(socket, inputs, viewer, link, queue, registration)
+                session::run_websocket(socket, inputs, link, queue, registration)
             })
             .into_response(),
         Err(_) => upgrade
-            .on_upgrade(|socket| session::refuse(socket, close::LIMIT, "a connection limit"))
+            .on_upgrade(|socket| session::refuse(socket, close::LIMIT))
             .into_response(),
     })
 }
@@ -130,11 +132,11 @@ async fn connect(
 )]
 async fn create_ticket(
     State(state): State<CoreState>,
-    State(auth): State<AuthState>,
+    route: MatchedPath,
     headers: HeaderMap,
     _: NoQuery,
 ) -> ApiResult<Response> {
-    let viewer = bearer_viewer(&auth, &headers).await?;
+    let viewer = bearer_viewer(&state, &headers, &route).await?;
     let (ticket, expires_at) = access::issue_ticket(&state.database, &viewer).await?;
     Ok(envelope::created(Ticket { ticket, expires_at }))
 }
@@ -161,12 +163,12 @@ async fn create_ticket(
 )]
 async fn events(
     State(state): State<CoreState>,
-    State(auth): State<AuthState>,
+    route: MatchedPath,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> ApiResult<Response> {
-    let viewer = bearer_viewer(&auth, &headers).await?;
-    let inputs = inputs(&state, auth);
+    let viewer = bearer_viewer(&state, &headers, &route).await?;
+    let inputs = inputs(&state);
     let mut names: Vec<String> = Vec::new();
     for name in query.topics.split(',').map(str::trim) {
         if !name.is_empty() && !names.iter().any(|known| known == name) {
@@ -199,26 +201,21 @@ async fn events(
             404 => ApiError::not_found("Topic"),
             _ => ApiError::Internal(anyhow::anyhow!(message)),
         })?;
-    let (link, queue, registration) = inputs
-        .hub
-        .connect_events(&viewer.caller.tenant_id, &viewer.caller.user_id, since)
-        .map_err(|_| ApiError::TooManyRequests {
-            retry_after_seconds: 1,
-        })?;
+    let (link, queue, registration) =
+        inputs
+            .hub
+            .connect_events(viewer, since)
+            .map_err(|_| ApiError::TooManyRequests {
+                retry_after_seconds: 1,
+            })?;
+    let stream = session::sse_stream(link.clone(), queue).map(Ok::<_, std::convert::Infallible>);
     tokio::spawn(session::run_events(
         inputs,
-        viewer,
         link,
         registration,
         names,
         since,
     ));
-    let stream = futures_util::stream::unfold(queue, |mut queue| async move {
-        queue.recv().await.map(|frame| (frame, queue))
-    })
-    .filter_map(|frame| async move {
-        session::sse_event(frame).map(Ok::<_, std::convert::Infallible>)
-    });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
