@@ -3,7 +3,9 @@
 //! an owner signs in with a password and TOTP, adds a webhook, sees its failed deliveries,
 //! replays a dead letter once the receiver recovers, creates a member and changes its role,
 //! and reads the audit log (the chat engine's audited operations beside sign-ins and members);
-//! a viewer sees no admin action; a session ended elsewhere returns to sign-in and back to the same place.
+//! a viewer sees no admin action; a session ended elsewhere returns to sign-in and back to the same place;
+//! a webhook's page shows its deliveries as they happen (the chat engine's realtime topic),
+//! without a reload, resuming after a dropped connection.
 //! Every main screen is checked with axe-core (no serious or critical violation), at 360 px
 //! wide (nothing wider than the window), and written as a screenshot to
 //! `$CARGO_TARGET_DIR/console-screenshots/`.
@@ -859,6 +861,246 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
         "a viewer's engines page has no action"
     );
     browser.check_screen("engines").await;
+}
+
+#[tokio::test]
+async fn a_webhooks_deliveries_appear_live_and_resume_after_a_drop_without_a_reload() {
+    let receiver = Receiver::start();
+    let app = console_host(&receiver).await;
+    let token = api_token(&app, OWNER, None).await;
+    let webhook = json_with_status(
+        app.post_as(
+            "/chat/api/v1/webhooks",
+            &token,
+            &json!({
+                "url": receiver.url(),
+                "events": ["message.created"],
+                "secret": "live-updates-secret-of-32-characters",
+            }),
+        )
+        .await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let browser = Browser::start(&app.url("")).await;
+    browser.open("#/webhooks").await;
+    browser.ready().await;
+    browser.sign_in(OWNER, None).await;
+    // Watched from WebDriver (not the page: no inline script): the page's WebSockets and what
+    // it sends on them, any CSP violation, and ticket requests held back on demand. A marker on
+    // `window` that a reload would drop.
+    browser
+        .client
+        .execute(
+            "window.liveMarker = 'never reloaded';
+             window.sockets = []; window.sent = []; window.violations = [];
+             document.addEventListener('securitypolicyviolation', (event) =>
+                 window.violations.push(`${event.violatedDirective} ${event.blockedURI}`));
+             const Native = window.WebSocket;
+             window.WebSocket = class extends Native {
+                 constructor(...args) { super(...args); window.sockets.push(this); }
+                 send(data) { window.sent.push(JSON.parse(data)); super.send(data); }
+             };
+             const nativeFetch = window.fetch.bind(window);
+             window.holdTickets = false;
+             window.fetch = async (url, options) => {
+                 if (String(url).endsWith('/core/api/v1/realtime/tickets')) {
+                     while (window.holdTickets) await new Promise((done) => setTimeout(done, 50));
+                 }
+                 return nativeFetch(url, options);
+             };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser.go(&format!("#/webhooks/{webhook}")).await;
+    assert_eq!(browser.heading().await, "Webhook");
+    browser.wait_for_text("No deliveries match.").await;
+    browser
+        .wait_for("[data-testid='live-state'][data-state='live']")
+        .await;
+
+    // A test ping from another client of the owner's: its failed delivery appears as a row.
+    receiver.answer.store(500, Ordering::SeqCst);
+    let ping = json_with_status(
+        app.post_as(
+            &format!("/chat/api/v1/webhooks/{webhook}/test"),
+            &token,
+            &json!({}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let ping_id = ping["data"]["delivery_id"].as_str().unwrap().to_owned();
+    let ping_row = format!("tr[data-delivery-id='{ping_id}']");
+    browser
+        .wait_for(&format!("{ping_row}[data-status='failed']"))
+        .await;
+    let cells = browser.texts(&format!("{ping_row} td")).await;
+    assert_eq!(cells[..4], ["test.ping", "failed", "1", "500"], "{cells:?}");
+    browser.check_screen("webhook-live").await;
+
+    // Retried through the API once the receiver works: the same row changes in place.
+    receiver.answer.store(204, Ordering::SeqCst);
+    json_with_status(
+        app.post_as(
+            &format!("/chat/api/v1/webhooks/{webhook}/deliveries/{ping_id}/retry"),
+            &token,
+            &json!({}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    browser
+        .wait_for(&format!("{ping_row}[data-status='delivered']"))
+        .await;
+    let cells = browser.texts(&format!("{ping_row} td")).await;
+    assert_eq!(
+        cells[..4],
+        ["test.ping", "delivered", "2", "204"],
+        "{cells:?}"
+    );
+    assert_eq!(
+        browser
+            .texts("[data-testid='deliveries'] tbody tr")
+            .await
+            .len(),
+        1
+    );
+
+    // The connection drops, and comes back only once the test lets it have a ticket; a message
+    // delivered meanwhile appears after it resumes from the last event it had.
+    browser
+        .client
+        .execute(
+            "window.holdTickets = true; window.sockets.at(-1).close();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for("[data-testid='live-state'][data-state='reconnecting']")
+        .await;
+    let conversation = crate::chat::general_conversation(&app, &token).await;
+    json_with_status(
+        app.post_as(
+            &format!("/chat/api/v1/conversations/{conversation}/messages"),
+            &token,
+            &json!({ "body": "said while the console was away" }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let message_id = eventually(30, "the message's delivery delivered", || async {
+        let deliveries: Value = app
+            .get_as(
+                &format!("/chat/api/v1/webhooks/{webhook}/deliveries?status=delivered"),
+                &token,
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        deliveries["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|delivery| delivery["event"] == "message.created")
+            .map(|delivery| delivery["id"].as_str().unwrap().to_owned())
+    })
+    .await;
+    assert!(
+        browser
+            .client
+            .find(Locator::Css(&format!(
+                "tr[data-delivery-id='{message_id}']"
+            )))
+            .await
+            .is_err(),
+        "nothing arrives while the connection is down"
+    );
+    browser
+        .client
+        .execute("window.holdTickets = false;", vec![])
+        .await
+        .unwrap();
+    browser
+        .wait_for(&format!(
+            "tr[data-delivery-id='{message_id}'][data-status='delivered']"
+        ))
+        .await;
+    browser
+        .wait_for("[data-testid='live-state'][data-state='live']")
+        .await;
+    let rows = browser.texts("[data-testid='deliveries'] tbody tr").await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].starts_with("message.created"),
+        "newest first: {rows:?}"
+    );
+
+    let watched = browser
+        .client
+        .execute(
+            "return { marker: window.liveMarker, sockets: window.sockets.length,
+                      sent: window.sent.filter((frame) => frame.op === 'subscribe'),
+                      violations: window.violations, hash: window.location.hash };",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(watched["marker"], "never reloaded", "{watched}");
+    assert_eq!(
+        watched["hash"],
+        format!("#/webhooks/{webhook}"),
+        "{watched}"
+    );
+    assert_eq!(
+        watched["violations"],
+        json!([]),
+        "the CSP allows the WebSocket: {watched}"
+    );
+    assert_eq!(watched["sockets"], 2, "{watched}");
+    let subscribes = watched["sent"].as_array().unwrap();
+    assert_eq!(subscribes.len(), 2, "{watched}");
+    let topic = format!("chat.webhook.{webhook}");
+    assert_eq!(subscribes[0], json!({ "op": "subscribe", "topic": topic }));
+    assert_eq!(subscribes[1]["topic"], topic.as_str());
+    assert!(
+        subscribes[1]["since"]
+            .as_str()
+            .is_some_and(|since| !since.is_empty()),
+        "the second subscription resumes from the last cursor: {watched}"
+    );
+
+    // Leaving the page closes its connection, for good.
+    browser.go("#/webhooks").await;
+    eventually(10, "the webhook page's WebSocket closed", || async {
+        let open = browser
+            .client
+            .execute(
+                "return window.sockets.filter((socket) => socket.readyState !== WebSocket.CLOSED).length;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        (open == json!(0)).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let sockets = browser
+        .client
+        .execute("return window.sockets.length;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(sockets, json!(2), "no reconnection after leaving");
 }
 
 #[tokio::test]

@@ -176,14 +176,19 @@ export function formValues(formElement) {
   return values;
 }
 
-/** A table with a caption, column headers and one row per item. */
+/** A table with a caption, column headers and one row per item (its cells, or a `tr`). */
 export function table({ caption, columns, rows, empty }) {
   if (!rows.length) return h("p", { class: "hint" }, empty);
   return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
     h("table", {},
       h("caption", {}, caption),
       h("thead", {}, h("tr", {}, columns.map((column) => h("th", { scope: "col" }, column)))),
-      h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cell)))))));
+      h("tbody", {}, rows.map((row) => (row instanceof Node ? row : tableRow(row))))));
+}
+
+/** A table row of `cells`, with `attributes`. */
+export function tableRow(cells, attributes = {}) {
+  return h("tr", attributes, cells.map((cell) => h("td", {}, cell)));
 }
 
 /** A badge: `kind` is `ok`, `bad` or `warn`. */

@@ -73,13 +73,27 @@ function match(path) {
 const app = document.getElementById("app");
 let renderCount = 0;
 let pendingFlash = null;
+/** What the screen on show does when it is left (a page closing its live updates). */
+let leaving = [];
+
+function runAll(cleanups) {
+  for (const cleanup of cleanups.splice(0)) {
+    try {
+      cleanup();
+    } catch (error) {
+      console.error(error);
+    }
+  }
+}
 
 /**
  * Draws the screen for the current place (or the sign-in screen, saying `reason`); `flash`
- * is said at the top of the redrawn page (what the action that redrew it did).
+ * is said at the top of the redrawn page (what the action that redrew it did). The screen
+ * left first runs what it registered with `onLeave`.
  */
 export async function render(reason, flash) {
   const ticket = ++renderCount;
+  runAll(leaving);
   flash ??= pendingFlash;
   pendingFlash = null;
   const current = session();
@@ -108,10 +122,20 @@ export async function render(reason, flash) {
         h("p", { class: "notice warn" }, "This page is not available to your account."));
     } else {
       title = found.route.title;
-      const content = await found.route.view({
-        params: found.params, query, navigate, refresh: (message) => render(undefined, message),
-      });
-      if (ticket !== renderCount) return;
+      const cleanups = [];
+      let content;
+      try {
+        content = await found.route.view({
+          params: found.params, query, navigate, refresh: (message) => render(undefined, message),
+          onLeave: (cleanup) => cleanups.push(cleanup),
+        });
+      } catch (error) {
+        runAll(cleanups);
+        throw error;
+      }
+      // Drawn too late (another screen was asked for meanwhile): left at once.
+      if (ticket !== renderCount) return runAll(cleanups);
+      leaving = cleanups;
       replace(main, content);
       if (flash) {
         const region = notice();

@@ -1,11 +1,13 @@
 // Webhooks (owners): the list and a form to add one, a webhook's page (its recent deliveries
-// with their attempts and errors, a test ping, re-enable after automatic disabling, delete),
-// and the dead letter queue with replay. All through the chat engine's public endpoints.
+// with their attempts and errors, updated live through the chat engine's realtime topic
+// `chat.webhook.<id>`, a test ping, re-enable after automatic disabling, delete), and the dead
+// letter queue with replay. All through the chat engine's public endpoints.
 
 import { api } from "./api.js";
 import {
-  actionButton, badge, checkboxes, field, form, h, notice, replace, table, when,
+  actionButton, badge, checkboxes, field, form, h, notice, replace, table, tableRow, when,
 } from "./dom.js";
+import { follow } from "./realtime.js";
 
 const BASE = "/chat/api/v1/webhooks";
 
@@ -79,12 +81,25 @@ export async function list() {
   ];
 }
 
-export async function detail({ params, query, navigate, refresh }) {
+const DELIVERY_COLUMNS = ["Event", "Status", "Attempt", "Response", "Time", "Next retry", "Created", ""];
+
+/** What the page says of its live updates, by the connection's state. */
+const LIVE_STATES = {
+  connecting: "Connecting for live updates…",
+  live: "New deliveries and their attempts appear here as they happen.",
+  reconnecting: "Live updates interrupted: reconnecting…",
+  ended: "Live updates stopped: open this page again to see new deliveries.",
+};
+
+export async function detail({ params, query, navigate, refresh, onLeave }) {
   const id = encodeURIComponent(params.id);
   const status = query.get("status") ?? "";
+  const cursor = query.get("cursor");
+  const readDeliveries = () =>
+    api("GET", `${BASE}/${id}/deliveries`, { query: { status, cursor, limit: 50 } });
   const [webhook, deliveries] = await Promise.all([
     api("GET", `${BASE}/${id}`).then((answer) => answer.data),
-    api("GET", `${BASE}/${id}/deliveries`, { query: { status, cursor: query.get("cursor"), limit: 50 } }),
+    readDeliveries(),
   ]);
   const region = notice();
   const actions = h("div", { class: "actions" },
@@ -112,6 +127,70 @@ export async function detail({ params, query, navigate, refresh }) {
       .map(([value, text]) => h("option", { value, selected: value === status }, text)));
   filter.addEventListener("change", () => navigate(`/webhooks/${params.id}`, { status: filter.value }));
   const next = deliveries.meta?.next_cursor;
+
+  const row = (delivery) => tableRow([
+    delivery.event,
+    deliveryBadge(delivery.status),
+    delivery.attempt,
+    delivery.response_code ? String(delivery.response_code) : "no response",
+    `${delivery.response_time_ms} ms`,
+    when(delivery.next_retry_at),
+    when(delivery.created_at),
+    delivery.status === "delivered" ? "" : actionButton("Resend", region, async () => {
+      const result = (await api("POST", `${BASE}/${id}/deliveries/${encodeURIComponent(delivery.id)}/retry`)).data;
+      await refresh(`Resent: ${result.status} (receiver answered ${result.response_code || "nothing"}).`);
+    }, { class: "secondary", "aria-label": `Resend delivery ${delivery.id}` }),
+  ], { "data-delivery-id": delivery.id, "data-status": delivery.status });
+  const deliveryTable = (rows) => table({
+    caption: "Deliveries, newest first", columns: DELIVERY_COLUMNS, rows, empty: "No deliveries match.",
+  });
+
+  // The deliveries on show and their rows, updated in place as the webhook's topic tells.
+  const shown = new Map();
+  const rows = deliveries.data.map((delivery) => {
+    const element = row(delivery);
+    shown.set(delivery.id, { delivery, element });
+    return element;
+  });
+  const listing = h("div", { "data-testid": "deliveries" }, deliveryTable(rows));
+  const show = (delivery) => {
+    const known = shown.get(delivery.id);
+    if (known) {
+      // Never back to an earlier attempt (an event older than what was read).
+      if (delivery.attempt < known.delivery.attempt) return;
+      const element = row(delivery);
+      known.element.replaceWith(element);
+      shown.set(delivery.id, { delivery, element });
+      return;
+    }
+    // A delivery not on show: on the first page, where new ones go, if the filter takes it.
+    if (cursor || (status && delivery.status !== status)) return;
+    const element = row(delivery);
+    shown.set(delivery.id, { delivery, element });
+    const body = listing.querySelector("tbody");
+    if (!body) {
+      replace(listing, deliveryTable([element]));
+      return;
+    }
+    // Newest first: ids are ordered by creation.
+    const before = [...body.rows].find((other) => other.dataset.deliveryId < delivery.id);
+    body.insertBefore(element, before ?? null);
+  };
+  const live = h("p", { class: "hint", "data-testid": "live-state", "data-state": "connecting" },
+    LIVE_STATES.connecting);
+  const subscription = follow(`chat.webhook.${params.id}`, {
+    onEvent: (event) => {
+      if (event.type === "delivery.updated") show(event.data);
+    },
+    // Whatever was written while not listening: read again, and show what changed.
+    onSync: () => readDeliveries().then((page) => page.data.forEach(show), () => {}),
+    onState: (state) => {
+      live.dataset.state = state;
+      live.textContent = LIVE_STATES[state];
+    },
+  });
+  onLeave(() => subscription.close());
+
   return [
     h("h1", {}, "Webhook"),
     h("p", {}, h("a", { href: "#/webhooks" }, "All webhooks")),
@@ -125,25 +204,9 @@ export async function detail({ params, query, navigate, refresh }) {
       region,
       actions),
     h("h2", {}, "Recent deliveries"),
+    live,
     h("div", { class: "field" }, h("label", { for: "delivery-status" }, "Show"), filter),
-    table({
-      caption: "Deliveries, newest first",
-      columns: ["Event", "Status", "Attempt", "Response", "Time", "Next retry", "Created", ""],
-      rows: deliveries.data.map((delivery) => [
-        delivery.event,
-        deliveryBadge(delivery.status),
-        delivery.attempt,
-        delivery.response_code ? String(delivery.response_code) : "no response",
-        `${delivery.response_time_ms} ms`,
-        when(delivery.next_retry_at),
-        when(delivery.created_at),
-        delivery.status === "delivered" ? "" : actionButton("Resend", region, async () => {
-          const result = (await api("POST", `${BASE}/${id}/deliveries/${encodeURIComponent(delivery.id)}/retry`)).data;
-          await refresh(`Resent: ${result.status} (receiver answered ${result.response_code || "nothing"}).`);
-        }, { class: "secondary", "aria-label": `Resend delivery ${delivery.id}` }),
-      ]),
-      empty: "No deliveries match.",
-    }),
+    listing,
     next ? h("p", {}, h("a", { href: `#/webhooks/${params.id}?${new URLSearchParams({ status, cursor: next })}` }, "Older deliveries")) : null,
   ];
 }

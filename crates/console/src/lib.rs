@@ -26,7 +26,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 #[folder = "assets/"]
 struct Assets;
 
-/// The Content-Security-Policy of every console answer.
+/// The Content-Security-Policy of every console answer. `connect-src 'self'` also allows the
+/// WebSocket to the page's own host (`ws:`/`wss:`, CSP Level 3), which the webhook page's live
+/// updates open (`assets/realtime.js`; the browser tests check that nothing is blocked).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self'; connect-src 'self'; font-src 'self'; \
      manifest-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";

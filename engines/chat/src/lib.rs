@@ -10,7 +10,8 @@
 //! parked ones when it is enabled again, purging them when it is deleted) runs a chunk per job
 //! on the durable scheduler, within the host's scan budget per call (`webhooks/jobs.rs`).
 //! Clients follow conversations live on chat's realtime topics, `chat.conversation.<id>` and
-//! `chat.me` (`topics.rs`), whose events carry message text where webhooks carry identifiers.
+//! `chat.me` (`topics.rs`), whose events carry message text where webhooks carry identifiers,
+//! and owners follow a webhook's deliveries on `chat.webhook.<id>`.
 //!
 //! Storage layout (tenant-scoped by the host):
 //!
@@ -415,6 +416,12 @@ impl Engine for Chat {
             )
             .doc(
                 Operation::new("List a webhook's deliveries, newest first (owners only)")
+                    .description(
+                        "Each delivery as it is now. To follow them live, subscribe to the \
+                         realtime topic `chat.webhook.{id}`: every write of a delivery (created, \
+                         an attempt's outcome, parked, resumed) sends `delivery.updated` with \
+                         the delivery in this shape.",
+                    )
                     .path_parameter("id", WEBHOOK_ID)
                     .query::<api::DeliveriesQuery>()
                     .page::<api::Delivery>()

@@ -1,6 +1,7 @@
 //! Chat's realtime topics driven through the SDK's test kit (`tessera_sdk::testkit`), natively
 //! against fakes of the host: what each change publishes to `conversation.<id>` and `me`, that
-//! a failed change publishes nothing, that a removed member's subscriptions end, and who may
+//! a failed change publishes nothing, that a removed member's subscriptions end, every write of
+//! a webhook's delivery on `webhook.<id>` in the shape the REST API lists it, and who may
 //! subscribe to what. The bus events (and so the webhook deliveries made of them) keep carrying
 //! identifiers only.
 
@@ -81,7 +82,10 @@ fn take_events(host: &TestHost<Chat>) -> Vec<(String, Option<String>, String, Va
 
 #[test]
 fn chat_owns_the_conversation_topics_and_each_users_own() {
-    assert_eq!(TestHost::<Chat>::new().topics(), ["conversation.*", "me"]);
+    assert_eq!(
+        TestHost::<Chat>::new().topics(),
+        ["conversation.*", "me", "webhook.*"]
+    );
 }
 
 #[test]
@@ -422,4 +426,298 @@ fn everyone_may_listen_on_their_own_topic_guests_included() {
             .status,
         200
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// webhook.<id>
+// ---------------------------------------------------------------------------------------------
+
+const RECEIVER: &str = "https://hooks.example.com/chat";
+
+fn owner() -> Context {
+    as_role("olga", "owner")
+}
+
+/// A webhook of `message.created` to [`RECEIVER`], created by the owner; its id.
+fn webhook_of_messages(host: &TestHost<Chat>) -> String {
+    let created = host.post_json(
+        &owner(),
+        "/api/v1/webhooks",
+        &json!({
+            "url": RECEIVER,
+            "events": ["message.created"],
+            "secret": "s".repeat(32),
+        }),
+    );
+    assert_eq!(created.status, 201, "{:?}", created.json());
+    created.json()["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// The id of the tenant's default conversation.
+fn general(host: &TestHost<Chat>) -> String {
+    host.get(&editor("ada"), "/api/v1/conversations").json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|conversation| conversation["is_default"] == true)
+        .expect("the default conversation")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `ada` says `body` in the default conversation.
+fn say(host: &TestHost<Chat>, body: &str) {
+    let path = format!("/api/v1/conversations/{}/messages", general(host));
+    let posted = host.post_json(&editor("ada"), &path, &json!({ "body": body }));
+    assert_eq!(posted.status, 201, "{:?}", posted.json());
+}
+
+/// The `delivery.updated` events on `webhook.<webhook_id>` since the last look (the other
+/// topics' events are dropped); anything else published there fails the test.
+fn delivery_events(host: &TestHost<Chat>, webhook_id: &str) -> Vec<Value> {
+    let topic = format!("webhook.{webhook_id}");
+    take_events(host)
+        .into_iter()
+        .filter(|(event_topic, ..)| event_topic.starts_with("webhook."))
+        .map(|(event_topic, user_id, event_type, data)| {
+            assert_eq!(event_topic, topic);
+            assert_eq!(user_id, None, "every subscriber hears it");
+            assert_eq!(event_type, "delivery.updated");
+            data
+        })
+        .collect()
+}
+
+/// The delivery `id` as `GET /webhooks/{webhook_id}/deliveries` lists it now.
+fn listed(host: &TestHost<Chat>, webhook_id: &str, id: &Value) -> Value {
+    let page = host.get(
+        &owner(),
+        &format!("/api/v1/webhooks/{webhook_id}/deliveries"),
+    );
+    assert_eq!(page.status, 200);
+    page.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|delivery| delivery["id"] == *id)
+        .cloned()
+        .unwrap_or_else(|| panic!("delivery {id} listed"))
+}
+
+/// Runs the jobs due `ahead_ms` from now.
+fn run_jobs(host: &TestHost<Chat>, ahead_ms: u64) {
+    for (job, outcome) in host.run_due_jobs(tessera_sdk::time::now_unix_ms() + ahead_ms) {
+        assert!(outcome.is_ok(), "{job:?}: {outcome:?}");
+    }
+}
+
+#[test]
+fn every_write_of_a_delivery_is_announced_on_its_webhook_topic_as_the_api_lists_it() {
+    let host = provisioned();
+    let webhook = webhook_of_messages(&host);
+    take_events(&host);
+    host.respond("POST", RECEIVER, 500, "");
+
+    // A message: its delivery is created, pending, in the same call.
+    say(&host, "hello");
+    let created = delivery_events(&host, &webhook);
+    assert_eq!(created.len(), 1, "{created:?}");
+    let id = created[0]["id"].clone();
+    assert_eq!(created[0], listed(&host, &webhook, &id));
+    assert_eq!(created[0]["status"], "pending");
+    assert_eq!(created[0]["attempt"], 0);
+    assert_eq!(created[0]["event"], "message.created");
+    // The REST shape, and nothing more (no request body, no secret).
+    let keys: Vec<&String> = created[0].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "attempt",
+            "created_at",
+            "event",
+            "id",
+            "next_retry_at",
+            "response_code",
+            "response_time_ms",
+            "status"
+        ]
+    );
+
+    // Its first attempt fails: the outcome, with the next retry.
+    run_jobs(&host, 0);
+    let failed = delivery_events(&host, &webhook);
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0], listed(&host, &webhook, &id));
+    assert_eq!(
+        (
+            &failed[0]["status"],
+            &failed[0]["attempt"],
+            &failed[0]["response_code"]
+        ),
+        (&json!("failed"), &json!(1), &json!(500))
+    );
+    assert!(failed[0]["next_retry_at"].is_string());
+
+    // Disabled meanwhile, the retry parks the delivery (no retry due); re-enabled, it resumes.
+    let path = format!("/api/v1/webhooks/{webhook}");
+    assert_eq!(
+        host.patch_json(&owner(), &path, &json!({ "is_active": false }))
+            .status,
+        200
+    );
+    run_jobs(&host, 60_000);
+    let parked = delivery_events(&host, &webhook);
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert_eq!(parked[0], listed(&host, &webhook, &id));
+    assert_eq!(parked[0]["next_retry_at"], Value::Null);
+    assert_eq!(parked[0]["attempt"], 1);
+    assert_eq!(
+        host.patch_json(&owner(), &path, &json!({ "is_active": true }))
+            .status,
+        200
+    );
+    assert!(
+        delivery_events(&host, &webhook).is_empty(),
+        "a PATCH writes no delivery"
+    );
+    run_jobs(&host, 0);
+    let resumed = delivery_events(&host, &webhook);
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(resumed[0], listed(&host, &webhook, &id));
+    assert!(resumed[0]["next_retry_at"].is_string());
+    assert_eq!(resumed[0]["attempt"], 1);
+
+    // The receiver recovers: the resumed attempt delivers.
+    host.respond("POST", RECEIVER, 204, "");
+    run_jobs(&host, 0);
+    let delivered = delivery_events(&host, &webhook);
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0], listed(&host, &webhook, &id));
+    assert_eq!(
+        (&delivered[0]["status"], &delivered[0]["attempt"]),
+        (&json!("delivered"), &json!(2))
+    );
+}
+
+#[test]
+fn test_pings_and_retries_are_announced_and_refused_calls_announce_nothing() {
+    let host = provisioned();
+    let webhook = webhook_of_messages(&host);
+    take_events(&host);
+
+    // A test ping is created with its one attempt's outcome: one event.
+    host.respond("POST", RECEIVER, 503, "");
+    let ping = host.post_json(
+        &owner(),
+        &format!("/api/v1/webhooks/{webhook}/test"),
+        &json!({}),
+    );
+    assert_eq!(ping.status, 200);
+    let pinged = delivery_events(&host, &webhook);
+    assert_eq!(pinged.len(), 1, "{pinged:?}");
+    let id = ping.json()["data"]["delivery_id"].clone();
+    assert_eq!(pinged[0]["id"], id);
+    assert_eq!(pinged[0], listed(&host, &webhook, &id));
+    assert_eq!(
+        (
+            &pinged[0]["event"],
+            &pinged[0]["status"],
+            &pinged[0]["response_code"]
+        ),
+        (&json!("test.ping"), &json!("failed"), &json!(503))
+    );
+
+    // A manual retry: the new outcome.
+    host.respond("POST", RECEIVER, 200, "");
+    let retry = format!(
+        "/api/v1/webhooks/{webhook}/deliveries/{}/retry",
+        id.as_str().unwrap()
+    );
+    assert_eq!(host.post_json(&owner(), &retry, &json!({})).status, 200);
+    let retried = delivery_events(&host, &webhook);
+    assert_eq!(retried.len(), 1, "{retried:?}");
+    assert_eq!(retried[0], listed(&host, &webhook, &id));
+    assert_eq!(
+        (&retried[0]["status"], &retried[0]["attempt"]),
+        (&json!("delivered"), &json!(2))
+    );
+
+    // Refused: an editor's ping and retry, a ping of a webhook that does not exist.
+    assert_eq!(
+        host.post_json(
+            &editor("ada"),
+            &format!("/api/v1/webhooks/{webhook}/test"),
+            &json!({})
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        host.post_json(&editor("ada"), &retry, &json!({})).status,
+        403
+    );
+    assert_eq!(
+        host.post_json(&owner(), "/api/v1/webhooks/nope/test", &json!({}))
+            .status,
+        404
+    );
+    // A message with the webhook disabled makes no delivery, so no event.
+    assert_eq!(
+        host.patch_json(
+            &owner(),
+            &format!("/api/v1/webhooks/{webhook}"),
+            &json!({ "is_active": false })
+        )
+        .status,
+        200
+    );
+    say(&host, "nobody listens");
+    assert!(delivery_events(&host, &webhook).is_empty());
+}
+
+#[test]
+fn a_webhook_topic_is_open_to_whoever_may_read_the_webhook() {
+    let host = provisioned();
+    let webhook = webhook_of_messages(&host);
+    let topic = format!("webhook.{webhook}");
+    let decide = |ctx: &Context, topic: &str| host.authorize_subscription(ctx, topic);
+
+    // Owners, as for the REST reads.
+    assert_eq!(decide(&owner(), &topic), Subscription::Allowed);
+    assert_eq!(
+        decide(&as_role("ada", "owner"), &topic),
+        Subscription::Allowed
+    );
+    // Not an editor or a viewer (even the webhook's creator once demoted), nor a guest token.
+    for ctx in [editor("ada"), as_role("olga", "viewer"), guest("gus")] {
+        assert_eq!(decide(&ctx, &topic), Subscription::Forbidden, "{ctx:?}");
+    }
+    let owner_as_guest = Context {
+        token_type: "guest".into(),
+        ..owner()
+    };
+    assert_eq!(decide(&owner_as_guest, &topic), Subscription::Forbidden);
+    // The REST reads agree.
+    let path = format!("/api/v1/webhooks/{webhook}/deliveries");
+    assert_eq!(host.get(&owner(), &path).status, 200);
+    assert_eq!(host.get(&editor("ada"), &path).status, 403);
+    assert_eq!(host.get(&owner_as_guest, &path).status, 403);
+
+    // A webhook that does not exist, or no longer: refused.
+    assert_eq!(decide(&owner(), "webhook.nope"), Subscription::Forbidden);
+    assert_eq!(
+        host.delete(&owner(), &format!("/api/v1/webhooks/{webhook}"))
+            .status,
+        204
+    );
+    assert_eq!(decide(&owner(), &topic), Subscription::Forbidden);
+    // Names chat does not own.
+    for unknown in ["webhook", "webhook.a.b", "webhooks.x"] {
+        assert_eq!(
+            decide(&owner(), unknown),
+            Subscription::UnknownTopic,
+            "{unknown}"
+        );
+    }
 }

@@ -4,24 +4,29 @@
 //! |---|---|---|
 //! | `conversation.<id>` | whoever may read the conversation through the REST API: everyone in the tenant for the default conversation, its members and owners for another | `message.created`, `message.updated`, `message.deleted`: the message as the REST API answers it, `body` included; `member.added`, `member.removed`: `{conversation_id, user_id}` |
 //! | `me` | every user of the tenant, guests included: each hears only their own events | `conversation.created`, when the user joins a conversation (creates it, is among its first members or is added): the conversation as the REST API answers it, without `member_ids` |
+//! | `webhook.<id>` | whoever may read the webhook through the REST API: owners (not guest tokens) | `delivery.updated`, when one of its deliveries is written: created (test pings included), an attempt's outcome recorded, parked while the webhook is disabled or resumed: the delivery as `GET /webhooks/{id}/deliveries` answers it |
 //!
 //! A member removed from a conversation has their subscriptions to it ended (an `error` frame
 //! with status 403); subscribing again asks [`authorize`] again (an owner, who reads every
-//! conversation, may). Everything here is published
-//! in the call's unit of work, after the change and its webhook deliveries: subscribers hear
-//! of a change only if it commits. Unlike webhooks and the event bus, which carry identifiers
-//! only, realtime events carry text, and only to subscribers who may read it.
+//! conversation, may). Everything here is published in the call's unit of work, after the
+//! change and its webhook deliveries: subscribers hear of a change only if it commits. A
+//! delivery written by a conditional storage transaction (parked, resumed) is announced after
+//! that transaction committed, never for a round that lost. Unlike webhooks and the event bus,
+//! which carry identifiers only, realtime events carry text, and only to subscribers who may
+//! read it.
 //!
-//! `data` stays well under the host's 64 KiB: a message body is at most 10,000 characters, and
-//! no event lists a conversation's members (a conversation may have any number).
+//! `data` stays well under the host's 64 KiB: a message body is at most 10,000 characters, no
+//! event lists a conversation's members (a conversation may have any number), and a delivery
+//! is announced without its request body.
 
 use serde::Serialize;
 use tessera_sdk::{Context, HostError, realtime, storage};
 
 use crate::conversations::{Conversation, Message};
+use crate::webhooks;
 
 /// The topic patterns chat owns (`describe-topics`).
-pub const TOPICS: [&str; 2] = ["conversation.*", ME];
+pub const TOPICS: [&str; 3] = ["conversation.*", ME, "webhook.*"];
 
 /// Each user's own topic.
 const ME: &str = "me";
@@ -31,6 +36,11 @@ pub fn conversation_topic(id: &str) -> String {
     format!("conversation.{id}")
 }
 
+/// The topic of webhook `id`'s deliveries.
+pub fn webhook_topic(id: &str) -> String {
+    format!("webhook.{id}")
+}
+
 /// Whether `caller` may subscribe to `topic`: the REST API's read rules.
 ///
 /// - `conversation.<id>`: the conversation exists and the caller may read it
@@ -38,9 +48,14 @@ pub fn conversation_topic(id: &str) -> String {
 /// - `me`: any user. It carries only `conversation.created` for conversations the user joins,
 ///   which the REST API lists to them (`GET /conversations`), guests included: a guest reads
 ///   the conversations it is a member of.
+/// - `webhook.<id>`: the webhook exists and the caller is an owner with a user token, as for
+///   every webhook route (`Context::require_owner`).
 pub fn authorize(caller: &Context, topic: &str) -> bool {
     if topic == ME {
         return true;
+    }
+    if let Some(id) = topic.strip_prefix("webhook.") {
+        return caller.require_owner().is_ok() && matches!(webhooks::load(id), Ok(Some(_)));
     }
     let Some(id) = topic.strip_prefix("conversation.") else {
         return false;
@@ -49,6 +64,12 @@ pub fn authorize(caller: &Context, topic: &str) -> bool {
         Ok(Some(conversation)) => conversation.may_read(caller),
         _ => false,
     }
+}
+
+/// Publishes `delivery.updated` with `delivery`, as the REST API answers it, to its webhook's
+/// topic.
+pub fn delivery_updated<T: Serialize>(webhook_id: &str, delivery: &T) -> Result<(), HostError> {
+    realtime::publish(&webhook_topic(webhook_id), "delivery.updated", delivery)
 }
 
 /// Publishes `message.created`, `message.updated` or `message.deleted` with the message (as

@@ -15,6 +15,10 @@
 //! the condition that the webhook record is still the one it read; the webhook's re-enabling
 //! (which changes the record) resumes the parked ones, a chunk per job (`jobs.rs`). So a
 //! delivery is never parked after the re-enabling's chain went past it.
+//!
+//! Every write of a delivery is announced on its webhook's realtime topic (`delivery.updated`
+//! on `webhook.<id>`, `topics.rs`) with the delivery as the REST API answers it, in the same
+//! unit of work: after an unconditional write, or once a conditional transaction committed.
 
 use serde::{Deserialize, Serialize};
 use tessera_sdk::serde_json::{self, json};
@@ -27,7 +31,7 @@ use tessera_sdk::{
 use super::{DISABLE_AFTER_FAILURES, TRANSACTION_ROUNDS, Webhook, failures_key, webhook_key};
 use crate::batch::Batch;
 use crate::events::{ChatEvent, TEST_PING};
-use crate::new_ordered_id;
+use crate::{new_ordered_id, topics};
 
 /// How long the receiver has to answer.
 pub const DELIVERY_TIMEOUT_MS: u32 = 10_000;
@@ -116,6 +120,11 @@ struct DeliveryView<'a> {
     attempt: u32,
     next_retry_at: Option<&'a str>,
     created_at: &'a str,
+}
+
+/// Tells the subscribers of `delivery`'s webhook its state as written (`delivery.updated`).
+fn announce(delivery: &Delivery) -> Result<(), HostError> {
+    topics::delivery_updated(&delivery.webhook_id, &delivery_view(delivery))
 }
 
 fn delivery_view(delivery: &Delivery) -> DeliveryView<'_> {
@@ -221,7 +230,7 @@ fn new_delivery(tenant_id: &str, webhook: &Webhook, event: &ChatEvent) -> Delive
 }
 
 /// Adds a new delivery of `event` to `webhook`, and the job of its first attempt (now), to
-/// `batch`.
+/// `batch`, and announces it: `batch` is committed as it is, or the call fails.
 pub fn stage_new(
     batch: &mut Batch,
     tenant_id: &str,
@@ -238,7 +247,7 @@ pub fn stage_new(
             attempt: 1,
         },
     )?;
-    Ok(())
+    announce(&delivery)
 }
 
 /// What one attempt got.
@@ -415,7 +424,7 @@ pub fn run_attempt(request: AttemptJob) -> Result<(), HostError> {
             .expect(webhook_key(&webhook.id), Some(record.as_slice()))
             .set_json(delivery.key(), &delivery)?;
         if let Committed::Yes { .. } = transaction.commit()? {
-            return Ok(());
+            return announce(&delivery);
         }
     }
     // The host runs the job again.
@@ -471,6 +480,7 @@ fn attempt_and_record(
     }
     batch.put(key, &delivery)?;
     batch.commit()?;
+    announce(&delivery)?;
     count_for_webhook(
         &webhook.id,
         outcome.delivered,
@@ -490,12 +500,14 @@ fn format_unix_ms(unix_ms: u64) -> String {
 /// Gives the parked deliveries among `deliveries` (entries of one webhook's
 /// `deliveries/<webhook_id>/` prefix) their next automatic attempt at `now_ms`, in `batch`: each
 /// is un-parked together with the job of that attempt. Those not parked are left alone, so
-/// resuming the same entries twice schedules nothing more.
+/// resuming the same entries twice schedules nothing more. Returns the deliveries resumed, to
+/// [`announce_resumed`] once `batch` committed.
 pub fn stage_resumed(
     batch: &mut Batch,
     deliveries: Vec<(String, Delivery)>,
     now_ms: u64,
-) -> Result<(), HostError> {
+) -> Result<Vec<Delivery>, HostError> {
+    let mut resumed = Vec::new();
     for (key, mut delivery) in deliveries
         .into_iter()
         .filter(|(_, delivery)| delivery.parked)
@@ -511,8 +523,14 @@ pub fn stage_resumed(
             },
         )?;
         batch.put(key, &delivery)?;
+        resumed.push(delivery);
     }
-    Ok(())
+    Ok(resumed)
+}
+
+/// Announces the deliveries [`stage_resumed`] resumed, once their batch committed.
+pub fn announce_resumed(resumed: &[Delivery]) -> Result<(), HostError> {
+    resumed.iter().try_for_each(announce)
 }
 
 /// Makes one attempt now, outside the schedule (manual, DLQ, test), and records it. A success
@@ -528,6 +546,7 @@ fn attempt_now(webhook: &Webhook, delivery: &mut Delivery) -> Result<Outcome, Ho
         batch.delete(dead_letter_key(&delivery.id));
     }
     batch.commit()?;
+    announce(delivery)?;
     count_for_webhook(&webhook.id, outcome.delivered, KnownFailures::Unknown)?;
     Ok(outcome)
 }

@@ -149,7 +149,7 @@ fn resume_parked(
     let now = time::now_unix_ms();
     let last = chunk.entries.last().map(|(key, _)| key.clone());
     let mut batch = Batch::new();
-    delivery::stage_resumed(&mut batch, chunk.entries, now)?;
+    let resumed = delivery::stage_resumed(&mut batch, chunk.entries, now)?;
     if !chunk.exhausted
         && let Some(last) = last
     {
@@ -170,7 +170,7 @@ fn resume_parked(
         let mut transaction = writes.clone();
         transaction.expect(key.clone(), Some(record.as_slice()));
         if let Committed::Yes { .. } = transaction.commit()? {
-            return Ok(());
+            return delivery::announce_resumed(&resumed);
         }
         // The record changed since it was read: the chunk still stands while the webhook is
         // active with this chain (another field changed); otherwise stop.

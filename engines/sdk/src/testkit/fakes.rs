@@ -707,39 +707,85 @@ pub mod outbound_http {
 
     use super::with_host;
 
-    /// The host part of an `http(s)://` URL, or why it has none.
-    fn host_of(url: &str) -> Result<&str, String> {
-        let rest = url
-            .strip_prefix("https://")
-            .or_else(|| url.strip_prefix("http://"))
-            .ok_or_else(|| format!("{url} is not an http(s) URL"))?;
+    /// The scheme, host (lowercase; an IPv6 address in its brackets) and port of an
+    /// `http(s)://` URL, or why it has none.
+    fn origin_of(url: &str) -> Result<(&'static str, String, u16), String> {
+        let (scheme, default_port, rest) = if let Some(rest) = url.strip_prefix("https://") {
+            ("https", 443, rest)
+        } else if let Some(rest) = url.strip_prefix("http://") {
+            ("http", 80, rest)
+        } else {
+            return Err(format!("{url} is not an http(s) URL"));
+        };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let host = authority.rsplit('@').next().unwrap_or_default();
-        let host = host.split(':').next().unwrap_or_default();
+        let authority = authority.rsplit('@').next().unwrap_or_default();
+        let (host, port) = match authority.rfind(']') {
+            Some(end) if authority.starts_with('[') => {
+                (&authority[..=end], authority[end + 1..].strip_prefix(':'))
+            }
+            _ => match authority.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (authority, None),
+            },
+        };
         if host.is_empty() {
             return Err(format!("{url} names no host"));
         }
-        Ok(host)
+        let port = match port {
+            None | Some("") => default_port,
+            Some(port) => port
+                .parse()
+                .map_err(|_| format!("{url} has an invalid port"))?,
+        };
+        Ok((scheme, host.to_ascii_lowercase(), port))
     }
 
-    /// True when `host` matches one of the engine's `outbound-hosts` patterns (`*.` for
-    /// subdomains, `*` for any).
-    fn allowed(patterns: &[String], host: &str) -> bool {
+    /// True when `host` matches the host part of a pattern (`*` for any, `*.` for
+    /// subdomains).
+    fn host_matches(pattern: &str, host: &str) -> bool {
+        pattern == "*"
+            || pattern.eq_ignore_ascii_case(host)
+            || pattern.strip_prefix("*.").is_some_and(|domain| {
+                host.len() > domain.len() + 1
+                    && host.ends_with(&format!(".{}", domain.to_ascii_lowercase()))
+            })
+    }
+
+    /// True when the origin matches one of the engine's `outbound-hosts` patterns, as the host
+    /// matches them: `scheme://host[:port]`, the port `*` for any and none for the scheme's
+    /// default. A pattern without a scheme matches the host alone, on any scheme and port.
+    fn allowed(patterns: &[String], (scheme, host, port): (&str, &str, u16)) -> bool {
         patterns.iter().any(|pattern| {
-            pattern == "*"
-                || pattern.eq_ignore_ascii_case(host)
-                || pattern.strip_prefix("*.").is_some_and(|domain| {
-                    host.len() > domain.len() + 1
-                        && host.to_ascii_lowercase().ends_with(&format!(".{domain}"))
-                })
+            let Some((pattern_scheme, rest)) = pattern.split_once("://") else {
+                return host_matches(pattern, host);
+            };
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            let (pattern_host, pattern_port) = match rest.rfind(']') {
+                Some(end) if rest.starts_with('[') => {
+                    (&rest[..=end], rest[end + 1..].strip_prefix(':'))
+                }
+                _ => match rest.rsplit_once(':') {
+                    Some((pattern_host, pattern_port)) => (pattern_host, Some(pattern_port)),
+                    None => (rest, None),
+                },
+            };
+            let default_port = if scheme == "https" { 443 } else { 80 };
+            let port_matches = match pattern_port {
+                None => port == default_port,
+                Some("*") => true,
+                Some(expected) => expected.parse() == Ok(port),
+            };
+            pattern_scheme.eq_ignore_ascii_case(scheme)
+                && port_matches
+                && host_matches(pattern_host, host)
         })
     }
 
     /// `check-target`: a valid http(s) URL the engine's outbound hosts allow.
     pub fn check_target(url: &str) -> Result<(), String> {
-        let host = host_of(url)?;
+        let (scheme, host, port) = origin_of(url)?;
         with_host(|fake| {
-            if allowed(&fake.outbound_hosts, host) {
+            if allowed(&fake.outbound_hosts, (scheme, &host, port)) {
                 Ok(())
             } else {
                 Err(format!(
@@ -769,6 +815,51 @@ pub mod outbound_http {
                     ))
                 })
         })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{allowed, origin_of};
+
+        fn allows(patterns: &[&str], url: &str) -> bool {
+            let patterns: Vec<String> = patterns
+                .iter()
+                .map(|pattern| (*pattern).to_owned())
+                .collect();
+            let (scheme, host, port) = origin_of(url).unwrap();
+            allowed(&patterns, (scheme, &host, port))
+        }
+
+        #[test]
+        fn patterns_match_as_the_host_matches_them() {
+            // chat's: any HTTPS origin, any port.
+            assert!(allows(&["https://*:*"], "https://hooks.example.com/in"));
+            assert!(allows(&["https://*:*"], "https://127.0.0.1:8443/in"));
+            assert!(!allows(&["https://*:*"], "http://hooks.example.com/in"));
+            // No port: the scheme's default only.
+            assert!(allows(
+                &["https://api.example.com"],
+                "https://API.example.com/v1"
+            ));
+            assert!(!allows(
+                &["https://api.example.com"],
+                "https://api.example.com:8443/"
+            ));
+            assert!(allows(
+                &["http://127.0.0.1:8080"],
+                "http://127.0.0.1:8080/x"
+            ));
+            assert!(!allows(
+                &["http://127.0.0.1:8080"],
+                "http://127.0.0.1:8081/x"
+            ));
+            assert!(allows(&["https://*.example.com"], "https://a.example.com/"));
+            assert!(!allows(&["https://*.example.com"], "https://example.com/"));
+            assert!(allows(&["https://[::1]:*"], "https://[::1]:9/"));
+            // A bare host: any scheme and port.
+            assert!(allows(&["*.example.com"], "http://a.example.com:81/"));
+            assert!(!allows(&[], "https://a.example.com/"));
+        }
     }
 }
 
