@@ -131,7 +131,7 @@ pub struct Config {
     pub search: crate::core::search::SearchLimits,
     /// Realtime limits (`TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER`,
     /// `TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT`, `TESSERA_REALTIME_MAX_SUBSCRIPTIONS`,
-    /// `TESSERA_REALTIME_SEND_QUEUE`).
+    /// `TESSERA_REALTIME_SEND_QUEUE`, `TESSERA_REALTIME_MAX_FRAME_BYTES`).
     pub realtime: crate::core::realtime::RealtimeConfig,
     /// The bound on the backlog of accepted work past which writes are refused
     /// (`TESSERA_BACKLOG_MAX_ITEMS`, `TESSERA_BACKLOG_MAX_AGE`).
@@ -550,6 +550,13 @@ impl Config {
                 }
                 if let Some(frames) = at_least_one("TESSERA_REALTIME_SEND_QUEUE")? {
                     realtime.send_queue = frames as usize;
+                }
+                if let Some(bytes) = env_var::<u32>("TESSERA_REALTIME_MAX_FRAME_BYTES")? {
+                    anyhow::ensure!(
+                        (64..=16 * 1024 * 1024).contains(&bytes),
+                        "TESSERA_REALTIME_MAX_FRAME_BYTES must be between 64 and 16777216"
+                    );
+                    realtime.max_frame_bytes = bytes as usize;
                 }
                 realtime
             },

@@ -380,6 +380,11 @@ pub const SETTINGS: &[Setting] = &[
         "at least 1: realtime events one engine may publish per second in one tenant on one host (as many at once); a publication beyond it is refused to the engine (`realtime.publish` answers an error it may retry), counted in `tessera_realtime_publish_refused_total`",
     ),
     Setting::new(
+        "TESSERA_REALTIME_MAX_FRAME_BYTES",
+        "16384",
+        "64 to 16777216: the largest WebSocket message (and frame) a realtime client may send; a larger one closes the connection with 1009 (message too big). Frames of the protocol are a few hundred bytes",
+    ),
+    Setting::new(
         "TESSERA_REALTIME_SEND_QUEUE",
         "256",
         "at least 1: frames waiting to be sent to one realtime connection; a client that lets it fill is closed with 4008 (it may resume with `since`)",

@@ -47,6 +47,8 @@ pub mod close {
     pub const TOO_SLOW: u16 = 4008;
     /// A connection limit.
     pub const LIMIT: u16 = 4029;
+    /// A client's message is larger than `TESSERA_REALTIME_MAX_FRAME_BYTES`.
+    pub const TOO_BIG: u16 = 1009;
     /// The host is stopping.
     pub const GOING_AWAY: u16 = 1001;
 
@@ -57,6 +59,7 @@ pub mod close {
             TENANT_ENDED => "access to the tenant ended",
             TOO_SLOW => "the client reads too slowly",
             LIMIT => "a connection limit",
+            TOO_BIG => "the message is too big",
             _ => "the host is stopping",
         }
     }
@@ -75,6 +78,9 @@ pub struct RealtimeConfig {
     pub max_subscriptions: u32,
     /// Frames waiting to be sent to one connection (`TESSERA_REALTIME_SEND_QUEUE`, 256).
     pub send_queue: usize,
+    /// The largest message a client may send (`TESSERA_REALTIME_MAX_FRAME_BYTES`, 16 KiB):
+    /// beyond it the WebSocket closes with 1009.
+    pub max_frame_bytes: usize,
     /// How often every connection's token, session and membership are read again (an access
     /// change made on this host is checked at once).
     pub recheck_interval: Duration,
@@ -89,6 +95,7 @@ impl Default for RealtimeConfig {
             max_connections_per_tenant: 2_000,
             max_subscriptions: 100,
             send_queue: 256,
+            max_frame_bytes: 16 * 1024,
             recheck_interval: Duration::from_secs(2),
             poll_interval: Duration::from_millis(500),
         }
@@ -100,6 +107,10 @@ const PAGE: u32 = 500;
 
 /// How often the engines' stream is pruned to its retention.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The first wait before reading again after a wake-up that read nothing new (doubling up to
+/// the poll interval while reads stay empty).
+const REREAD_FIRST: Duration = Duration::from_millis(10);
 
 /// The hub: cheap to clone.
 #[derive(Clone)]
@@ -816,7 +827,13 @@ impl Hub {
         // log's wake-up, so every wake-up reads both.
         let log_wakes_engines = matches!(inner.database.pool(), tessera_storage::Pool::Postgres(_));
         let mut engines_due = true;
+        // After a wake-up that read nothing new, the next read comes soon rather than at the
+        // poll: on PostgreSQL a commit another host announced is readable only once every
+        // transaction that began before it has ended (the commit-order-safe horizon).
+        let mut reread: Option<Duration> = None;
+        let mut woken = true;
         while !shutdown.is_cancelled() {
+            let heads_before = (head, engine_head);
             let notified = inner.signal.wait();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -863,6 +880,15 @@ impl Hub {
             if full {
                 continue;
             }
+            let poll = inner.config.poll_interval;
+            reread = match reread {
+                _ if (head, engine_head) != heads_before => None,
+                None if woken => Some(REREAD_FIRST.min(poll)),
+                Some(wait) if wait < poll => Some((wait * 2).min(poll)),
+                _ => None,
+            };
+            let sleep = reread.unwrap_or(poll);
+            woken = true;
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = &mut notified => engines_due = log_wakes_engines,
@@ -872,7 +898,10 @@ impl Hub {
                     engines_due = true;
                     inner.signal.appended();
                 }
-                () = tokio::time::sleep(inner.config.poll_interval) => engines_due = true,
+                () = tokio::time::sleep(sleep) => {
+                    engines_due = true;
+                    woken = reread.is_some();
+                }
             }
         }
         inner.stopping.cancel();

@@ -58,6 +58,7 @@ pub async fn run_websocket(
                 Some(Ok(Message::Binary(_))) => {
                     link.push(Outbound::control(protocol::error(None, 422, "Frames are JSON text")));
                 }
+                Some(Err(error)) if too_big(&error) => break Some(close::TOO_BIG),
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break None,
                 Some(Ok(_)) => {}
             },
@@ -94,6 +95,17 @@ pub async fn run_websocket(
         )
         .await;
     }
+}
+
+/// Whether a read failed because the client's message is larger than the limit.
+fn too_big(error: &axum::Error) -> bool {
+    let source: &(dyn std::error::Error + 'static) = error;
+    std::iter::successors(Some(source), |error| error.source()).any(|error| {
+        matches!(
+            error.downcast_ref::<tungstenite::Error>(),
+            Some(tungstenite::Error::Capacity(_))
+        )
+    })
 }
 
 /// Handles one client frame; a subscription runs beside the connection (it may replay).
