@@ -1,7 +1,8 @@
 //! Realtime measured as deployed: `tessera serve` (this package's release binary) as a child
 //! process on SQLite with the seven engines, clients over real loopback WebSockets
 //! (tokio-tungstenite) on `GET /core/api/v1/realtime` with a bearer token, each subscribed to
-//! `core.timeline` of one tenant (users spread round-robin over ten of its members). In one
+//! `chat.conversation.<id>` of one conversation whose members are the ten users of one tenant
+//! (connections spread round-robin over them). In one
 //! run:
 //!
 //! 1. **Idle connections held**: `TESSERA_BENCH_REALTIME_CONNECTIONS` (10,000) connections
@@ -13,14 +14,12 @@
 //!    own open-file limit to the hard limit (children inherit it; `ulimit -Hn` must allow
 //!    the count plus a few hundred).
 //! 2. **Fan-out latency**: all but `TESSERA_BENCH_REALTIME_SUBSCRIBERS` (1,000) of them close;
-//!    one event at a time is published (an `entity.update` intention setting one field: one
-//!    `entity.field_updated` event on `core.timeline`), 5 warm-up events then
+//!    one event at a time is published (a chat message posted to the conversation: one
+//!    `message.created` event, with its text, on the conversation's topic), 5 warm-up events then
 //!    `TESSERA_BENCH_REALTIME_EVENTS` (50), each once every subscriber received the previous
 //!    one: the time from just before the request is sent until each subscriber has the frame,
 //!    p50/p99 over all deliveries.
-//!    (A chat message would be the natural event, but chat's realtime topics do not exist
-//!    yet; a core timeline event takes the same path through the hub.)
-//! 3. **Sustained delivery**: 8 publishers post such intentions as fast as the host answers
+//! 3. **Sustained delivery**: 8 publishers post such messages as fast as the host answers
 //!    for `TESSERA_BENCH_REALTIME_SECONDS` (3 s) per round, median of `TESSERA_BENCH_ROUNDS`
 //!    (3) rounds: frames received by all subscribers per second, and per CPU-second of the
 //!    target (steadier when other work shares the machine). Publishers stay at most 200
@@ -75,7 +74,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_util::sync::CancellationToken;
 
-use support::{Backend, BenchDatabase, Server, percentile, provisioned_tenant};
+use support::{Backend, BenchDatabase, BenchUser, Server, percentile, provisioned_tenant};
 
 /// The `tessera` binary's allocator, so the benchmark (and its peer) run on what the binary
 /// runs.
@@ -89,8 +88,8 @@ const PEER_SWITCH: &str = "TESSERA_BENCH_REALTIME_PEER";
 const PEER_READ_BUFFER: &str = "TESSERA_BENCH_REALTIME_PEER_READ_BUFFER";
 /// The second peer's read buffer.
 const SMALL_READ_BUFFER: usize = 4 * 1024;
-/// The topic every connection subscribes to.
-const TOPIC: &str = "core.timeline";
+/// The topic every connection subscribes to: the one conversation's (`<id>` replaced).
+const TOPIC: &str = "chat.conversation.<id>";
 /// Members of the tenant the connections are spread over.
 const USERS: usize = 10;
 /// Handshakes in flight while connections open.
@@ -407,13 +406,13 @@ fn pieces_of(frame: &str) -> Vec<String> {
 
 /// How events are published to what is measured.
 enum Publisher {
-    /// `entity.update` intentions, publication `k` on host `k % hosts`, publisher `slot`
-    /// updating its own entity.
+    /// Chat messages posted to the one conversation, publication `k` on host `k % hosts`,
+    /// publisher `slot` as member `slot % members`.
     Hosts {
         client: reqwest::Client,
-        intention_urls: Vec<String>,
+        /// `POST /chat/api/v1/conversations/{id}/messages` of each host.
+        message_urls: Vec<String>,
         tokens: Vec<String>,
-        entities: Vec<String>,
     },
     /// A line of the host's frame size to the peer's stdin.
     Peer {
@@ -427,18 +426,11 @@ impl Publisher {
         match self {
             Self::Hosts {
                 client,
-                intention_urls,
+                message_urls,
                 tokens,
-                entities,
             } => {
-                let url = &intention_urls[k as usize % intention_urls.len()];
-                let body = json!({
-                    "type": "entity.update",
-                    "payload": {
-                        "entity_id": entities[slot % entities.len()],
-                        "fields": { "name": marker(k) },
-                    },
-                });
+                let url = &message_urls[k as usize % message_urls.len()];
+                let body = json!({ "body": marker(k) });
                 let response = client
                     .post(url)
                     .bearer_auth(&tokens[slot % tokens.len()])
@@ -554,9 +546,9 @@ enum Ended {
 
 type Socket = WebSocketStream<TcpStream>;
 
-/// Opens a WebSocket on `url` with `token` and subscribes to [`TOPIC`]: the socket once
+/// Opens a WebSocket on `url` with `token` and subscribes to `topic`: the socket once
 /// `subscribed` arrived.
-async fn connect(url: &str, token: &str) -> anyhow::Result<Socket> {
+async fn connect(url: &str, token: &str, topic: &str) -> anyhow::Result<Socket> {
     let mut request = url.into_client_request()?;
     request
         .headers_mut()
@@ -573,7 +565,7 @@ async fn connect(url: &str, token: &str) -> anyhow::Result<Socket> {
         tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await?;
     socket
         .send(Message::text(
-            json!({"op": "subscribe", "topic": TOPIC}).to_string(),
+            json!({"op": "subscribe", "topic": topic}).to_string(),
         ))
         .await?;
     loop {
@@ -728,6 +720,8 @@ struct Plan<'a> {
     /// The realtime URL of each host (connection `i` goes to host `i % hosts`).
     urls: Vec<String>,
     tokens: &'a [String],
+    /// The topic every connection subscribes to.
+    topic: String,
     pids: Vec<u32>,
     /// Connections opened and held idle first (at least `subscribers`).
     connections: usize,
@@ -767,9 +761,13 @@ async fn measure(plan: Plan<'_>, publisher: Arc<Publisher>) -> anyhow::Result<Ru
         .map(|index| {
             let url = plan.urls[index % plan.urls.len()].clone();
             let token = plan.tokens[index % plan.tokens.len()].clone();
+            let topic = plan.topic.clone();
             async move {
-                let socket =
-                    tokio::time::timeout(Duration::from_secs(60), connect(&url, &token)).await;
+                let socket = tokio::time::timeout(
+                    Duration::from_secs(60),
+                    connect(&url, &token, &topic),
+                )
+                .await;
                 (index, socket)
             }
         })
@@ -983,49 +981,48 @@ fn stop_profiler(mut profiler: Child) -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Setting up.
 
-/// A tenant with [`USERS`] editors, made by an in-process host on `database` that then stops:
-/// their tokens.
-async fn set_up_tenant(database: &BenchDatabase) -> anyhow::Result<Vec<String>> {
+/// A tenant with [`USERS`] editors, made by an in-process host on `database` that then stops.
+async fn set_up_tenant(database: &BenchDatabase) -> anyhow::Result<Vec<BenchUser>> {
     let setup = Server::start(database, |_| {}).await?;
     let (_, users) = provisioned_tenant(&setup.state, "bench-realtime", &[Role::Editor; USERS])
         .await
         .context("provisioning the tenant")?;
     setup.shutdown().await?;
-    Ok(users.into_iter().map(|user| user.token).collect())
+    Ok(users)
 }
 
-/// One contact per publisher, created through `host` by the user whose token that publisher
-/// uses (an editor updates what it created): their ids.
-async fn create_entities(
+/// One conversation with every user of the tenant as a member, created through `host` by the
+/// first: its id.
+async fn create_conversation(
     client: &reqwest::Client,
     host: &Process,
-    tokens: &[String],
-    count: usize,
-) -> anyhow::Result<Vec<String>> {
-    let mut entities = Vec::with_capacity(count);
-    for index in 0..count {
-        let created = support::data_of(
-            client
-                .post(host.url("/core/api/v1/intentions"))
-                .bearer_auth(&tokens[index % tokens.len()])
-                .json(&json!({
-                    "type": "entity.create",
-                    "payload": {
-                        "family": "contact",
-                        "fields": { "name": format!("Publisher {index}") },
-                    },
-                })),
-            200,
-        )
-        .await?;
-        entities.push(
-            created["entity_id"]
-                .as_str()
-                .context("the created entity's id")?
-                .to_owned(),
-        );
-    }
-    Ok(entities)
+    users: &[BenchUser],
+) -> anyhow::Result<String> {
+    let created = support::data_of(
+        client
+            .post(host.url("/chat/api/v1/conversations"))
+            .bearer_auth(&users[0].token)
+            .json(&json!({
+                "title": "Realtime benchmark",
+                "member_ids": users[1..].iter().map(|user| &user.user_id).collect::<Vec<_>>(),
+            })),
+        201,
+    )
+    .await?;
+    Ok(created["id"]
+        .as_str()
+        .context("the conversation's id")?
+        .to_owned())
+}
+
+/// The realtime topic of a conversation, and where its messages are posted on `hosts`.
+fn conversation_paths(conversation_id: &str, hosts: &[&Process]) -> (String, Vec<String>) {
+    let topic = TOPIC.replace("<id>", conversation_id);
+    let urls = hosts
+        .iter()
+        .map(|host| host.url(&format!("/chat/api/v1/conversations/{conversation_id}/messages")))
+        .collect();
+    (topic, urls)
 }
 
 /// Raises this process's open-file limit to its hard limit (children inherit it).
@@ -1052,7 +1049,8 @@ async fn cluster(admin_url: &str, settings: &Settings) -> anyhow::Result<Run> {
     let result = async {
         let url = shared.url.clone().context("a PostgreSQL URL")?;
         components::install_engines(&shared.plugins_dir(), &components::ENGINES);
-        let tokens = set_up_tenant(&shared).await?;
+        let users = set_up_tenant(&shared).await?;
+        let tokens: Vec<String> = users.iter().map(|user| user.token.clone()).collect();
         let mut hosts = Vec::new();
         for number in 0..3 {
             let data_dir = std::env::temp_dir().join(format!(
@@ -1079,20 +1077,19 @@ async fn cluster(admin_url: &str, settings: &Settings) -> anyhow::Result<Run> {
             )?);
         }
         let client = reqwest::Client::new();
-        let entities = create_entities(&client, &hosts[0], &tokens, 1).await?;
+        let conversation_id = create_conversation(&client, &hosts[0], &users).await?;
+        let (topic, message_urls) =
+            conversation_paths(&conversation_id, &hosts.iter().collect::<Vec<_>>());
         let publisher = Arc::new(Publisher::Hosts {
             client,
-            intention_urls: hosts
-                .iter()
-                .map(|host| host.url("/core/api/v1/intentions"))
-                .collect(),
+            message_urls,
             tokens: tokens.clone(),
-            entities,
         });
         let plan = Plan {
             label: "three hosts on PostgreSQL",
             urls: hosts.iter().map(Process::realtime_url).collect(),
             tokens: &tokens,
+            topic,
             pids: hosts.iter().map(Process::pid).collect(),
             connections: settings.subscribers,
             subscribers: settings.subscribers,
@@ -1296,21 +1293,23 @@ async fn run() -> anyhow::Result<()> {
     // `tessera serve` on SQLite.
     let database = BenchDatabase::create(Backend::Sqlite, None, "realtime").await?;
     components::install_engines(&database.plugins_dir(), &components::ENGINES);
-    let tokens = set_up_tenant(&database).await?;
+    let users = set_up_tenant(&database).await?;
+    let tokens: Vec<String> = users.iter().map(|user| user.token.clone()).collect();
     let host = start_host(&database.data_dir, None, false, "host")?;
     let client = reqwest::Client::new();
-    let entities = create_entities(&client, &host, &tokens, HOST_PUBLISHERS).await?;
+    let conversation_id = create_conversation(&client, &host, &users).await?;
+    let (topic, message_urls) = conversation_paths(&conversation_id, &[&host]);
     let publisher = Arc::new(Publisher::Hosts {
         client,
-        intention_urls: vec![host.url("/core/api/v1/intentions")],
+        message_urls,
         tokens: tokens.clone(),
-        entities,
     });
     let host_run = measure(
         Plan {
             label: "tessera serve",
             urls: vec![host.realtime_url()],
             tokens: &tokens,
+            topic: topic.clone(),
             pids: vec![host.pid()],
             connections: settings.connections,
             subscribers: settings.subscribers,
@@ -1345,6 +1344,7 @@ async fn run() -> anyhow::Result<()> {
                     label: &label,
                     urls: vec![peer.realtime_url()],
                     tokens: &tokens,
+                    topic: topic.clone(),
                     pids: vec![peer.pid()],
                     connections: settings.connections,
                     subscribers: settings.subscribers,
