@@ -763,11 +763,9 @@ async fn measure(plan: Plan<'_>, publisher: Arc<Publisher>) -> anyhow::Result<Ru
             let token = plan.tokens[index % plan.tokens.len()].clone();
             let topic = plan.topic.clone();
             async move {
-                let socket = tokio::time::timeout(
-                    Duration::from_secs(60),
-                    connect(&url, &token, &topic),
-                )
-                .await;
+                let socket =
+                    tokio::time::timeout(Duration::from_secs(60), connect(&url, &token, &topic))
+                        .await;
                 (index, socket)
             }
         })
@@ -1020,7 +1018,11 @@ fn conversation_paths(conversation_id: &str, hosts: &[&Process]) -> (String, Vec
     let topic = TOPIC.replace("<id>", conversation_id);
     let urls = hosts
         .iter()
-        .map(|host| host.url(&format!("/chat/api/v1/conversations/{conversation_id}/messages")))
+        .map(|host| {
+            host.url(&format!(
+                "/chat/api/v1/conversations/{conversation_id}/messages"
+            ))
+        })
         .collect();
     (topic, urls)
 }

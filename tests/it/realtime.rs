@@ -470,3 +470,27 @@ database_test!(
         app.stop().await;
     }
 );
+
+#[tokio::test]
+async fn a_client_message_beyond_the_frame_limit_closes_the_connection_with_1009() {
+    let app = spawn_app_with(
+        crate::helpers::Backend::Sqlite,
+        AppOptions::unlimited_and(|config| config.realtime.max_frame_bytes = 1024),
+    )
+    .await;
+    let tenant = app.create_tenant("acme");
+    let token = app
+        .token(&tenant, &uuid::Uuid::new_v4().to_string(), "editor")
+        .await;
+    // A ping padded to the limit is still a frame of the protocol.
+    let padded = format!(r#"{{"op":"ping"{}}}"#, " ".repeat(1024 - 13));
+    assert_eq!(padded.len(), 1024);
+    let mut at_limit = ws(&app, &token, &[], &["--send", &padded]);
+    assert_eq!(at_limit.next(20).await, json!({"op": "pong"}));
+    // One byte more closes the connection with 1009 (message too big).
+    let over = format!(r#"{{"op":"ping"{}}}"#, " ".repeat(1024 - 12));
+    let mut beyond = ws(&app, &token, &[], &["--send", &over]);
+    assert_eq!(beyond.next(20).await, json!({"closed": 1009}));
+    at_limit.kill().await;
+    app.stop().await;
+}

@@ -236,8 +236,7 @@ pub async fn run_events(
 ) {
     let subscriptions = async {
         for name in &names {
-            if let Err((status, message)) = subscribe(&inputs, &link, name, since, false).await
-            {
+            if let Err((status, message)) = subscribe(&inputs, &link, name, since, false).await {
                 link.push(Outbound::control(protocol::error(
                     Some(name),
                     status,

@@ -105,9 +105,7 @@ async fn connect(
     let inputs = inputs(&state);
     let max_frame_bytes = inputs.hub.config().max_frame_bytes;
     let upgrade = upgrade
-        .map_err(|rejection| {
-            ApiError::BadRequest(format!("Not a WebSocket upgrade: {rejection}"))
-        })?
+        .map_err(|rejection| ApiError::BadRequest(format!("Not a WebSocket upgrade: {rejection}")))?
         // A client's messages are small: a small read buffer keeps an idle connection light.
         .read_buffer_size(4096)
         .max_message_size(max_frame_bytes)
