@@ -239,6 +239,7 @@ impl Config {
             work: &self.work,
             plugins_dir: &self.plugins_dir,
             service_secret,
+            usage: None,
         }
     }
 

@@ -47,8 +47,12 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         .context("loading the token signing keys")?;
     let access_tokens = AccessTokens::new(signing_keys);
     let sessions = Sessions::new(database.clone(), access_tokens.clone(), config.auth.clone());
+    let usage = crate::http::usage::UsageMeter::default();
     let engines = crate::runtime::start_engines(
-        config.runtime_setup(&service_secret),
+        crate::runtime::RuntimeSetup {
+            usage: Some(&usage),
+            ..config.runtime_setup(&service_secret)
+        },
         &database,
         RegistryRole::Serving,
     )
@@ -96,6 +100,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
                 engines: engines.clone(),
                 feed: engines.runtime().services().realtime_feed(),
             })),
+            usage.clone(),
         ),
         event_signal,
         intention_writer,
@@ -113,7 +118,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     );
     Ok(AppState::new(Services {
         tenancy,
-        usage: crate::http::usage::UsageMeter::default(),
+        usage,
         config: Arc::new(config),
         database,
         cache,

@@ -1,4 +1,4 @@
-//! A tenant's usage: the engine calls and the limits hit that the host counts per
+//! A tenant's usage: the engine calls, the realtime connections and deliveries, and the limits hit that the host counts per
 //! tenant (only for tokens it verified), added to the database in batches, read by the
 //! tenant's owners (`GET /core/api/v1/usage`) beside what each engine keeps for them, and by
 //! the operator for every tenant (`GET /core/api/operator/usage`); the tenant's provisioning
@@ -12,6 +12,7 @@ use crate::database_test;
 use crate::helpers::{
     TestApp, create_owner, eventually, json_with_status, run_admin, spawn_app_with_engines,
 };
+use crate::realtime;
 
 const PASSWORD: &str = "Correct-Horse-42";
 
@@ -211,5 +212,101 @@ database_test!(
             .status(),
             403
         );
+    }
+);
+
+database_test!(
+    owners_read_their_tenants_realtime_connections_deliveries_and_limits_hit,
+    |backend| async move {
+        let app = spawn_app_with_engines(backend, &["notes"], |config| {
+            config.usage.flush_interval = Duration::from_millis(100);
+            config.realtime.max_subscriptions = 1;
+            config.realtime.max_connections_per_user = 2;
+            config.realtime.recheck_interval = Duration::from_millis(200);
+        })
+        .await;
+        for slug in ["acme", "globex"] {
+            run_admin(
+                &app.database,
+                &["create-tenant", "--slug", slug, "--name", slug],
+            )
+            .json();
+        }
+        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
+        create_owner(&app.database, "globex", "owner@globex.example", PASSWORD);
+        let acme = sign_in(&app, "owner@acme.example").await;
+        let globex = sign_in(&app, "owner@globex.example").await;
+
+        // Two connections (the limit), one subscribed to the timeline; a second topic on it is
+        // one subscription too many; a third connection is one too many.
+        let mut watcher = realtime::ws(&app, &acme, &["core.timeline", "core.inbox"], &[]);
+        let mut frames = Vec::new();
+        for _ in 0..2 {
+            frames.push(watcher.next(20).await);
+        }
+        assert!(
+            frames.contains(&json!({"op": "subscribed", "topic": "core.timeline"})),
+            "{frames:?}"
+        );
+        assert!(
+            frames
+                .iter()
+                .any(|frame| frame["op"] == "error" && frame["status"] == 429),
+            "{frames:?}"
+        );
+        let mut second = realtime::ws(&app, &acme, &[], &["--send", r#"{"op":"ping"}"#]);
+        assert_eq!(second.next(20).await, json!({"op": "pong"}));
+        let mut third = realtime::ws(&app, &acme, &[], &[]);
+        assert_eq!(third.next(20).await, json!({"closed": 4029}));
+        // Three changes, each with its events on the timeline.
+        let created = app
+            .create_entity(&acme, "task", json!({"title": "Ship"}))
+            .await;
+        let task_id = created["entity_id"].as_str().unwrap().to_owned();
+        for title in ["Ship it", "Shipped"] {
+            json_with_status(
+                app.intention(
+                    &acme,
+                    "entity.update",
+                    json!({"entity_id": task_id, "fields": {"title": title}}),
+                )
+                .await,
+                200,
+            )
+            .await;
+        }
+        // Every event of the three changes, up to the last one's; then nothing more.
+        let mut received = 0;
+        loop {
+            let event = watcher.next_event(20).await;
+            assert_eq!(event["op"], "event", "{event}");
+            received += 1;
+            if event["data"]["data"]["new_value"] == "Shipped" {
+                break;
+            }
+        }
+        watcher.expect_silence(1).await;
+        assert!(received >= 3, "{received}");
+
+        let counted = eventually(10, "the realtime usage flushed", || async {
+            let counted = usage(&app, &acme).await;
+            (counted["realtime_events_delivered"].as_i64() == Some(received)
+                && counted["limits_hit_by_limit"]["realtime.connections"].as_i64() == Some(1))
+            .then_some(counted)
+        })
+        .await;
+        assert_eq!(counted["realtime_connections"], 2, "{counted}");
+        assert_eq!(
+            counted["limits_hit_by_limit"]["realtime.subscriptions"], 1,
+            "{counted}"
+        );
+        assert_eq!(counted["limits_hit"], 2, "{counted}");
+        // Another tenant's usage has none of it.
+        let theirs = usage(&app, &globex).await;
+        assert_eq!(theirs["realtime_connections"], 0, "{theirs}");
+        assert_eq!(theirs["realtime_events_delivered"], 0, "{theirs}");
+        assert_eq!(theirs["limits_hit"], 0, "{theirs}");
+        watcher.kill().await;
+        second.kill().await;
     }
 );

@@ -10,6 +10,13 @@
 //!   bound), `engine_deadline` (504), `body_size` (413). Whatever refused a request says which
 //!   limit by a [`LimitHit`] in the response's extensions; an engine route marks its answers
 //!   with [`EngineCall`].
+//! - **Realtime** (counted by the realtime hub and the engine runtime, not this middleware):
+//!   `realtime` by `connections` (WebSockets and event streams opened) and `events_delivered`
+//!   (frames of events queued for the tenant's connections, metered every few seconds); and
+//!   the realtime limits among `limits_hit`: `realtime.connections`
+//!   (4029 / 429), `realtime.subscriptions` (an `error` frame with 429), `realtime.send_queue`
+//!   (4008), `realtime.frame_size` (1009), `realtime.publish` (a publication refused to an
+//!   engine).
 //! - **Whose.** The tenant of the request's bearer token, only when the host verified that token
 //!   recently ([`TenantOfBearer`]: a lookup in the verified-token cache, never a signature
 //!   check here, so a flood of forged tokens costs nothing more and counts for no one).
@@ -79,6 +86,20 @@ pub struct UsageMeter {
 impl UsageMeter {
     /// Adds one to the tenant's `metric` by `dimension` today.
     pub fn record(&self, tenant_id: &str, metric: &'static str, dimension: &str) {
+        self.record_amount(tenant_id, metric, dimension, 1);
+    }
+
+    /// Adds `amount` to the tenant's `metric` by `dimension` today.
+    pub fn record_amount(
+        &self,
+        tenant_id: &str,
+        metric: &'static str,
+        dimension: &str,
+        amount: u64,
+    ) {
+        if amount == 0 {
+            return;
+        }
         let key = UsageKey {
             tenant_id: tenant_id.to_owned(),
             day: chrono::Utc::now().format("%Y-%m-%d").to_string(),
@@ -91,12 +112,12 @@ impl UsageMeter {
             .unwrap_or_else(|error| error.into_inner());
         let full = pending.len() >= MAX_PENDING_KEYS;
         match pending.get_mut(&key) {
-            Some(count) => *count += 1,
+            Some(count) => *count += amount,
             None if full => {
-                metrics::counter!("tessera_usage_dropped_total").increment(1);
+                metrics::counter!("tessera_usage_dropped_total").increment(amount);
             }
             None => {
-                pending.insert(key, 1);
+                pending.insert(key, amount);
             }
         }
     }

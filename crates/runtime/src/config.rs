@@ -87,6 +87,9 @@ pub struct RuntimeSetup<'a> {
     pub plugins_dir: &'a Path,
     /// Seals engines' secrets (`vault`).
     pub service_secret: &'a Secret,
+    /// Where the limits engines hit are counted for their tenants (a serving host's meter;
+    /// none for the admin CLI).
+    pub usage: Option<&'a tessera_http::usage::UsageMeter>,
 }
 
 /// How the worker runs.

@@ -164,6 +164,7 @@ impl HostServices {
             mail_transport: Arc::new(MailTransport::new(config.smtp)?),
             realtime_rate: Arc::new(super::realtime::PublishRate::new(
                 config.runtime.realtime_publish_per_second,
+                config.usage.cloned(),
             )),
         })
     }

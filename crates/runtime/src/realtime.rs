@@ -103,14 +103,17 @@ pub struct PublishRate {
         DashMapStateStore<(String, String)>,
         governor::clock::DefaultClock,
     >,
+    /// Counts a refusal among the tenant's limits hit (`realtime.publish`).
+    usage: Option<tessera_http::usage::UsageMeter>,
 }
 
 impl PublishRate {
-    pub fn new(per_second: u32) -> Self {
+    pub fn new(per_second: u32, usage: Option<tessera_http::usage::UsageMeter>) -> Self {
         let per_second = NonZeroU32::new(per_second.max(1)).expect("at least one");
         Self {
             per_second,
             limiter: RateLimiter::keyed(Quota::per_second(per_second)),
+            usage,
         }
     }
 
@@ -122,6 +125,9 @@ impl PublishRate {
         }
         metrics::counter!("tessera_realtime_publish_refused_total", "engine" => engine_code.to_owned())
             .increment(1);
+        if let Some(usage) = &self.usage {
+            usage.record(tenant_id, "limits_hit", "realtime.publish");
+        }
         Err(format!(
             "realtime publish rate exceeded: at most {} events per second per engine and tenant \
              (TESSERA_REALTIME_MAX_PUBLISH_PER_SECOND)",
@@ -330,7 +336,7 @@ mod tests {
 
     #[test]
     fn the_publish_rate_is_per_engine_and_tenant() {
-        let rate = PublishRate::new(2);
+        let rate = PublishRate::new(2, None);
         assert!(rate.take("chat", "t1").is_ok());
         assert!(rate.take("chat", "t1").is_ok());
         let refused = rate.take("chat", "t1").unwrap_err();

@@ -185,8 +185,14 @@ pub struct TenantUsage {
     /// Requests refused by a limit in the window.
     pub limits_hit: i64,
     /// By limit: `rate_limit.read`, `rate_limit.write`, `engine_capacity`, `backlog`,
-    /// `engine_deadline`, `body_size`.
+    /// `engine_deadline`, `body_size`, and realtime's `realtime.connections`,
+    /// `realtime.subscriptions`, `realtime.send_queue`, `realtime.frame_size`,
+    /// `realtime.publish`.
     pub limits_hit_by_limit: BTreeMap<String, i64>,
+    /// Realtime connections (WebSockets and event streams) opened in the window.
+    pub realtime_connections: i64,
+    /// Event frames sent to the tenant's realtime connections in the window.
+    pub realtime_events_delivered: i64,
     /// Every day of the window, oldest first (days without any are zeros).
     pub daily: Vec<UsageDay>,
     /// What each engine keeps for the tenant now.
@@ -247,6 +253,8 @@ async fn tenant_usage(
         engine_calls_by_engine: BTreeMap::new(),
         limits_hit: 0,
         limits_hit_by_limit: BTreeMap::new(),
+        realtime_connections: 0,
+        realtime_events_delivered: 0,
         daily: Vec::new(),
         storage: storage
             .into_iter()
@@ -278,6 +286,11 @@ async fn tenant_usage(
                     day.limits_hit += row.amount;
                 }
             }
+            "realtime" => match row.dimension.as_str() {
+                "connections" => usage.realtime_connections += row.amount,
+                "events_delivered" => usage.realtime_events_delivered += row.amount,
+                _ => {}
+            },
             _ => {}
         }
     }

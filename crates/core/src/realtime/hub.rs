@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use crate::projections::signal::EventSignal;
 use crate::projections::worker::LogPosition;
 use tessera_auth::caller::Caller;
 use tessera_auth::sessions::AccessChange;
+use tessera_http::usage::UsageMeter;
 use tessera_storage::Database;
 
 /// Close codes of the contract (§9).
@@ -122,6 +123,8 @@ struct HubInner {
     verifier: Verifier,
     /// The engines' topics, when the host wires the engine runtime in.
     engines: Option<Arc<dyn EngineTopics>>,
+    /// Each tenant's realtime usage and the realtime limits it hit.
+    usage: UsageMeter,
     config: RealtimeConfig,
     registry: Mutex<Registry>,
     stopping: CancellationToken,
@@ -170,6 +173,8 @@ pub struct Link {
     /// Server-Sent Events only: the positions served in each stream (log, engines), which
     /// every event's `id:` names, so `Last-Event-ID` resumes every topic of the stream.
     served: Option<Mutex<(LogPosition, LogPosition)>>,
+    /// Event frames queued since the hub last metered them (usage).
+    delivered: AtomicU64,
 }
 
 struct Subscription {
@@ -201,6 +206,7 @@ impl Link {
             closed: CancellationToken::new(),
             close_code: AtomicU16::new(0),
             served,
+            delivered: AtomicU64::new(0),
         }
     }
 
@@ -338,6 +344,12 @@ impl Link {
 
     fn deliver(&self, name: &str, event: &PreparedEvent, kind: &str, data: &serde_json::Value) {
         self.push(self.frame(name, event, kind, data));
+        self.sent();
+    }
+
+    /// Counts an event frame queued for the connection.
+    fn sent(&self) {
+        self.delivered.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("tessera_realtime_events_sent_total").increment(1);
     }
 
@@ -431,12 +443,14 @@ impl Hub {
         config: RealtimeConfig,
         verifier: Verifier,
         engines: Option<Arc<dyn EngineTopics>>,
+        usage: UsageMeter,
     ) -> Self {
         Self(Arc::new(HubInner {
             database,
             signal,
             verifier,
             engines,
+            usage,
             config,
             registry: Mutex::new(Registry::default()),
             stopping: CancellationToken::new(),
@@ -497,8 +511,12 @@ impl Hub {
             || of_tenant >= config.max_connections_per_tenant as usize
         {
             metrics::counter!("tessera_realtime_refused_total", "reason" => "limit").increment(1);
+            self.0
+                .usage
+                .record(&tenant_id, "limits_hit", "realtime.connections");
             return Err(LimitReached);
         }
+        self.0.usage.record(&tenant_id, "realtime", "connections");
         registry.next_id += 1;
         let (queue, receiver) = mpsc::channel(config.send_queue.max(1));
         let served = events_since.map(|since| {
@@ -541,12 +559,52 @@ impl Hub {
                 registry.per_user.remove(&user_key);
             }
         }
+        drop(registry);
         metrics::gauge!("tessera_realtime_connections").decrement(1.0);
+        self.meter_deliveries(link);
         let code = link.close_code();
         if code != 0 {
             metrics::counter!("tessera_realtime_closed_total", "code" => code.to_string())
                 .increment(1);
         }
+        let limit = match code {
+            close::TOO_SLOW => Some("realtime.send_queue"),
+            close::TOO_BIG => Some("realtime.frame_size"),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            self.0.usage.record(&link.tenant_id, "limits_hit", limit);
+        }
+    }
+
+    /// Adds the event frames queued for `link` since the last time to its tenant's usage.
+    fn meter_deliveries(&self, link: &Link) {
+        let delivered = link.delivered.swap(0, Ordering::Relaxed);
+        self.0
+            .usage
+            .record_amount(&link.tenant_id, "realtime", "events_delivered", delivered);
+    }
+
+    /// Adds every connection's event frames queued since the last time to their tenants'
+    /// usage (one counter per tenant).
+    fn meter_all_deliveries(&self) {
+        let registry = self.0.registry.lock().expect("registry lock");
+        for (tenant_id, links) in &registry.tenants {
+            let delivered: u64 = links
+                .values()
+                .map(|link| link.delivered.swap(0, Ordering::Relaxed))
+                .sum();
+            self.0
+                .usage
+                .record_amount(tenant_id, "realtime", "events_delivered", delivered);
+        }
+    }
+
+    /// A subscription refused by `TESSERA_REALTIME_MAX_SUBSCRIPTIONS`, for the tenant's usage.
+    pub fn subscriptions_limit_hit(&self, tenant_id: &str) {
+        self.0
+            .usage
+            .record(tenant_id, "limits_hit", "realtime.subscriptions");
     }
 
     /// Subscribes the connection to `topic` (named `name`), answering `subscribed`; with
@@ -630,7 +688,7 @@ impl Hub {
                     if link.queue.send(frame).await.is_err() {
                         return Ok(last);
                     }
-                    metrics::counter!("tessera_realtime_events_sent_total").increment(1);
+                    link.sent();
                 }
                 last = prepared.position;
             }
@@ -680,7 +738,7 @@ impl Hub {
                     if link.queue.send(frame).await.is_err() {
                         return Ok(last);
                     }
-                    metrics::counter!("tessera_realtime_events_sent_total").increment(1);
+                    link.sent();
                 }
                 last = prepared.position;
             }
@@ -722,7 +780,10 @@ impl Hub {
             };
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                _ = timer.tick() => self.check_links(|_| true).await,
+                _ = timer.tick() => {
+                    self.meter_all_deliveries();
+                    self.check_links(|_| true).await;
+                }
                 Some(change) = change => match change {
                     Ok(change) => self.check_links(|link| link.concerned_by(&change)).await,
                     Err(broadcast::error::RecvError::Lagged(_)) => {

@@ -178,13 +178,16 @@ pub async fn subscribe(
     }
     match subscribed {
         Ok(()) => Ok(()),
-        Err(SubscribeError::TooMany) => Err((
-            429,
-            format!(
-                "A connection subscribes to at most {} topics",
-                inputs.hub.config().max_subscriptions
-            ),
-        )),
+        Err(SubscribeError::TooMany) => {
+            inputs.hub.subscriptions_limit_hit(&link.tenant_id);
+            Err((
+                429,
+                format!(
+                    "A connection subscribes to at most {} topics",
+                    inputs.hub.config().max_subscriptions
+                ),
+            ))
+        }
         Err(SubscribeError::Internal(error)) => {
             tracing::error!(
                 error = format!("{error:#}"),
