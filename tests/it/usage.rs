@@ -1,5 +1,5 @@
-//! A tenant's usage: the engine calls, the realtime connections and deliveries, and the limits hit that the host counts per
-//! tenant (only for tokens it verified), added to the database in batches, read by the
+//! A tenant's usage: the engine calls, the realtime connections and deliveries, and the
+//! limits hit that the host counts per tenant (only for tokens it verified), added to the database in batches, read by the
 //! tenant's owners (`GET /core/api/v1/usage`) beside what each engine keeps for them, and by
 //! the operator for every tenant (`GET /core/api/operator/usage`); the tenant's provisioning
 //! for its owners (`GET /core/api/v1/tenant`, `POST …/provisioning/retry`).
