@@ -7,8 +7,11 @@
 //!
 //! 1. **Idle connections held**: `TESSERA_BENCH_REALTIME_CONNECTIONS` (10,000) connections
 //!    opened (64 handshakes at a time), each subscribed, then held idle for 5 s: how many the
-//!    host held, its memory per idle connection (`VmRSS` of `/proc/<pid>/status` before the
-//!    first and after the last, divided by the count) and the CPU it spends on them idle.
+//!    host held, its memory per idle connection (`VmRSS` of `/proc/<pid>/status` once the
+//!    first 1,000 are open and after the last, divided by the connections in between: the
+//!    first ones warm what every connection shares, e.g. the engine instances that authorize
+//!    subscriptions and the allocator's pools, so the figure is what one more connection
+//!    costs) and the CPU it spends on them idle.
 //!    The host's per-user and per-tenant realtime limits are raised through
 //!    `TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER` / `_PER_TENANT`; the benchmark raises its
 //!    own open-file limit to the hard limit (children inherit it; `ulimit -Hn` must allow
@@ -92,6 +95,8 @@ const SMALL_READ_BUFFER: usize = 4 * 1024;
 const TOPIC: &str = "chat.conversation.<id>";
 /// Members of the tenant the connections are spread over.
 const USERS: usize = 10;
+/// Connections opened before the memory of the rest is measured (at most half of them).
+const WARM_CONNECTIONS: usize = 1_000;
 /// Handshakes in flight while connections open.
 const OPENING: usize = 64;
 /// How long the idle connections are held (the host's CPU meanwhile is measured).
@@ -676,6 +681,10 @@ struct Run {
     connections_held: usize,
     refusals: Vec<String>,
     opening: Duration,
+    /// Connections held when `rss_before` was read (the first [`WARM_CONNECTIONS`]).
+    connections_warm: usize,
+    /// Before the first connection.
+    rss_start: u64,
     rss_before: u64,
     rss_after: u64,
     idle_cores: f64,
@@ -691,7 +700,8 @@ struct Run {
 
 impl Run {
     fn bytes_per_connection(&self) -> f64 {
-        self.rss_after.saturating_sub(self.rss_before) as f64 / self.connections_held.max(1) as f64
+        let added = self.connections_held.saturating_sub(self.connections_warm);
+        self.rss_after.saturating_sub(self.rss_before) as f64 / added.max(1) as f64
     }
 
     fn latency(&self, fraction: f64, filter: impl Fn(usize, u64) -> bool) -> Option<Duration> {
@@ -750,45 +760,56 @@ async fn measure(plan: Plan<'_>, publisher: Arc<Publisher>) -> anyhow::Result<Ru
             .sum::<anyhow::Result<u64>>()
     };
 
-    // 1. Open and hold the idle connections.
-    run.rss_before = rss_of(&plan.pids)?;
+    // 1. Open and hold the idle connections: the first ones warm the target (its caches, the
+    // engine instances that authorize subscriptions, the allocator's pools), then the memory
+    // the rest add is what an idle connection costs.
     let keep = CancellationToken::new();
     let rest = CancellationToken::new();
     let mut kept: JoinSet<Ended> = JoinSet::new();
     let mut closing: JoinSet<Ended> = JoinSet::new();
     let started = Instant::now();
-    let mut opened = futures_util::stream::iter(0..plan.connections)
-        .map(|index| {
-            let url = plan.urls[index % plan.urls.len()].clone();
-            let token = plan.tokens[index % plan.tokens.len()].clone();
-            let topic = plan.topic.clone();
-            async move {
-                let socket =
-                    tokio::time::timeout(Duration::from_secs(60), connect(&url, &token, &topic))
-                        .await;
-                (index, socket)
-            }
-        })
-        .buffer_unordered(OPENING);
-    while let Some((index, socket)) = opened.next().await {
-        match socket {
-            Ok(Ok(socket)) => {
-                run.connections_held += 1;
-                let deliveries = deliveries.clone();
-                if index < plan.subscribers {
-                    kept.spawn(read(socket, index, deliveries, keep.clone()));
-                } else {
-                    closing.spawn(read(socket, index, deliveries, rest.clone()));
-                }
-            }
-            Ok(Err(error)) => run.refusals.push(format!("{error:#}")),
-            Err(_) => run.refusals.push("no answer within 60 s".to_owned()),
+    let warm = WARM_CONNECTIONS.min(plan.connections / 2);
+    run.rss_start = rss_of(&plan.pids)?;
+    for range in [0..warm, warm..plan.connections] {
+        if range.start == warm {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            run.connections_warm = run.connections_held;
+            run.rss_before = rss_of(&plan.pids)?;
         }
-        if (index + 1) % 2_000 == 0 {
-            eprintln!("{label}: {} connections open", run.connections_held);
+        let mut opened = futures_util::stream::iter(range)
+            .map(|index| {
+                let url = plan.urls[index % plan.urls.len()].clone();
+                let token = plan.tokens[index % plan.tokens.len()].clone();
+                let topic = plan.topic.clone();
+                async move {
+                    let socket = tokio::time::timeout(
+                        Duration::from_secs(60),
+                        connect(&url, &token, &topic),
+                    )
+                    .await;
+                    (index, socket)
+                }
+            })
+            .buffer_unordered(OPENING);
+        while let Some((index, socket)) = opened.next().await {
+            match socket {
+                Ok(Ok(socket)) => {
+                    run.connections_held += 1;
+                    let deliveries = deliveries.clone();
+                    if index < plan.subscribers {
+                        kept.spawn(read(socket, index, deliveries, keep.clone()));
+                    } else {
+                        closing.spawn(read(socket, index, deliveries, rest.clone()));
+                    }
+                }
+                Ok(Err(error)) => run.refusals.push(format!("{error:#}")),
+                Err(_) => run.refusals.push("no answer within 60 s".to_owned()),
+            }
+            if (index + 1) % 2_000 == 0 {
+                eprintln!("{label}: {} connections open", run.connections_held);
+            }
         }
     }
-    drop(opened);
     run.opening = started.elapsed();
     anyhow::ensure!(
         run.refusals.len() < plan.connections.div_ceil(10),
@@ -1203,10 +1224,13 @@ fn report(runs: &[&Run], cluster: Option<&Run>, settings: &Settings) {
         verdict(host.connections_held >= GOAL_CONNECTIONS)
     );
     println!(
-        "| memory per idle connection (RSS before → after) | {} | < 16 KiB: {} |",
+        "| memory per idle connection, what the connections past the first {} added (RSS at none → at {} → at all) | {} | < 16 KiB: {} |",
+        count(WARM_CONNECTIONS as f64),
+        count(WARM_CONNECTIONS as f64),
         cells(runs, |run| format!(
-            "{:.1} KiB ({:.0} → {:.0} MiB)",
+            "{:.1} KiB ({:.0} → {:.0} → {:.0} MiB)",
             run.bytes_per_connection() / 1024.0,
+            run.rss_start as f64 / 1048576.0,
             run.rss_before as f64 / 1048576.0,
             run.rss_after as f64 / 1048576.0
         )),

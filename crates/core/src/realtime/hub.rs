@@ -337,7 +337,7 @@ impl Link {
         };
         Outbound {
             text,
-            event: Some((id, kind.to_owned())),
+            event: Some(Box::new((id, kind.to_owned()))),
             reset: false,
         }
     }

@@ -154,8 +154,10 @@ pub fn event(topic: &str, cursor: &str, kind: &str, occurred_at: &str, data: &Va
 pub struct Outbound {
     /// The frame's JSON text.
     pub text: String,
-    /// The event's cursor and type (event frames only).
-    pub event: Option<(String, String)>,
+    /// The event's cursor and type (event frames only), boxed: every connection's send queue
+    /// allocates its first block of slots when it opens, so a small frame keeps an idle
+    /// connection light.
+    pub event: Option<Box<(String, String)>>,
     /// A `reset` frame.
     pub reset: bool,
 }

@@ -307,7 +307,10 @@ fn close_event(code: u16) -> Event {
 /// as `event:`, a `reset` as `event: reset`, an `error` as `event: error`; other frames none.
 pub fn sse_event(frame: Outbound) -> Option<Event> {
     match frame.event {
-        Some((cursor, kind)) => Some(Event::default().id(cursor).event(kind).data(frame.text)),
+        Some(event) => {
+            let (cursor, kind) = *event;
+            Some(Event::default().id(cursor).event(kind).data(frame.text))
+        }
         None if frame.reset => Some(Event::default().event("reset").data(frame.text)),
         None if frame.text.contains(r#""op":"error""#) => {
             Some(Event::default().event("error").data(frame.text))
