@@ -864,7 +864,8 @@ async fn an_owner_manages_webhooks_and_reads_the_audit_log_and_a_viewer_sees_no_
 }
 
 #[tokio::test]
-async fn a_webhooks_deliveries_appear_live_and_resume_after_a_drop_without_a_reload() {
+async fn a_webhooks_deliveries_and_the_audit_log_appear_live_and_resume_after_a_drop_without_a_reload()
+ {
     let receiver = Receiver::start();
     let app = console_host(&receiver).await;
     let token = api_token(&app, OWNER, None).await;
@@ -1101,6 +1102,34 @@ async fn a_webhooks_deliveries_appear_live_and_resume_after_a_drop_without_a_rel
         .await
         .unwrap();
     assert_eq!(sockets, json!(2), "no reconnection after leaving");
+
+    // The audit log follows `core.audit`: another client's failed sign-in appears at the top.
+    browser.go("#/audit").await;
+    browser
+        .wait_for("[data-testid='live-state'][data-state='live']")
+        .await;
+    let failed = app
+        .post_json(
+            "/auth/api/v1/auth/login",
+            &json!({ "login": VIEWER, "password": "not-the-password-42" }),
+        )
+        .await;
+    assert!(failed.status().is_client_error(), "{}", failed.status());
+    eventually(10, "the failed sign-in on the audit page", || async {
+        let rows = browser
+            .texts("[data-testid='audit-entries'] tbody tr")
+            .await;
+        rows.first()
+            .is_some_and(|row| row.contains("login.failed") && row.contains(VIEWER))
+            .then_some(())
+    })
+    .await;
+    let marker = browser
+        .client
+        .execute("return window.liveMarker;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(marker, "never reloaded");
 }
 
 #[tokio::test]

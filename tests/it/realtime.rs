@@ -494,3 +494,54 @@ async fn a_client_message_beyond_the_frame_limit_closes_the_connection_with_1009
     at_limit.kill().await;
     app.stop().await;
 }
+
+database_test!(
+    owners_follow_their_tenants_audit_trail_and_no_one_else_does,
+    |backend| async move {
+        let app = spawn(backend).await;
+        let acme = app.create_tenant("acme");
+        let globex = app.create_tenant("globex");
+        let owner = app
+            .token(&acme, &uuid::Uuid::new_v4().to_string(), "owner")
+            .await;
+        let editor_id = uuid::Uuid::new_v4().to_string();
+        let editor = app.token(&acme, &editor_id, "editor").await;
+        let outsider = app
+            .token(&globex, &uuid::Uuid::new_v4().to_string(), "editor")
+            .await;
+
+        let mut trail = ws(&app, &owner, &["core.audit"], &[]);
+        trail.subscribed(1).await;
+        // The trail is the owners' to read, as `GET /auth/api/v1/audit`.
+        let mut refused = ws(&app, &editor, &["core.audit"], &[]);
+        let frame = refused.next_event(20).await;
+        assert_eq!(
+            (frame["op"].clone(), frame["status"].clone()),
+            (json!("error"), json!(403)),
+            "{frame}"
+        );
+
+        // Another tenant's entry first, then one of the owner's tenant: only the latter arrives.
+        for token in [&outsider, &editor] {
+            let response = app
+                .post_as("/auth/api/v1/auth/logout", token, &json!({}))
+                .await;
+            assert!(response.status().is_success(), "{}", response.status());
+        }
+        let entry = trail.next_event(20).await;
+        assert_eq!(entry["op"], "event", "{entry}");
+        assert_eq!(entry["topic"], "core.audit");
+        assert_eq!(entry["type"], "session.logged_out", "{entry}");
+        assert_eq!(entry["data"]["user_id"], editor_id.as_str(), "{entry}");
+        // The frame carries the entry as the REST trail lists it.
+        let listed = json_with_status(
+            app.get_as("/auth/api/v1/audit?event=session.logged_out", &owner)
+                .await,
+            200,
+        )
+        .await;
+        assert_eq!(listed["data"][0], entry["data"], "{listed}");
+        trail.expect_silence(1).await;
+        app.stop().await;
+    }
+);

@@ -2,7 +2,9 @@
 //! refresh-token reuse, logouts, context switches. Handlers record an [`AuditEntry`] with
 //! [`record`] (or [`record_in`] inside their own transaction, so the entry commits or rolls
 //! back with the change it describes); owners read their tenant's trail at
-//! `GET /auth/api/v1/audit` (`routes/audit.rs`), newest first, cursor-paged.
+//! `GET /auth/api/v1/audit` (`routes/audit.rs`), newest first, cursor-paged, and follow it
+//! live on the realtime topic [`AUDIT_TOPIC`] (`core.audit`): an entry of a tenant is
+//! published in the transaction that stores it (`tessera_storage::realtime_events`).
 //!
 //! The same trail holds the engines' audited operations: an operation an engine's API
 //! description marks with `x-tessera-audit: "<name>"` is recorded by the host as
@@ -69,6 +71,7 @@ pub use crate::request_origin::{MAX_USER_AGENT_CHARS, RequestOrigin};
 use crate::store::audit::{self as store, AuditRow, EventFilter, ListFilter, NewAuditRow};
 use tessera_http::conventions::is_well_formed_correlation_id;
 use tessera_http::paging::{CursorMeta, CursorPage};
+use tessera_storage::realtime_events::{self, NewPublished, PublishedKind};
 use tessera_storage::{Database, Tx, time};
 
 /// What happened. Stored and served as a stable dotted name ([`AuditEvent::as_str`]).
@@ -474,9 +477,57 @@ pub async fn entry_for_user(
 
 /// Records one event in its own statement (committed at once, whatever the caller does next).
 pub async fn record(database: &Database, entry: &AuditEntry) -> anyhow::Result<()> {
-    store::insert(database, &stored_row(entry)?).await?;
+    let row = stored_row(entry)?;
+    if row.tenant_id.is_none() {
+        // Nothing to publish (no tenant's owners read it): one statement.
+        store::insert(database, &row).await?;
+    } else {
+        let mut tx = database.begin().await?;
+        insert_and_publish_in(&mut tx, &row).await?;
+        tx.commit().await.context("committing an audit entry")?;
+    }
     count(entry.event);
     Ok(())
+}
+
+/// The realtime topic of a tenant's audit trail: each entry as `GET /auth/api/v1/audit` lists
+/// it, published in the transaction that stores it (so only a committed entry is delivered),
+/// the frame's type being the entry's event. Owners subscribe, as they read the trail.
+pub const AUDIT_TOPIC: &str = "core.audit";
+
+/// Stores `row` and, for an entry of a tenant, publishes it on [`AUDIT_TOPIC`], in `tx`.
+async fn insert_and_publish_in(tx: &mut Tx, row: &NewAuditRow) -> anyhow::Result<()> {
+    store::insert_in(tx, row).await?;
+    let Some(tenant_id) = &row.tenant_id else {
+        return Ok(());
+    };
+    let item = AuditItem {
+        id: row.id.clone(),
+        event: row.event.clone(),
+        engine: row.engine_code.clone(),
+        user_id: row.user_id.clone(),
+        login: row.login.clone(),
+        client_ip: row.client_ip.clone(),
+        correlation_id: row.correlation_id.clone(),
+        details: serde_json::from_str(&row.details).context("reading an entry's details")?,
+        created_at: row.created_at.clone(),
+    };
+    let kind = PublishedKind::Event {
+        event_type: row.event.clone(),
+        data: serde_json::to_string(&item).context("serializing an audit entry")?,
+    };
+    realtime_events::insert_in(
+        tx,
+        &[NewPublished {
+            tenant_id,
+            engine_code: "core",
+            topic: AUDIT_TOPIC.to_owned(),
+            user_id: None,
+            kind: &kind,
+            occurred_at: &row.created_at,
+        }],
+    )
+    .await
 }
 
 /// `tessera_auth_events_total{event}`: logins succeeded and failed, lock-outs, MFA, refreshes…
@@ -487,7 +538,7 @@ fn count(event: AuditEvent) {
 
 /// Records one event inside the caller's transaction: it is kept only if that commits.
 pub async fn record_in(tx: &mut Tx, entry: &AuditEntry) -> anyhow::Result<()> {
-    store::insert_in(tx, &stored_row(entry)?).await?;
+    insert_and_publish_in(tx, &stored_row(entry)?).await?;
     count(entry.event);
     Ok(())
 }
@@ -554,7 +605,7 @@ pub async fn record_engine_in(tx: &mut Tx, entry: &EngineAuditEntry) -> anyhow::
         details: stored_details(&entry.details, &entry.event)?,
         created_at: time::now(),
     };
-    store::insert_in(tx, &row).await
+    insert_and_publish_in(tx, &row).await
 }
 
 /// One entry as served.

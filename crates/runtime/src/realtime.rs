@@ -1,6 +1,6 @@
 //! Engines' realtime topics (world 0.3): the patterns an engine declares (`describe-topics`),
 //! what its calls publish through the `realtime` import (buffered in the call's unit of work
-//! and written with it: `batch_writer.rs`, `store/realtime_events.rs`), and the feed the core's
+//! and written with it: `batch_writer.rs`, `tessera_storage::realtime_events`), and the feed the core's
 //! realtime hub reads those events from ([`RealtimeFeed`], wired in by the host: the core never
 //! links the runtime).
 
@@ -227,7 +227,7 @@ pub fn check_publication(
 }
 
 /// The engines' published events as the core's realtime hub reads them: in commit order
-/// (`store/realtime_events.rs`), with a wake-up when a unit holding some committed on this
+/// (`tessera_storage::realtime_events`), with a wake-up when a unit holding some committed on this
 /// host. Cheap to clone.
 #[derive(Clone)]
 pub struct RealtimeFeed {

@@ -14,6 +14,7 @@ pub mod engine_blobs;
 pub mod engine_kv;
 pub mod files;
 pub mod rate_limit_buckets;
+pub mod realtime_events;
 pub mod sqlite_backup;
 mod sqlite_library;
 mod sqlite_search_rank;

@@ -1,5 +1,6 @@
 //! The SQL of `realtime_events`: what engines' calls published to their topics (and the ends
 //! of subscriptions they asked for), written in the transaction of the call's unit of work,
+//! and the host's own entries of `core.audit` (written with the audit entry they carry),
 //! read by the realtime hub in commit order, and `realtime_pruned`: per topic, the last
 //! position the retention deleted (a cursor at or before it cannot be resumed).
 //!
@@ -9,8 +10,8 @@
 //! horizon (`pg_snapshot_xmin`) are read, so a transaction still in flight, whose rows will
 //! sort before later ones, is never overtaken.
 
+use crate::{Database, Pool, Tx, on_pool, on_tx};
 use anyhow::Context as _;
-use tessera_storage::{Database, Pool, Tx, on_pool, on_tx};
 
 /// A position in the feed's reading order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,6 +17,7 @@ use crate::events::StoredEvent;
 use crate::feeds::{InboxItem, TimelineItem};
 use crate::projections::projector::inbox_address;
 use crate::projections::worker::LogPosition;
+use tessera_auth::audit::AUDIT_TOPIC;
 use tessera_auth::caller::Caller;
 use tessera_storage::Database;
 
@@ -26,7 +27,8 @@ pub enum Topic {
     Timeline,
     Inbox,
     Entity(String),
-    /// An engine's topic, by its full name.
+    /// A topic of the engines' stream, by its full name: an engine's, or `core.audit` (which
+    /// the auth service publishes to).
     Engine(String),
 }
 
@@ -56,6 +58,8 @@ pub enum Refusal {
     Forbidden,
     /// 403: the engine that owns the topic refused.
     ForbiddenByEngine,
+    /// 403: `core.audit` for someone other than an owner (as `GET /auth/api/v1/audit`).
+    OwnersOnly,
     /// 404: an unknown topic, or an entity the tenant does not have (another tenant's too:
     /// existence is not revealed).
     NotFound,
@@ -73,6 +77,13 @@ pub async fn authorize(
     name: &str,
 ) -> Result<Topic, AuthorizeError> {
     let tenant_id = caller.tenant_id.as_str();
+    if name == AUDIT_TOPIC {
+        // Published by the auth service into the engines' stream, read like an engine's topic.
+        return match caller.require_owner() {
+            Ok(()) => Ok(Topic::Engine(name.to_owned())),
+            Err(_) => Err(Refusal::OwnersOnly.into()),
+        };
+    }
     if super::engine_topics::is_engine_topic(name) {
         let engines = engines.ok_or(Refusal::NotFound)?;
         return match engines.authorize(caller, name).await? {
@@ -106,6 +117,10 @@ pub fn refusal_answer(refusal: Refusal, name: &str) -> (u16, String) {
     match refusal {
         Refusal::Forbidden => (403, "Guests may subscribe only to core.inbox".to_owned()),
         Refusal::ForbiddenByEngine => (403, format!("Not allowed to subscribe to {name}")),
+        Refusal::OwnersOnly => (
+            403,
+            format!("Only the tenant's owners may subscribe to {name}"),
+        ),
         Refusal::NotFound => (404, format!("Unknown topic: {name}")),
     }
 }
