@@ -65,7 +65,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::caller::Caller;
 use crate::identity::{is_valid_email, normalize_email};
 pub use crate::request_origin::{MAX_USER_AGENT_CHARS, RequestOrigin};
 use crate::store::audit::{self as store, AuditRow, EventFilter, ListFilter, NewAuditRow};
@@ -328,12 +327,6 @@ impl AuditEntry {
     pub fn user(mut self, user_id: impl Into<String>) -> Self {
         self.user_id = Some(user_id.into());
         self
-    }
-
-    /// The tenant and user of an authenticated caller (logout, MFA changes, context switch).
-    pub fn caller(self, caller: &Caller) -> Self {
-        self.tenant(caller.tenant_id.clone())
-            .user(caller.user_id.clone())
     }
 
     /// The login (e-mail) attempted, as the client sent it.

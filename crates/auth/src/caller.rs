@@ -162,6 +162,14 @@ impl Caller {
     }
 }
 
+impl crate::audit::AuditEntry {
+    /// The tenant and user of an authenticated caller (logout, MFA changes, context switch).
+    pub fn caller(self, caller: &Caller) -> Self {
+        self.tenant(caller.tenant_id.clone())
+            .user(caller.user_id.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,8 +44,33 @@ pub struct Conversation {
     pub updated_at: String,
 }
 
+/// `data` of `conversation.created` on `me`: the conversation without its members.
+#[derive(Serialize)]
+pub struct Joined<'a> {
+    id: &'a str,
+    title: &'a str,
+    slug: Option<&'a str>,
+    is_default: bool,
+    created_by: Option<&'a str>,
+    created_at: &'a str,
+    updated_at: &'a str,
+}
+
 impl Conversation {
-    /// The REST API's read rule, which realtime subscriptions follow too (`topics.rs`).
+    /// What a user who joins it hears on `me` (`topics::joined`).
+    pub fn joined(&self) -> Joined<'_> {
+        Joined {
+            id: &self.id,
+            title: &self.title,
+            slug: self.slug.as_deref(),
+            is_default: self.is_default,
+            created_by: self.created_by.as_deref(),
+            created_at: &self.created_at,
+            updated_at: &self.updated_at,
+        }
+    }
+
+    /// The REST API's read rule, which realtime subscriptions follow too (`subscriptions.rs`).
     pub fn may_read(&self, ctx: &Context) -> bool {
         self.is_default || ctx.is_owner() || self.member_ids.contains(&ctx.user_id)
     }
@@ -189,7 +214,7 @@ pub fn create(ctx: &Context, req: &Request) -> HandlerResult {
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("conversation.created", &conversation.id).user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
-    topics::joined(&conversation, &conversation.member_ids)?;
+    topics::joined(&conversation.joined(), &conversation.member_ids)?;
     Ok(Response::created(&conversation))
 }
 
@@ -281,7 +306,7 @@ pub fn post_message(ctx: &Context, req: &Request) -> HandlerResult {
     let mut batch = Batch::new();
     batch.put(message_key(&conversation.id, &message.id), &message)?;
     changes::commit_with(batch, &ctx.tenant_id, &chat_events)?;
-    topics::message("message.created", &message)?;
+    topics::message("message.created", &message.conversation_id, &message)?;
     Ok(Response::created(&message))
 }
 
@@ -305,7 +330,7 @@ pub fn edit_message(ctx: &Context, req: &Request) -> HandlerResult {
         .message(&message.id)
         .user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
-    topics::message("message.updated", &message)?;
+    topics::message("message.updated", &message.conversation_id, &message)?;
     Ok(Response::ok(&message))
 }
 
@@ -323,7 +348,7 @@ pub fn delete_message(ctx: &Context, req: &Request) -> HandlerResult {
         .message(&message.id)
         .user(&ctx.user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
-    topics::message("message.deleted", &message)?;
+    topics::message("message.deleted", &message.conversation_id, &message)?;
     Ok(Response::no_content())
 }
 
@@ -356,7 +381,7 @@ pub fn add_member(ctx: &Context, req: &Request) -> HandlerResult {
     batch.put(conversation_key(&conversation.id), &conversation)?;
     let event = ChatEvent::new("member.added", &conversation.id).user(&user_id);
     changes::commit_with(batch, &ctx.tenant_id, &[event])?;
-    topics::member_added(&conversation, &user_id)?;
+    topics::member_added(&conversation.id, &conversation.joined(), &user_id)?;
     Ok(Response::created(&Membership {
         conversation_id: &conversation.id,
         user_id: &user_id,

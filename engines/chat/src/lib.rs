@@ -32,6 +32,7 @@ mod conversations;
 mod events;
 #[cfg(test)]
 mod realtime_tests;
+mod subscriptions;
 mod topics;
 mod webhooks;
 
@@ -111,7 +112,7 @@ impl Engine for Chat {
     }
 
     fn authorize_subscription(caller: &Context, topic: &str) -> bool {
-        topics::authorize(caller, topic)
+        subscriptions::authorize(caller, topic)
     }
 
     fn router() -> Router {

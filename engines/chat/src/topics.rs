@@ -6,9 +6,9 @@
 //! | `me` | every user of the tenant, guests included: each hears only their own events | `conversation.created`, when the user joins a conversation (creates it, is among its first members or is added): the conversation as the REST API answers it, without `member_ids` |
 //! | `webhook.<id>` | whoever may read the webhook through the REST API: owners (not guest tokens) | `delivery.updated`, when one of its deliveries is written: created (test pings included), an attempt's outcome recorded, parked while the webhook is disabled or resumed: the delivery as `GET /webhooks/{id}/deliveries` answers it |
 //!
-//! A member removed from a conversation has their subscriptions to it ended (an `error` frame
-//! with status 403); subscribing again asks [`authorize`] again (an owner, who reads every
-//! conversation, may). Everything here is published in the call's unit of work, after the
+//! Who may subscribe is decided in `subscriptions.rs`. A member removed from a conversation has
+//! their subscriptions to it ended (an `error` frame with status 403); subscribing again asks
+//! again (an owner, who reads every conversation, may). Everything here is published in the call's unit of work, after the
 //! change and its webhook deliveries: subscribers hear of a change only if it commits. A
 //! delivery written by a conditional storage transaction (parked, resumed) is announced after
 //! that transaction committed, never for a round that lost. Unlike webhooks and the event bus,
@@ -20,16 +20,13 @@
 //! is announced without its request body.
 
 use serde::Serialize;
-use tessera_sdk::{Context, HostError, realtime, storage};
-
-use crate::conversations::{Conversation, Message};
-use crate::webhooks;
+use tessera_sdk::{HostError, realtime};
 
 /// The topic patterns chat owns (`describe-topics`).
 pub const TOPICS: [&str; 3] = ["conversation.*", ME, "webhook.*"];
 
 /// Each user's own topic.
-const ME: &str = "me";
+pub const ME: &str = "me";
 
 /// The topic of conversation `id`.
 pub fn conversation_topic(id: &str) -> String {
@@ -41,31 +38,6 @@ pub fn webhook_topic(id: &str) -> String {
     format!("webhook.{id}")
 }
 
-/// Whether `caller` may subscribe to `topic`: the REST API's read rules.
-///
-/// - `conversation.<id>`: the conversation exists and the caller may read it
-///   ([`Conversation::may_read`]: the default conversation, or a member, or an owner).
-/// - `me`: any user. It carries only `conversation.created` for conversations the user joins,
-///   which the REST API lists to them (`GET /conversations`), guests included: a guest reads
-///   the conversations it is a member of.
-/// - `webhook.<id>`: the webhook exists and the caller is an owner with a user token, as for
-///   every webhook route (`Context::require_owner`).
-pub fn authorize(caller: &Context, topic: &str) -> bool {
-    if topic == ME {
-        return true;
-    }
-    if let Some(id) = topic.strip_prefix("webhook.") {
-        return caller.require_owner().is_ok() && matches!(webhooks::load(id), Ok(Some(_)));
-    }
-    let Some(id) = topic.strip_prefix("conversation.") else {
-        return false;
-    };
-    match storage::get_json::<Conversation>(&format!("conversations/{id}")) {
-        Ok(Some(conversation)) => conversation.may_read(caller),
-        _ => false,
-    }
-}
-
 /// Publishes `delivery.updated` with `delivery`, as the REST API answers it, to its webhook's
 /// topic.
 pub fn delivery_updated<T: Serialize>(webhook_id: &str, delivery: &T) -> Result<(), HostError> {
@@ -73,13 +45,14 @@ pub fn delivery_updated<T: Serialize>(webhook_id: &str, delivery: &T) -> Result<
 }
 
 /// Publishes `message.created`, `message.updated` or `message.deleted` with the message (as
-/// it is now; as it was, for a deletion) to its conversation's topic.
-pub fn message(event_type: &str, message: &Message) -> Result<(), HostError> {
-    realtime::publish(
-        &conversation_topic(&message.conversation_id),
-        event_type,
-        message,
-    )
+/// the REST API answers it: as it is now; as it was, for a deletion) to the topic of its
+/// conversation.
+pub fn message<T: Serialize>(
+    event_type: &str,
+    conversation_id: &str,
+    message: &T,
+) -> Result<(), HostError> {
+    realtime::publish(&conversation_topic(conversation_id), event_type, message)
 }
 
 /// `data` of `member.added` and `member.removed`.
@@ -89,46 +62,31 @@ struct Member<'a> {
     user_id: &'a str,
 }
 
-/// `data` of `conversation.created` on `me`: the conversation without its members.
-#[derive(Serialize)]
-struct Joined<'a> {
-    id: &'a str,
-    title: &'a str,
-    slug: Option<&'a str>,
-    is_default: bool,
-    created_by: Option<&'a str>,
-    created_at: &'a str,
-    updated_at: &'a str,
-}
-
-/// Tells each of `user_ids` on their `me` topic that they joined `conversation`.
-pub fn joined(conversation: &Conversation, user_ids: &[String]) -> Result<(), HostError> {
-    let data = Joined {
-        id: &conversation.id,
-        title: &conversation.title,
-        slug: conversation.slug.as_deref(),
-        is_default: conversation.is_default,
-        created_by: conversation.created_by.as_deref(),
-        created_at: &conversation.created_at,
-        updated_at: &conversation.updated_at,
-    };
+/// Tells each of `user_ids` on their `me` topic that they joined a conversation: `data` is the
+/// conversation without its members (a conversation may have any number).
+pub fn joined<T: Serialize>(data: &T, user_ids: &[String]) -> Result<(), HostError> {
     for user_id in user_ids {
-        realtime::publish_to_user(user_id, ME, "conversation.created", &data)?;
+        realtime::publish_to_user(user_id, ME, "conversation.created", data)?;
     }
     Ok(())
 }
 
-/// Publishes `member.added` to the conversation's topic, and tells the new member on `me`.
-pub fn member_added(conversation: &Conversation, user_id: &str) -> Result<(), HostError> {
+/// Publishes `member.added` to the conversation's topic, and tells the new member on `me`
+/// (`joined_data` as for [`joined`]).
+pub fn member_added<T: Serialize>(
+    conversation_id: &str,
+    joined_data: &T,
+    user_id: &str,
+) -> Result<(), HostError> {
     realtime::publish(
-        &conversation_topic(&conversation.id),
+        &conversation_topic(conversation_id),
         "member.added",
         &Member {
-            conversation_id: &conversation.id,
+            conversation_id,
             user_id,
         },
     )?;
-    joined(conversation, &[user_id.to_owned()])
+    joined(joined_data, &[user_id.to_owned()])
 }
 
 /// Publishes `member.removed` to the conversation's topic (the removed member, still

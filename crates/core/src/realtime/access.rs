@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest as _, Sha256};
 
-use super::hub::close;
+use super::protocol::close;
 use super::store::{self, TicketRow};
 use tessera_auth::AuthState;
 use tessera_auth::caller::Caller;

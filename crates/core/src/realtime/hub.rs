@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::access::{Check, Verdict, Verifier, Viewer};
 use super::engine_topics::EngineTopics;
-use super::protocol::{self, Cursor, Outbound, Stream};
+use super::protocol::{self, Cursor, Outbound, Stream, close};
 use super::store;
 use super::topics::{self, PreparedEvent, Topic};
 use crate::projections::signal::EventSignal;
@@ -37,34 +37,6 @@ use tessera_auth::caller::Caller;
 use tessera_auth::sessions::AccessChange;
 use tessera_http::usage::UsageMeter;
 use tessera_storage::Database;
-
-/// Close codes of the contract (§9).
-pub mod close {
-    /// Token expired, revoked or logged out.
-    pub const UNAUTHENTICATED: u16 = 4001;
-    /// Access to the tenant ended.
-    pub const TENANT_ENDED: u16 = 4003;
-    /// The client reads too slowly (send queue full).
-    pub const TOO_SLOW: u16 = 4008;
-    /// A connection limit.
-    pub const LIMIT: u16 = 4029;
-    /// A client's message is larger than `TESSERA_REALTIME_MAX_FRAME_BYTES`.
-    pub const TOO_BIG: u16 = 1009;
-    /// The host is stopping.
-    pub const GOING_AWAY: u16 = 1001;
-
-    /// The reason sent with a close code.
-    pub fn reason(code: u16) -> &'static str {
-        match code {
-            UNAUTHENTICATED => "token expired, revoked or logged out",
-            TENANT_ENDED => "access to the tenant ended",
-            TOO_SLOW => "the client reads too slowly",
-            LIMIT => "a connection limit",
-            TOO_BIG => "the message is too big",
-            _ => "the host is stopping",
-        }
-    }
-}
 
 /// Realtime limits (`TESSERA_REALTIME_*`).
 #[derive(Debug, Clone)]

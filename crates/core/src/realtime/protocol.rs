@@ -173,6 +173,34 @@ impl Outbound {
     }
 }
 
+/// Close codes of the contract (§9).
+pub mod close {
+    /// Token expired, revoked or logged out.
+    pub const UNAUTHENTICATED: u16 = 4001;
+    /// Access to the tenant ended.
+    pub const TENANT_ENDED: u16 = 4003;
+    /// The client reads too slowly (send queue full).
+    pub const TOO_SLOW: u16 = 4008;
+    /// A connection limit.
+    pub const LIMIT: u16 = 4029;
+    /// A client's message is larger than `TESSERA_REALTIME_MAX_FRAME_BYTES`.
+    pub const TOO_BIG: u16 = 1009;
+    /// The host is stopping.
+    pub const GOING_AWAY: u16 = 1001;
+
+    /// The reason sent with a close code.
+    pub fn reason(code: u16) -> &'static str {
+        match code {
+            UNAUTHENTICATED => "token expired, revoked or logged out",
+            TENANT_ENDED => "access to the tenant ended",
+            TOO_SLOW => "the client reads too slowly",
+            LIMIT => "a connection limit",
+            TOO_BIG => "the message is too big",
+            _ => "the host is stopping",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

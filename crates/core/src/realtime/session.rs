@@ -12,8 +12,8 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::hub::{Hub, Link, Registration, SubscribeError, close, stream_of_topic};
-use super::protocol::{self, ClientFrame, Cursor, Outbound};
+use super::hub::{Hub, Link, Registration, SubscribeError, stream_of_topic};
+use super::protocol::{self, ClientFrame, Cursor, Outbound, close};
 use super::topics::{self, AuthorizeError};
 use tessera_auth::caller::Caller;
 use tessera_storage::Database;

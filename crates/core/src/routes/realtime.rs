@@ -13,8 +13,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::realtime::access::{self, Viewer};
-use crate::realtime::hub::close;
 use crate::realtime::protocol;
+use crate::realtime::protocol::close;
 use crate::realtime::session::{self, SessionInputs};
 use crate::state::CoreState;
 use tessera_http::envelope::{self, Data};
