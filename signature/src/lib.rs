@@ -12,6 +12,11 @@
 //!   a delivery carries one `v1=` entry per secret ([`v1_entry`]); a receiver accepts the
 //!   request when any entry matches.
 //!
+//! Webhook deliveries also carry the [Standard Webhooks](https://www.standardwebhooks.com)
+//! headers (CONTRACT §10): `webhook-signature` holds one [`standard_v1_entry`] per signing
+//! secret, `v1,<base64 HMAC-SHA256(secret, "<webhook-id>.<webhook-timestamp>.<raw body>")>`,
+//! separated by spaces, the key being the secret's UTF-8 bytes.
+//!
 //! Both forms refuse a `t` more than [`TOLERANCE_SECONDS`] from now and compare in constant
 //! time. For webhook receivers: verify the raw body exactly as received, before parsing it.
 //!
@@ -115,6 +120,24 @@ pub fn sign_body(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 /// rotation).
 pub fn v1_entry(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
     entry(secret, timestamp, Signed::Body(body))
+}
+
+/// One `webhook-signature` entry of Standard Webhooks: `v1,<base64 HMAC-SHA256(secret,
+/// "<id>.<timestamp>.<raw body>")>`, `id` being the `webhook-id` header and `timestamp` the
+/// `webhook-timestamp` one (unix seconds). A delivery signed with several secrets (a rotation)
+/// carries one entry per secret, separated by spaces.
+pub fn standard_v1_entry(secret: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+    use base64::Engine as _;
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    )
 }
 
 /// The header value of an internal call: `"<t>.<METHOD>.<path>.<raw body>"` signed with
@@ -398,6 +421,20 @@ mod tests {
         assert_eq!(
             verify(SECRET, &request_form, REQUEST_BODY, T),
             Err(SignatureError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_standard_webhooks_entry_matches_an_independent_computation() {
+        // base64(HMAC-SHA256(SECRET, "msg_9f2c.1767225600." + BODY)), Python's `hmac`.
+        assert_eq!(
+            standard_v1_entry(SECRET, "msg_9f2c", T, BODY),
+            "v1,jUDJ+YsAf10GhiP+dpWi2WQqpCMRHcYdfsNqsHY9S/E="
+        );
+        assert_ne!(
+            standard_v1_entry(SECRET, "msg_9f2d", T, BODY),
+            standard_v1_entry(SECRET, "msg_9f2c", T, BODY),
+            "the id is signed"
         );
     }
 }

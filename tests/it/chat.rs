@@ -33,6 +33,8 @@ use crate::helpers::{
 struct Received {
     path: String,
     signature: String,
+    /// `webhook-id`, `webhook-timestamp`, `webhook-signature` (Standard Webhooks).
+    standard: [String; 3],
     event: String,
     delivery_id: String,
     content_type: String,
@@ -86,6 +88,11 @@ impl Receiver {
             state.requests.lock().unwrap().push(Received {
                 path: uri.path().to_owned(),
                 signature: header("x-service-signature"),
+                standard: [
+                    header("webhook-id"),
+                    header("webhook-timestamp"),
+                    header("webhook-signature"),
+                ],
                 event: header("x-webhook-event"),
                 delivery_id: header("x-webhook-delivery"),
                 content_type: header("content-type"),
@@ -1776,6 +1783,169 @@ database_test!(
                 "{flaky_history:#?}"
             );
         }
+        app.stop().await;
+    }
+);
+
+/// Whether Standard Webhooks' library and Stripe's accept `request` as signed by `secret`
+/// (`tests/webhooks/verify.py`): `(standard, stripe)`.
+fn verified_by_libraries(request: &Received, secret: &str) -> (bool, bool) {
+    use std::io::Write as _;
+    let python = crate::components::target_dir().join("polyglot/python-venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: `cargo xtask test` installs it with standardwebhooks and stripe",
+        python.display()
+    );
+    let mut child = std::process::Command::new(python)
+        .arg(crate::components::repository().join("tests/webhooks/verify.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the verifier");
+    let [id, timestamp, signature] = &request.standard;
+    let input = json!({
+        "body": request.body,
+        "secret": secret,
+        "headers": {
+            "webhook-id": id,
+            "webhook-timestamp": timestamp,
+            "webhook-signature": signature,
+            "x-service-signature": request.signature,
+        },
+    });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "the verifier failed");
+    let verdict: Value = serde_json::from_slice(&output.stdout).unwrap();
+    (
+        verdict["standard"].as_bool().unwrap(),
+        verdict["stripe"].as_bool().unwrap(),
+    )
+}
+
+database_test!(
+    deliveries_verify_with_standard_webhooks_and_stripe_before_during_and_after_a_rotation,
+    |backend| async move {
+        let receiver = Receiver::start(204).await;
+        let app = chat_host(
+            backend,
+            WebhookSettings::for_receiver(&receiver, "1h"),
+            None,
+        )
+        .await;
+        let tenant = tenant(&app).await;
+        let hook = create_webhook(
+            &app,
+            &tenant.owner,
+            &receiver.url("/hooks/standard"),
+            &["message.created"],
+        )
+        .await;
+        let hook_id = hook["id"].as_str().unwrap().to_owned();
+        let ping = || async {
+            let answer = json_with_status(
+                app.post_as(
+                    &format!("/chat/api/v1/webhooks/{hook_id}/test"),
+                    &tenant.owner,
+                    &json!({}),
+                )
+                .await,
+                200,
+            )
+            .await;
+            assert_eq!(answer["data"]["status"], "delivered", "{answer}");
+            let request = receiver.requests().pop().unwrap();
+            assert_eq!(request.standard[0], request.delivery_id);
+            request
+        };
+        let rotate = |secret: &'static str| {
+            let app = &app;
+            let owner = tenant.owner.clone();
+            let hook_id = hook_id.clone();
+            async move {
+                let rotated = json_with_status(
+                    app.post_as(
+                        &format!("/chat/api/v1/webhooks/{hook_id}/secret"),
+                        &owner,
+                        &json!({ "secret": secret }),
+                    )
+                    .await,
+                    200,
+                )
+                .await;
+                assert_eq!(rotated["data"]["secret"], secret, "{rotated}");
+            }
+        };
+        const SECOND: &str = "whsec_second_fedcba9876543210fedcba98765";
+        const THIRD: &str = "a-third-secret-without-any-prefix-0123456789";
+
+        // Before: one secret, one entry in each header.
+        let before = ping().await;
+        assert_eq!(
+            before.standard[2].split(' ').count(),
+            1,
+            "{:?}",
+            before.standard
+        );
+        assert_eq!(verified_by_libraries(&before, SECRET), (true, true));
+        assert_eq!(verified_by_libraries(&before, SECOND), (false, false));
+
+        // During: the new secret and the replaced one both sign.
+        rotate(SECOND).await;
+        let during = ping().await;
+        assert_eq!(
+            during.standard[2].split(' ').count(),
+            2,
+            "{:?}",
+            during.standard
+        );
+        assert_eq!(verified_by_libraries(&during, SECOND), (true, true));
+        assert_eq!(verified_by_libraries(&during, SECRET), (true, true));
+
+        // After: another rotation ends the first secret's overlap; it signs nothing more.
+        rotate(THIRD).await;
+        let after = ping().await;
+        assert_eq!(verified_by_libraries(&after, THIRD), (true, true));
+        assert_eq!(verified_by_libraries(&after, SECOND), (true, true));
+        assert_eq!(verified_by_libraries(&after, SECRET), (false, false));
+
+        // Refusals change nothing: a short secret, an editor, an unknown webhook.
+        let path = format!("/chat/api/v1/webhooks/{hook_id}/secret");
+        let short = json_with_status(
+            app.post_as(&path, &tenant.owner, &json!({ "secret": "short" }))
+                .await,
+            422,
+        )
+        .await;
+        assert!(short["errors"]["secret"].is_array(), "{short}");
+        let missing =
+            json_with_status(app.post_as(&path, &tenant.owner, &json!({})).await, 422).await;
+        assert!(missing["errors"]["secret"].is_array(), "{missing}");
+        assert_eq!(
+            app.post_as(&path, &tenant.editor, &json!({ "secret": SECOND }))
+                .await
+                .status(),
+            403
+        );
+        assert_eq!(
+            app.post_as(
+                "/chat/api/v1/webhooks/0190f5d2-0000-7000-8000-000000000000/secret",
+                &tenant.owner,
+                &json!({ "secret": SECOND })
+            )
+            .await
+            .status(),
+            404
+        );
+        let still = ping().await;
+        assert_eq!(verified_by_libraries(&still, THIRD), (true, true));
+        assert_eq!(verified_by_libraries(&still, SECOND), (true, true));
         app.stop().await;
     }
 );

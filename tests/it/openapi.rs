@@ -650,6 +650,7 @@ async fn the_engines_document_their_own_operations() {
         ("get", "/chat/api/v1/webhooks/{id}"),
         ("patch", "/chat/api/v1/webhooks/{id}"),
         ("delete", "/chat/api/v1/webhooks/{id}"),
+        ("post", "/chat/api/v1/webhooks/{id}/secret"),
         ("post", "/chat/api/v1/webhooks/{id}/test"),
         ("get", "/chat/api/v1/webhooks/{id}/deliveries"),
         (

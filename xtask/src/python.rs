@@ -1,7 +1,7 @@
-//! Python engines: the pinned toolchain (componentize-py and pytest, and the realtime tests'
-//! clients websockets and httpx-sse, installed into a virtual environment under the target
-//! dir), building a Python engine folder into a component, and the Python kit's and engines'
-//! pytest tests.
+//! Python engines: the pinned toolchain (componentize-py and pytest, the realtime tests'
+//! clients websockets and httpx-sse, and the webhook tests' standardwebhooks and stripe,
+//! installed into a virtual environment under the target dir), building a Python engine
+//! folder into a component, and the Python kit's and engines' pytest tests.
 //!
 //! A Python engine is a folder under `engines/` with an `app.py`: the component module that
 //! `componentize-py … componentize app` builds, with the engine folder and the kit
@@ -21,6 +21,10 @@ pub const PYTEST_VERSION: &str = "8.3.4";
 pub const WEBSOCKETS_VERSION: &str = "15.0.1";
 pub const HTTPX_VERSION: &str = "0.28.1";
 pub const HTTPX_SSE_VERSION: &str = "0.4.0";
+/// The webhook tests' verifiers (`tests/webhooks/verify.py`, run by `tests/it/chat.rs`):
+/// Standard Webhooks' reference library and Stripe's.
+pub const STANDARDWEBHOOKS_VERSION: &str = "1.1.0";
+pub const STRIPE_VERSION: &str = "16.1.0";
 /// The world every engine implements.
 pub const WORLD: &str = "tessera:engine/engine@0.3.0";
 
@@ -56,6 +60,8 @@ pub fn toolchain(target_dir: &Path, skipped: &str) -> anyhow::Result<Option<Tool
         ("websockets", WEBSOCKETS_VERSION),
         ("httpx", HTTPX_VERSION),
         ("httpx-sse", HTTPX_SSE_VERSION),
+        ("standardwebhooks", STANDARDWEBHOOKS_VERSION),
+        ("stripe", STRIPE_VERSION),
     ];
     let installed = Command::new(toolchain.python())
         .args([

@@ -181,6 +181,15 @@ pub struct WebhookCreate {
     pub secret: String,
 }
 
+/// `POST /chat/api/v1/webhooks/{id}/secret`.
+#[derive(JsonSchema)]
+pub struct WebhookSecret {
+    /// The new HMAC-SHA256 signing secret, 32 to 256 characters (422 rules `required`,
+    /// `min:32`, `max:256`).
+    #[schemars(length(min = MIN_SECRET_CHARS, max = MAX_SECRET_CHARS))]
+    pub secret: String,
+}
+
 /// `PATCH /chat/api/v1/webhooks/{id}`: every field optional, none nullable (a null is 422).
 #[derive(JsonSchema)]
 pub struct WebhookUpdate {

@@ -401,6 +401,30 @@ impl Engine for Chat {
                          while it was being deleted; nothing was deleted, try again",
                     ),
             )
+            .post("/api/v1/webhooks/{id}/secret", webhooks::rotate_secret)
+            .doc(
+                Operation::new("Rotate a webhook's signing secret (owners only)")
+                    .audited("webhook.secret_rotated")
+                    .description(
+                        "The new secret signs every delivery from now on; the replaced one keeps \
+                         signing beside it for 24 hours (a second entry in `webhook-signature` \
+                         and a second `v1=` in `X-Service-Signature`), so receivers can switch \
+                         without losing a delivery. The answer is the only one that shows the \
+                         new secret.",
+                    )
+                    .path_parameter("id", WEBHOOK_ID)
+                    .body::<api::WebhookSecret>()
+                    .answers::<api::CreatedWebhook>(200, "The webhook, with its new secret")
+                    .error(400, BODY_400)
+                    .error(403, NOT_OWNER)
+                    .error(404, NO_WEBHOOK)
+                    .error(
+                        409,
+                        "The webhook kept changing under concurrent requests and deliveries \
+                         while this one was applied; nothing was changed, try again",
+                    )
+                    .invalid("`secret`: `required`, `min:32`, `max:256`"),
+            )
             .post("/api/v1/webhooks/{id}/test", webhooks::delivery::test_ping)
             .doc(
                 Operation::new("Send a `test.ping` delivery to a webhook now (owners only)")
@@ -510,7 +534,7 @@ mod tests {
     use super::*;
 
     /// Every route of the chat API, as `METHOD path` relative to the engine's prefix.
-    const ROUTES: [&str; 21] = [
+    const ROUTES: [&str; 22] = [
         "GET /api/v1/status",
         "GET /api/v1/conversations",
         "POST /api/v1/conversations",
@@ -529,6 +553,7 @@ mod tests {
         "GET /api/v1/webhooks/{id}",
         "PATCH /api/v1/webhooks/{id}",
         "DELETE /api/v1/webhooks/{id}",
+        "POST /api/v1/webhooks/{id}/secret",
         "POST /api/v1/webhooks/{id}/test",
         "GET /api/v1/webhooks/{id}/deliveries",
         "POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/retry",

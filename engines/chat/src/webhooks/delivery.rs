@@ -264,13 +264,25 @@ fn send(webhook: &Webhook, delivery: &Delivery) -> Result<Outcome, HostError> {
     let timestamp = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
     let body = delivery.body.as_bytes();
     let mut signature = format!("t={timestamp}");
+    let mut standard = Vec::new();
     for secret in webhook.signing_secrets(now_ms)? {
         signature.push(',');
         signature.push_str(&tessera_signature::v1_entry(&secret, timestamp, body));
+        standard.push(tessera_signature::standard_v1_entry(
+            &secret,
+            &delivery.id,
+            timestamp,
+            body,
+        ));
     }
     let request = http::OutboundRequest::new("POST", &webhook.url)
         .header("content-type", "application/json")
         .header("x-service-signature", &signature)
+        // Standard Webhooks (CONTRACT §10): the delivery id, the same timestamp, and one
+        // `v1,<base64>` entry per signing secret.
+        .header("webhook-id", &delivery.id)
+        .header("webhook-timestamp", &timestamp.to_string())
+        .header("webhook-signature", &standard.join(" "))
         .header("x-webhook-event", &delivery.event)
         .header("x-webhook-delivery", &delivery.id)
         .body(body.to_vec())

@@ -401,6 +401,39 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     Err(kept_changing())
 }
 
+/// `POST /webhooks/{id}/secret` `{secret}`: a new signing secret, answered once with the
+/// webhook; the replaced one keeps signing beside it for [`ROTATION_OVERLAP_MS`] (the
+/// secret a `PATCH` sets rotates the same way).
+pub fn rotate_secret(ctx: &Context, req: &Request) -> HandlerResult {
+    req.query(&[])?;
+    ctx.require_owner()?;
+    let id = req.param("id").to_owned();
+    let mut stored = find_stored(&id)?;
+    let body = object_body(req)?;
+    let mut errors = ValidationErrors::new();
+    let secret = check_secret(body.get("secret"), &mut errors);
+    errors.into_result()?;
+    let secret = secret.expect("a valid secret");
+    let sealed = SealedSecret::seal(&secret)?;
+    let key = webhook_key(&id);
+    for _ in 0..TRANSACTION_ROUNDS {
+        let mut webhook: Webhook = storage::decode_json(&key, &stored)?;
+        webhook.previous_secret = Some(PreviousSecret {
+            secret: webhook.secret.clone(),
+            until_unix_ms: time::now_unix_ms() + ROTATION_OVERLAP_MS,
+        });
+        webhook.secret = sealed.clone();
+        webhook.updated_at = time::now_rfc3339();
+        let mut batch = Batch::new();
+        batch.put(key.clone(), &webhook)?;
+        if commit_expecting(batch.into_transaction(), &id, &stored)? {
+            return Ok(Response::ok(&view(&webhook, Some(&secret))));
+        }
+        stored = find_stored(&id)?;
+    }
+    Err(kept_changing())
+}
+
 pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
