@@ -66,6 +66,8 @@ pub struct UsersQuery {
     #[schemars(length(max = 100))]
     q: Option<String>,
     /// Only users in this status; empty means all (422 rule `in` otherwise).
+    // `default`: with `schema_with`, the field would be listed as required.
+    #[serde(default)]
     #[schemars(schema_with = "status_filter")]
     status: Option<Status>,
     /// Opaque cursor from a previous page's `meta.next_cursor` (422 rule `invalid` when it is

@@ -192,6 +192,22 @@ mod tests {
     ];
 
     #[test]
+    fn the_directorys_query_parameters_are_all_optional() {
+        let document = UserManager::router().openapi();
+        let parameters = document["paths"]["/api/v1/users"]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        let names: Vec<&str> = parameters
+            .iter()
+            .map(|parameter| parameter["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cursor", "limit", "q", "status"]);
+        for parameter in parameters {
+            assert_ne!(parameter["required"], true, "{parameter}");
+        }
+    }
+
+    #[test]
     fn every_route_is_documented() {
         let document = UserManager::router().openapi();
         let paths = document["paths"].as_object().unwrap();
