@@ -9,6 +9,8 @@
 #[allow(dead_code)]
 #[path = "../../tests/it/soft_passkey.rs"]
 mod soft_passkey;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use soft_passkey::SoftPasskey;
+use support::{micros, percentile};
 use tessera_host::auth::password::{PasswordHasher, PasswordPolicy};
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::server::Application;
@@ -31,15 +34,6 @@ const LOGIN_WINDOW: Duration = Duration::from_secs(5);
 const LOGIN_CLIENTS: usize = 8;
 const GET_SAMPLES: usize = 2000;
 const VERIFY_SAMPLES: usize = 20_000;
-
-fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
-    samples.sort_unstable();
-    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
-}
-
-fn micros(duration: Duration) -> String {
-    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
-}
 
 async fn login(client: &reqwest::Client, url: &str, email: &str) -> anyhow::Result<String> {
     let response = client

@@ -21,9 +21,8 @@ mod components;
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -32,7 +31,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, engine_probes, median, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, Serving, engine_probes, median, provisioned_tenant};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -63,10 +62,6 @@ impl Drop for Host {
     }
 }
 
-fn binary() -> std::ffi::OsString {
-    std::env::var_os("TESSERA_BENCH_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into())
-}
-
 /// `tessera serve` on `url`, with its own data dir holding `shared`'s service secret and
 /// plugins.
 fn start_host(shared: &BenchDatabase, url: &str) -> anyhow::Result<Host> {
@@ -86,43 +81,12 @@ fn start_host(shared: &BenchDatabase, url: &str) -> anyhow::Result<Host> {
             data_dir.join("plugins").join(path.file_name().unwrap()),
         )?;
     }
-    let mut child = Command::new(binary())
-        .arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .arg("--database-url")
-        .arg(url)
-        .arg("--plugins-dir")
-        .arg(data_dir.join("plugins"))
-        .env("TESSERA_LOG", "info")
-        .env("TESSERA_LOG_FORMAT", "json")
-        .env("TESSERA_RATE_LIMIT_AUTH", "0")
-        .env("TESSERA_RATE_LIMIT_READ", "0")
-        .env("TESSERA_RATE_LIMIT_WRITE", "0")
-        .env_remove("TESSERA_METRICS_TOKEN")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting tessera serve")?;
-    let mut lines = BufReader::new(child.stderr.take().context("its stderr")?).lines();
-    let address = loop {
-        let line = lines
-            .next()
-            .context("tessera serve exited before serving")??;
-        let Ok(entry) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if entry["fields"]["message"] == "tessera is serving" {
-            break entry["fields"]["address"]
-                .as_str()
-                .context("the address it serves on")?
-                .to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let Serving {
+        child,
+        address,
+        log,
+    } = support::spawn_serving(&mut support::serve_command(&data_dir, Some(url)))?;
+    std::thread::spawn(move || for _ in log {});
     Ok(Host {
         child,
         address,
@@ -218,7 +182,7 @@ async fn publication(
     digest: &str,
 ) -> anyhow::Result<(Duration, Duration)> {
     let started = Instant::now();
-    let output = Command::new(binary())
+    let output = Command::new(support::tessera_binary())
         .args(["admin", "engine", "publish"])
         .arg(file)
         .arg("--data-dir")

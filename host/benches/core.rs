@@ -57,7 +57,7 @@ use tessera_host::state::AppState;
 use tessera_host::storage::{Database, time};
 use tessera_host::tenancy::{NewUser, Role, TenancyService, UserType};
 
-use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks, percentile};
+use support::{Backend, BenchDatabase, Server, count, cpu_share, cpu_ticks, percentile, verdict};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -161,23 +161,6 @@ fn millis(duration: Duration) -> String {
     } else {
         format!("{:.1} s", duration.as_secs_f64())
     }
-}
-
-/// A rate with thousands separators, e.g. `12,345`.
-fn count(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "**missed**" }
 }
 
 /// splitmix64: deterministic, cheap, good enough for test data.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use support::{Backend, BenchDatabase, Server, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, median, provisioned_tenant};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -53,11 +53,6 @@ fn xtask(arguments: &[&str]) -> Command {
         .args(arguments)
         .env("CARGO_TARGET_DIR", nested_target_dir());
     command
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -177,8 +172,8 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "dev loop, Rust engine ({ROUNDS} changes): change to served median {:.2} s \
          (fastest {fastest:.2} s, slowest {slowest:.2} s); the loop's build median {:.2} s",
-        median(&mut to_served),
-        median(&mut builds)
+        median(to_served),
+        median(builds)
     );
     server.shutdown().await?;
     database.destroy().await;

@@ -26,6 +26,8 @@ use tessera_host::server::Application;
 use tessera_host::state::AppState;
 use tessera_host::tenancy::Role;
 
+use support::{micros, percentile};
+
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -33,15 +35,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const LATENCY_SAMPLES: usize = 3000;
 const THROUGHPUT_WINDOW: Duration = Duration::from_secs(1);
 const THROUGHPUT_ROUNDS: usize = 5;
-
-fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
-    samples.sort_unstable();
-    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
-}
-
-fn micros(duration: Duration) -> String {
-    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
-}
 
 /// Requests per second completed by `connections` clients, each its own connection, for
 /// [`THROUGHPUT_WINDOW`].

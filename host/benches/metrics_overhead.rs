@@ -36,7 +36,6 @@ mod components;
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -47,8 +46,8 @@ use anyhow::Context as _;
 use tessera_host::tenancy::Role;
 
 use support::{
-    Backend, BenchDatabase, Server, engine_probes, median, provisioned_tenant, ticks_of_process,
-    user_and_system_ticks,
+    Backend, BenchDatabase, Server, Serving, engine_probes, median, provisioned_tenant,
+    ticks_of_process, user_and_system_ticks,
 };
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
@@ -187,8 +186,7 @@ async fn start_host(telemetry: Telemetry, callgrind: Option<&Path>) -> anyhow::R
     setup.shutdown().await?;
     let (endpoint, exported) = collector().await?;
 
-    let binary = std::env::var_os("TESSERA_BENCH_BINARY")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into());
+    let binary = support::tessera_binary();
     let mut command = match callgrind {
         // Instructions are counted only between `callgrind_control -i on` and the dump.
         Some(directory) => {
@@ -241,24 +239,13 @@ async fn start_host(telemetry: Telemetry, callgrind: Option<&Path>) -> anyhow::R
             .env("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
             .env("OTEL_TRACES_SAMPLER_ARG", ratio);
     }
-    let mut child = command.spawn().context("starting tessera serve")?;
-    let mut lines = BufReader::new(child.stderr.take().context("its stderr")?).lines();
-    let address = loop {
-        let line = lines
-            .next()
-            .context("tessera serve exited before serving")??;
-        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        if entry["fields"]["message"] == "tessera is serving" {
-            break entry["fields"]["address"]
-                .as_str()
-                .context("the address it serves on")?
-                .to_owned();
-        }
-    };
+    let Serving {
+        child,
+        address,
+        log,
+    } = support::spawn_serving(&mut command)?;
     // The log lines keep coming; read them as a log collector would.
-    std::thread::spawn(move || for _ in lines {});
+    std::thread::spawn(move || for _ in log {});
     Ok(Host {
         telemetry,
         child,

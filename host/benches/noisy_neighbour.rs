@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Backend, BenchDatabase, Server, data_of, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, data_of, millis, percentile, provisioned_tenant};
 use tessera_host::tenancy::Role;
 use tokio_util::sync::CancellationToken;
 
@@ -37,15 +37,6 @@ const QUIET_INTERVAL: Duration = Duration::from_millis(20);
 const PHASE: Duration = Duration::from_secs(15);
 /// How long a refused noisy client waits before sending again.
 const NOISY_RETRY: Duration = Duration::from_millis(50);
-
-fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
-    samples.sort_unstable();
-    samples[((samples.len() - 1) as f64 * fraction).round() as usize]
-}
-
-fn millis(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
-}
 
 /// The quiet tenant's requests of one phase: latencies of the successes, and how many failed.
 struct Phase {

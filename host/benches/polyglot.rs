@@ -25,7 +25,7 @@ use tessera_host::runtime::component_limits::ComponentFigures;
 use tessera_host::tenancy::Role;
 
 use support::engine_probes::{CLIENTS, Probe, wait_for_idle_work};
-use support::{Backend, BenchDatabase, Server, data_of, provisioned_tenant};
+use support::{Backend, BenchDatabase, Server, data_of, mebibytes, provisioned_tenant};
 
 /// The allocator of the `tessera` binary (`host/src/main.rs`), so the host runs as deployed.
 #[global_allocator]
@@ -51,10 +51,6 @@ fn seconds(duration: Duration) -> String {
 
 fn millis(duration: Duration) -> String {
     format!("{:.2} ms", duration.as_secs_f64() * 1e3)
-}
-
-fn mebibytes(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// What loading a component costs the host: a first load (compiling it into an empty AOT

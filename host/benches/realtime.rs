@@ -77,7 +77,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_util::sync::CancellationToken;
 
-use support::{Backend, BenchDatabase, BenchUser, Server, percentile, provisioned_tenant};
+use support::{
+    Backend, BenchDatabase, BenchUser, Server, Serving, count, percentile, provisioned_tenant,
+    verdict,
+};
 
 /// The `tessera` binary's allocator, so the benchmark (and its peer) run on what the binary
 /// runs.
@@ -183,10 +186,6 @@ impl Drop for Process {
     }
 }
 
-fn binary() -> std::ffi::OsString {
-    std::env::var_os("TESSERA_BENCH_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into())
-}
-
 /// `tessera serve` on `data_dir` (and `database_url`, else the data dir's SQLite), its
 /// realtime limits raised above what the benchmark opens; answers once it serves.
 fn start_host(
@@ -195,52 +194,20 @@ fn start_host(
     own_data_dir: bool,
     label: &str,
 ) -> anyhow::Result<Process> {
-    let mut command = Command::new(binary());
-    command
-        .arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--plugins-dir")
-        .arg(data_dir.join("plugins"));
-    if let Some(url) = database_url {
-        command.arg("--database-url").arg(url);
-    }
-    let mut child = command
-        .env("TESSERA_LOG", "info")
-        .env("TESSERA_LOG_FORMAT", "json")
-        .env("TESSERA_RATE_LIMIT_AUTH", "0")
-        .env("TESSERA_RATE_LIMIT_READ", "0")
-        .env("TESSERA_RATE_LIMIT_WRITE", "0")
-        .env("TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER", "1000000")
-        .env("TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT", "1000000")
-        .env_remove("TESSERA_METRICS_TOKEN")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting tessera serve")?;
-    let mut lines = BufReader::new(child.stderr.take().context("its stderr")?).lines();
-    let address = loop {
-        let line = lines
-            .next()
-            .context("tessera serve exited before serving")??;
-        let Ok(entry) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if entry["fields"]["message"] == "tessera is serving" {
-            break entry["fields"]["address"]
-                .as_str()
-                .context("the address it serves on")?
-                .to_owned();
-        }
-    };
+    let Serving {
+        child,
+        address,
+        log,
+    } = support::spawn_serving(
+        support::serve_command(data_dir, database_url)
+            .env("TESSERA_REALTIME_MAX_CONNECTIONS_PER_USER", "1000000")
+            .env("TESSERA_REALTIME_MAX_CONNECTIONS_PER_TENANT", "1000000"),
+    )?;
     // Its warnings and errors show on the benchmark's stderr (a few: a failing host is loud).
     let label = label.to_owned();
     std::thread::spawn(move || {
         let mut shown = 0;
-        for line in lines.map_while(Result::ok) {
+        for line in log.map_while(Result::ok) {
             let level = serde_json::from_str::<Value>(&line)
                 .map(|entry| entry["level"].as_str().unwrap_or("").to_owned())
                 .unwrap_or_default();
@@ -1140,22 +1107,6 @@ fn millis(duration: Duration) -> String {
     } else {
         format!("{ms:.0} ms")
     }
-}
-
-fn count(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "**missed**" }
 }
 
 fn ended_summary(run: &Run) -> String {

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks, percentile};
+use support::{
+    Backend, BenchDatabase, Server, cpu_share, cpu_ticks, mebibytes, millis, percentile,
+};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -37,14 +39,6 @@ const IDLE_DEADLINE: Duration = Duration::from_secs(120);
 
 fn file_size(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map_or(0, |metadata| metadata.len())
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-fn millis(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
 }
 
 /// What one client did.
@@ -212,7 +206,7 @@ async fn main() -> anyhow::Result<()> {
          (`TESSERA_SQLITE_WAL_MAX_BYTES`), sampled every {} ms ({samples} samples); {cores} \
          cores, server and clients in one process.",
         soak.as_secs(),
-        mib(bound),
+        mebibytes(bound),
         SAMPLE_EVERY.as_millis(),
     );
     println!();
@@ -220,23 +214,26 @@ async fn main() -> anyhow::Result<()> {
     println!("|---|---|---|");
     println!(
         "| largest WAL during the soak | {} | under {} |",
-        mib(largest),
-        mib(bound)
+        mebibytes(largest),
+        mebibytes(bound)
     );
     println!(
         "| largest WAL per 10 s | {} | |",
         per_stretch
             .iter()
-            .map(|size| mib(*size))
+            .map(|size| mebibytes(*size))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!("| WAL when the load stopped | {} | |", mib(at_stop));
+    println!("| WAL when the load stopped | {} | |", mebibytes(at_stop));
     println!(
         "| WAL truncated to 0 bytes after | {} idle | truncated when idle |",
         millis(truncated_after)
     );
-    println!("| database file at the end | {} | |", mib(database_size));
+    println!(
+        "| database file at the end | {} | |",
+        mebibytes(database_size)
+    );
     println!(
         "| writes (intentions) | {writes} ({:.0}/s), p50 {}, p99 {} | |",
         writes as f64 / elapsed.as_secs_f64(),

@@ -83,7 +83,7 @@ use serde_json::{Value, json};
 use tessera_host::runtime::work::WorkerConfig;
 use tessera_host::tenancy::Role;
 
-use support::{Backend, BenchDatabase, Server, cpu_share, cpu_ticks};
+use support::{Backend, BenchDatabase, Server, count, cpu_share, cpu_ticks, verdict};
 
 /// The `tessera` binary's allocator, so the benchmark measures what the binary runs.
 #[global_allocator]
@@ -122,19 +122,6 @@ fn secret(index: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 // Small helpers: formatting, CPU.
 
-/// A number with thousands separators, e.g. `12,345`.
-fn count(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 fn seconds(duration: Duration) -> String {
     let secs = duration.as_secs_f64();
     if secs < 1.0 {
@@ -154,10 +141,6 @@ fn percent(ratio: f64) -> String {
     } else {
         format!("{percent:.0} %")
     }
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "**missed**" }
 }
 
 fn percentile(samples: &mut [u64], fraction: f64) -> Option<u64> {

@@ -169,6 +169,14 @@ async fn spawn(backend: Backend) -> TestApp {
     spawn_app_with(backend, AppOptions::unlimited()).await
 }
 
+/// Creates tenant `acme` and a token of a new user of it with `role`: the tenant's id and the
+/// token.
+async fn acme_member(app: &TestApp, role: &str) -> (String, String) {
+    let tenant = app.create_tenant("acme");
+    let token = app.token(&tenant, &new_id(), role).await;
+    (tenant, token)
+}
+
 /// Runs one statement with text parameters straight on the app's database.
 async fn execute(app: &TestApp, sql: &'static str, parameters: &[&str]) -> u64 {
     let database = &app.state().database;
@@ -189,8 +197,7 @@ database_test!(
     a_logout_closes_the_websocket_and_the_stream_with_4001,
     |backend| async move {
         let app = spawn(backend).await;
-        let tenant = app.create_tenant("acme");
-        let token = app.token(&tenant, &new_id(), "editor").await;
+        let (_, token) = acme_member(&app, "editor").await;
         let (mut socket, mut stream) = both(&app, &token).await;
 
         let logged_out = Instant::now();
@@ -207,8 +214,7 @@ database_test!(
     an_ended_session_closes_its_connections_with_4001_and_no_other,
     |backend| async move {
         let app = spawn(backend).await;
-        let tenant = app.create_tenant("acme");
-        let owner = app.token(&tenant, &new_id(), "owner").await;
+        let (tenant, owner) = acme_member(&app, "owner").await;
         let user = new_id();
         let laptop = app.token(&tenant, &user, "editor").await;
         let phone = app.token(&tenant, &user, "editor").await;
@@ -289,8 +295,7 @@ database_test!(
     a_removed_or_disabled_member_is_closed_with_4003,
     |backend| async move {
         let app = spawn(backend).await;
-        let tenant = app.create_tenant("acme");
-        let owner = app.token(&tenant, &new_id(), "owner").await;
+        let (tenant, owner) = acme_member(&app, "owner").await;
 
         // The membership ends, with nothing announced on this host (another host, or a
         // maintenance statement): the periodic check sees it.
@@ -440,8 +445,7 @@ database_test!(
             }),
         )
         .await;
-        let tenant = app.create_tenant("acme");
-        let token = app.token(&tenant, &new_id(), "editor").await;
+        let (tenant, token) = acme_member(&app, "editor").await;
         let task = app
             .create_entity(&token, "task", json!({"title": "Ship"}))
             .await;
@@ -493,8 +497,7 @@ database_test!(
             AppOptions::unlimited_and(|config| config.realtime.send_queue = 64),
         )
         .await;
-        let tenant = app.create_tenant("acme");
-        let token = app.token(&tenant, &new_id(), "editor").await;
+        let (_, token) = acme_member(&app, "editor").await;
         // A small entity whose topic tells when the host has fanned out everything before its
         // change (the hub hands events out in the log's order).
         let marker = app
@@ -562,8 +565,7 @@ database_test!(
     a_stopping_host_closes_with_1001_and_the_client_resumes_on_the_next_host,
     |backend| async move {
         let first = spawn(backend).await;
-        let tenant = first.create_tenant("acme");
-        let token = first.token(&tenant, &new_id(), "editor").await;
+        let (_, token) = acme_member(&first, "editor").await;
         let mut socket = ws(&first, &token, &["core.timeline"], &[]);
         socket.subscribed(1).await;
         let mut stream = sse(&first, &token, "core.timeline", &[]);

@@ -29,6 +29,34 @@ async fn sign_in(app: &TestApp, login: &str) -> String {
         .to_owned()
 }
 
+/// Creates the tenants, `(slug, name)`, then an owner `owner@<slug>.example` of each, then
+/// signs the owners in: their tokens, in the tenants' order.
+async fn tenants_with_owners<const N: usize>(
+    app: &TestApp,
+    tenants: [(&str, &str); N],
+) -> [String; N] {
+    for (slug, name) in tenants {
+        run_admin(
+            &app.database,
+            &["create-tenant", "--slug", slug, "--name", name],
+        )
+        .json();
+    }
+    for (slug, _) in tenants {
+        create_owner(
+            &app.database,
+            slug,
+            &format!("owner@{slug}.example"),
+            PASSWORD,
+        );
+    }
+    let mut tokens = Vec::with_capacity(N);
+    for (slug, _) in tenants {
+        tokens.push(sign_in(app, &format!("owner@{slug}.example")).await);
+    }
+    tokens.try_into().expect("a token per tenant")
+}
+
 async fn usage(app: &TestApp, token: &str) -> Value {
     json_with_status(app.get_as("/core/api/v1/usage?days=2", token).await, 200).await["data"]
         .clone()
@@ -42,17 +70,8 @@ database_test!(
             config.usage.flush_interval = Duration::from_millis(100);
         })
         .await;
-        for slug in ["acme", "globex"] {
-            run_admin(
-                &app.database,
-                &["create-tenant", "--slug", slug, "--name", slug],
-            )
-            .json();
-        }
-        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
-        create_owner(&app.database, "globex", "owner@globex.example", PASSWORD);
-        let acme = sign_in(&app, "owner@acme.example").await;
-        let globex = sign_in(&app, "owner@globex.example").await;
+        let [acme, globex] =
+            tenants_with_owners(&app, [("acme", "acme"), ("globex", "globex")]).await;
 
         // Three notes, then writes until the write limit refuses.
         for title in ["one", "two", "three"] {
@@ -159,13 +178,7 @@ database_test!(
     owners_see_their_tenants_provisioning_and_retry_it,
     |backend| async move {
         let app = spawn_app_with_engines(backend, &["notes", "chat"], |_| {}).await;
-        run_admin(
-            &app.database,
-            &["create-tenant", "--slug", "acme", "--name", "Acme"],
-        )
-        .json();
-        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
-        let owner = sign_in(&app, "owner@acme.example").await;
+        let [owner] = tenants_with_owners(&app, [("acme", "Acme")]).await;
         let shown = json_with_status(app.get_as("/core/api/v1/tenant", &owner).await, 200).await;
         assert_eq!(shown["data"]["slug"], "acme");
         assert_eq!(shown["data"]["members"], 1);
@@ -225,17 +238,8 @@ database_test!(
             config.realtime.recheck_interval = Duration::from_millis(200);
         })
         .await;
-        for slug in ["acme", "globex"] {
-            run_admin(
-                &app.database,
-                &["create-tenant", "--slug", slug, "--name", slug],
-            )
-            .json();
-        }
-        create_owner(&app.database, "acme", "owner@acme.example", PASSWORD);
-        create_owner(&app.database, "globex", "owner@globex.example", PASSWORD);
-        let acme = sign_in(&app, "owner@acme.example").await;
-        let globex = sign_in(&app, "owner@globex.example").await;
+        let [acme, globex] =
+            tenants_with_owners(&app, [("acme", "acme"), ("globex", "globex")]).await;
 
         // Two connections (the limit): one subscribed to the timeline, one asking for two
         // topics (one too many: the one decided second is refused); a third connection is one

@@ -59,6 +59,9 @@ const MAY_NOT_WRITE: &str = "The caller may not write to this conversation (view
 const NOT_OWNER: &str = "The caller is not an owner of the tenant (or uses a guest token)";
 /// The 404 of a webhook route.
 const NO_WEBHOOK: &str = "No such webhook in the caller's tenant";
+/// The 409 of the webhook routes that change one (PATCH, secret rotation).
+const WEBHOOK_KEPT_CHANGING: &str = "The webhook kept changing under concurrent requests and \
+     deliveries while this one was applied; nothing was changed, try again";
 /// The 400 of the routes that read a JSON body.
 const BODY_400: &str = "Malformed request: a query parameter (none is accepted), or a body that \
      is not a JSON object";
@@ -372,11 +375,7 @@ impl Engine for Chat {
                     .error(400, BODY_400)
                     .error(403, NOT_OWNER)
                     .error(404, NO_WEBHOOK)
-                    .error(
-                        409,
-                        "The webhook kept changing under concurrent requests and deliveries \
-                         while this one was applied; nothing was changed, try again",
-                    )
+                    .error(409, WEBHOOK_KEPT_CHANGING)
                     .invalid(
                         "Invalid fields, with the rules of creation (a field given as null is \
                          `required`); `is_active` (`boolean`)",
@@ -418,11 +417,7 @@ impl Engine for Chat {
                     .error(400, BODY_400)
                     .error(403, NOT_OWNER)
                     .error(404, NO_WEBHOOK)
-                    .error(
-                        409,
-                        "The webhook kept changing under concurrent requests and deliveries \
-                         while this one was applied; nothing was changed, try again",
-                    )
+                    .error(409, WEBHOOK_KEPT_CHANGING)
                     .invalid("`secret`: `required`, `min:32`, `max:256`"),
             )
             .post("/api/v1/webhooks/{id}/test", webhooks::delivery::test_ping)

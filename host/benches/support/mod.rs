@@ -1,13 +1,19 @@
 //! What the host benchmarks share: the database under test (a temp data dir, and on
 //! PostgreSQL a fresh database created and dropped), and an in-process host on loopback with
-//! rate limits off, and the percentiles and CPU readings of the reports. Each benchmark uses the
-//! parts it needs.
+//! rate limits off, `tessera serve` started as a child process, and the percentiles, CPU
+//! readings and number formats of the reports. Each benchmark uses the parts it needs.
 
 #![allow(dead_code)]
 
 pub mod engine_probes;
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::io::{BufRead as _, BufReader, Lines};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
 
 use tessera_host::config::{Config, ServeArgs, StorageArgs};
 use tessera_host::server::Application;
@@ -160,6 +166,78 @@ impl Server {
     }
 }
 
+/// The `tessera` binary the benchmarks start as a child process: `TESSERA_BENCH_BINARY`, else
+/// this package's.
+pub fn tessera_binary() -> OsString {
+    std::env::var_os("TESSERA_BENCH_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_tessera").into())
+}
+
+/// `tessera serve` on loopback (a free port) with `data_dir` and its `plugins` dir, on
+/// `database_url` (else the data dir's SQLite): its log JSON at info on stderr (piped, for
+/// [`spawn_serving`]), rate limits off, no metrics token and no OTLP export. The caller may add
+/// to its environment.
+pub fn serve_command(data_dir: &Path, database_url: Option<&str>) -> Command {
+    let mut command = Command::new(tessera_binary());
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--plugins-dir")
+        .arg(data_dir.join("plugins"));
+    if let Some(url) = database_url {
+        command.arg("--database-url").arg(url);
+    }
+    command
+        .env("TESSERA_LOG", "info")
+        .env("TESSERA_LOG_FORMAT", "json")
+        .env("TESSERA_RATE_LIMIT_AUTH", "0")
+        .env("TESSERA_RATE_LIMIT_READ", "0")
+        .env("TESSERA_RATE_LIMIT_WRITE", "0")
+        .env_remove("TESSERA_METRICS_TOKEN")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// A `tessera serve` child process that serves.
+pub struct Serving {
+    pub child: Child,
+    /// Where it listens (`127.0.0.1:<port>`).
+    pub address: String,
+    /// The rest of its log (JSON lines): keep reading it, or the host blocks once the pipe is
+    /// full.
+    pub log: Lines<BufReader<ChildStderr>>,
+}
+
+/// Spawns `command` (a `tessera serve` logging JSON at info to a piped stderr, as
+/// [`serve_command`] makes it) and reads its log until it serves.
+pub fn spawn_serving(command: &mut Command) -> anyhow::Result<Serving> {
+    let mut child = command.spawn().context("starting tessera serve")?;
+    let mut log = BufReader::new(child.stderr.take().context("its stderr")?).lines();
+    let address = loop {
+        let line = log
+            .next()
+            .context("tessera serve exited before serving")??;
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if entry["fields"]["message"] == "tessera is serving" {
+            break entry["fields"]["address"]
+                .as_str()
+                .context("the address it serves on")?
+                .to_owned();
+        }
+    };
+    Ok(Serving {
+        child,
+        address,
+        log,
+    })
+}
+
 /// Sends `request` and returns the answer's `data`, or an error (with the body) unless it
 /// answered `expected`.
 pub async fn data_of(
@@ -248,7 +326,7 @@ pub async fn provisioned_tenant(
 }
 
 /// The `fraction` percentile (0.5, 0.99) of `samples`, which it sorts.
-pub fn percentile(samples: &mut [std::time::Duration], fraction: f64) -> std::time::Duration {
+pub fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
     assert!(!samples.is_empty(), "a percentile of no samples");
     samples.sort_unstable();
     samples[((samples.len() - 1) as f64 * fraction).round() as usize]
@@ -320,4 +398,37 @@ pub fn rounds_or(default: usize) -> usize {
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// A number with thousands separators, e.g. `12,345` (rounded, negatives as 0).
+pub fn count(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Whether a target was met, for the reports' tables.
+pub fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "**missed**" }
+}
+
+/// `duration` in milliseconds, one decimal.
+pub fn millis(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
+}
+
+/// `duration` in microseconds, one decimal.
+pub fn micros(duration: Duration) -> String {
+    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+}
+
+/// `bytes` in MiB, one decimal.
+pub fn mebibytes(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }

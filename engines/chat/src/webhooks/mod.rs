@@ -172,6 +172,27 @@ fn commit_expecting(
     Ok(matches!(transaction.commit()?, Committed::Yes { .. }))
 }
 
+/// Changes webhook `id`'s record, `stored` as read: `change` decides on the record's bytes and
+/// answers the transaction that applies the change (with what the request answers with),
+/// committed on the condition that the record still holds them. When another call changed it
+/// in between (a delivery disabling the webhook, another request), nothing is written and the
+/// record is read and decided on again (gone: 404), at most [`TRANSACTION_ROUNDS`] times
+/// (then 409).
+fn change_in_rounds<T>(
+    id: &str,
+    mut stored: Vec<u8>,
+    mut change: impl FnMut(&[u8]) -> Result<(storage::Transaction, T), ApiError>,
+) -> Result<T, ApiError> {
+    for _ in 0..TRANSACTION_ROUNDS {
+        let (transaction, outcome) = change(&stored)?;
+        if commit_expecting(transaction, id, &stored)? {
+            return Ok(outcome);
+        }
+        stored = find_stored(id)?;
+    }
+    Err(kept_changing())
+}
+
 /// The answer when the record kept changing for [`TRANSACTION_ROUNDS`] rounds.
 fn kept_changing() -> ApiError {
     ApiError::Conflict(format!(
@@ -330,7 +351,7 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
     let id = req.param("id").to_owned();
-    let mut stored = find_stored(&id)?;
+    let stored = find_stored(&id)?;
     let body = object_body(req)?;
     let mut errors = ValidationErrors::new();
     let url = body
@@ -358,8 +379,8 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
 
     let now_ms = time::now_unix_ms();
     let key = webhook_key(&id);
-    for _ in 0..TRANSACTION_ROUNDS {
-        let mut webhook: Webhook = storage::decode_json(&key, &stored)?;
+    let webhook = change_in_rounds(&id, stored, |stored| {
+        let mut webhook: Webhook = storage::decode_json(&key, stored)?;
         let mut batch = Batch::new();
         if let Some(url) = &url {
             webhook.url = url.clone();
@@ -391,14 +412,9 @@ pub fn update(ctx: &Context, req: &Request) -> HandlerResult {
         }
         webhook.updated_at = time::now_rfc3339();
         batch.put(key.clone(), &webhook)?;
-        if commit_expecting(batch.into_transaction(), &id, &stored)? {
-            return Ok(Response::ok(&view(&webhook, None)));
-        }
-        // Changed since it was read (disabled by a delivery, changed by another request, or
-        // deleted): read it again and decide again.
-        stored = find_stored(&id)?;
-    }
-    Err(kept_changing())
+        Ok((batch.into_transaction(), webhook))
+    })?;
+    Ok(Response::ok(&view(&webhook, None)))
 }
 
 /// `POST /webhooks/{id}/secret` `{secret}`: a new signing secret, answered once with the
@@ -408,7 +424,7 @@ pub fn rotate_secret(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
     let id = req.param("id").to_owned();
-    let mut stored = find_stored(&id)?;
+    let stored = find_stored(&id)?;
     let body = object_body(req)?;
     let mut errors = ValidationErrors::new();
     let secret = check_secret(body.get("secret"), &mut errors);
@@ -416,8 +432,8 @@ pub fn rotate_secret(ctx: &Context, req: &Request) -> HandlerResult {
     let secret = secret.expect("a valid secret");
     let sealed = SealedSecret::seal(&secret)?;
     let key = webhook_key(&id);
-    for _ in 0..TRANSACTION_ROUNDS {
-        let mut webhook: Webhook = storage::decode_json(&key, &stored)?;
+    let webhook = change_in_rounds(&id, stored, |stored| {
+        let mut webhook: Webhook = storage::decode_json(&key, stored)?;
         webhook.previous_secret = Some(PreviousSecret {
             secret: webhook.secret.clone(),
             until_unix_ms: time::now_unix_ms() + ROTATION_OVERLAP_MS,
@@ -426,19 +442,16 @@ pub fn rotate_secret(ctx: &Context, req: &Request) -> HandlerResult {
         webhook.updated_at = time::now_rfc3339();
         let mut batch = Batch::new();
         batch.put(key.clone(), &webhook)?;
-        if commit_expecting(batch.into_transaction(), &id, &stored)? {
-            return Ok(Response::ok(&view(&webhook, Some(&secret))));
-        }
-        stored = find_stored(&id)?;
-    }
-    Err(kept_changing())
+        Ok((batch.into_transaction(), webhook))
+    })?;
+    Ok(Response::ok(&view(&webhook, Some(&secret))))
 }
 
 pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     req.query(&[])?;
     ctx.require_owner()?;
     let id = req.param("id").to_owned();
-    let mut stored = find_stored(&id)?;
+    let stored = find_stored(&id)?;
     // The webhook, and the first job of the purge of its deliveries and their dead letters,
     // a chunk per job (`jobs.rs`), on the condition that the record is the one read: of
     // deletions racing, one commits and the others answer 404. From now on the jobs of its
@@ -449,11 +462,6 @@ pub fn destroy(ctx: &Context, req: &Request) -> HandlerResult {
     batch.delete(failures_key(&id));
     jobs::stage_purge(&mut batch, &id)?;
     let deletion = batch.into_transaction();
-    for _ in 0..TRANSACTION_ROUNDS {
-        if commit_expecting(deletion.clone(), &id, &stored)? {
-            return Ok(Response::no_content());
-        }
-        stored = find_stored(&id)?;
-    }
-    Err(kept_changing())
+    change_in_rounds(&id, stored, |_| Ok((deletion.clone(), ())))?;
+    Ok(Response::no_content())
 }
