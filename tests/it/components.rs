@@ -192,3 +192,37 @@ pub fn another_build_of(component: &[u8], label: &str) -> Vec<u8> {
     bytes.extend_from_slice(&content);
     bytes
 }
+
+/// The `wasi:http` example components of published packages, built unedited by
+/// `cargo xtask wasi-http-examples` (`xtask/src/wasi_http_examples.rs`), by engine code.
+#[allow(dead_code)]
+pub const WASI_HTTP_EXAMPLES: [&str; 3] = [
+    "wstd-http-server",
+    "wasip2-http-proxy",
+    "componentize-py-http",
+];
+
+/// Copies the named `wasi:http` examples (of [`WASI_HTTP_EXAMPLES`]) into `plugins_dir`.
+#[allow(dead_code)]
+pub fn install_wasi_http_examples(plugins_dir: &Path, codes: &[&str]) {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let out = target_dir().join("wasi-http-example-components");
+        let output = xtask(&["wasi-http-examples", "--out", out.to_str().unwrap()])
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .expect("running cargo xtask wasi-http-examples");
+        assert!(
+            output.status.success(),
+            "building the wasi:http examples failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    });
+    std::fs::create_dir_all(plugins_dir).unwrap();
+    for code in codes {
+        let component = built.join(format!("{code}.wasm"));
+        std::fs::copy(&component, plugins_dir.join(format!("{code}.wasm")))
+            .unwrap_or_else(|error| panic!("copying {}: {error}", component.display()));
+    }
+}

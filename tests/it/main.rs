@@ -64,6 +64,7 @@ mod user_removal;
 mod usermanager;
 mod voip;
 mod warm_instances;
+mod wasi_http;
 mod work;
 mod workflow_limits;
 mod workflows;

@@ -23,6 +23,8 @@
 //!   PostgreSQL database, each on its own port and data dir, to try a cluster (`cluster.rs`).
 //! - `book`: build the book in `docs/` with mdBook (installed under the target dir when missing)
 //!   and fail on any link or anchor that does not resolve (`book.rs`).
+//! - `wasi-http-examples --out DIR`: download and build, unedited, the `wasi:http` example
+//!   components of published packages (`wasi_http_examples.rs`), for the tests and benchmarks.
 //! - `js-types`: regenerate the JavaScript kit's TypeScript declarations of the engine world
 //!   (`sdk/javascript/types`, `jco guest-types` of `wit/`); `test` checks they are current.
 //!
@@ -44,6 +46,7 @@ mod package_sdk;
 mod python;
 #[cfg(test)]
 mod tidy;
+mod wasi_http_examples;
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 
@@ -113,6 +116,10 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             cluster::run(&workspace_root(), &target_dir(), &options)
         }
         "js-types" => javascript::write_wit_types(&workspace_root(), &target_dir()),
+        "wasi-http-examples" => {
+            ensure_wasm_target()?;
+            wasi_http_examples::build(&target_dir(), &wasi_http_examples::parse(rest)?)
+        }
         "book" => book::build_and_check(&workspace_root(), &target_dir()),
         "package-sdk" => {
             let (out, verify) = package_sdk::parse(rest)?;
@@ -124,6 +131,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
                  | build-engines [--plugins-dir DIR] [--languages rust,python,javascript] \
                  | new-engine NAME [--path DIR] [--sdk PACKAGED_DIR | --sdk-version VERSION] \
                  | package-sdk DIR [--no-verify] | js-types | book \
+                 | wasi-http-examples --out DIR \
                  | cluster [--hosts N] [--database-url postgres://…] [--base-port PORT] \
                  | dev [--path CRATE_DIR] [--plugins-dir DIR] [--no-serve] [-- serve flags…]"
             );

@@ -110,13 +110,18 @@ impl Toolchain {
         self.venv.join("bin/python")
     }
 
+    /// The pinned componentize-py.
+    pub fn componentize_py(&self) -> PathBuf {
+        self.venv.join("bin/componentize-py")
+    }
+
     /// Builds the Python engine in `engine_dir` into the component `out` (written beside it,
     /// then renamed, so a watching host never loads half a file).
     pub fn build(&self, root: &Path, engine_dir: &Path, out: &Path) -> anyhow::Result<()> {
         let name = out.file_name().unwrap_or_default().to_string_lossy();
         let staging = out.with_file_name(format!(".{name}.partial"));
         run(
-            Command::new(self.venv.join("bin/componentize-py"))
+            Command::new(self.componentize_py())
                 .arg("-d")
                 .arg(root.join("wit"))
                 .args(["-w", WORLD, "componentize", "app", "-p"])

@@ -94,11 +94,18 @@ pub async fn request_conventions(mut request: Request, next: Next) -> Response {
     response
 }
 
+/// Marks a response whose body is passed on as written (a `wasi:http` component's own answer,
+/// an HTML error page say): [`ensure_json_error_body`] leaves it alone.
+#[derive(Debug, Clone, Copy)]
+pub struct VerbatimBody;
+
 /// Gives an error response without a JSON body the `{message}` body of its status, keeping its
 /// other headers (`Allow`, `Retry-After`).
 fn ensure_json_error_body(response: Response) -> Response {
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) {
+    if !(status.is_client_error() || status.is_server_error())
+        || response.extensions().get::<VerbatimBody>().is_some()
+    {
         return response;
     }
     let is_json = response

@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::component_manifest::PublicPaths;
+
 /// The largest API description the host accepts, in bytes of JSON.
 pub const MAX_API_DESCRIPTION_BYTES: usize = 2 * 1024 * 1024;
 
@@ -124,6 +126,46 @@ impl ApiDescription {
 }
 
 impl ApiDescription {
+    /// The API of a `wasi:http` component, which does not describe its own: every method on
+    /// every path under `/<code>/`, answered by the component, with the host's answers; a
+    /// bearer token required except on its public paths (listed in the description).
+    pub fn wasi_http_component(code: &str, public_paths: &PublicPaths) -> Self {
+        let public = if public_paths.is_empty() {
+            String::new()
+        } else {
+            " Its manifest's public paths answer without a bearer token.".to_owned()
+        };
+        let mut item = Map::new();
+        for method in METHODS {
+            let mut operation = json!({
+                "operationId": method,
+                "summary": format!("A request to the wasi:http component {code}"),
+                "description": format!(
+                    "Handed to the component's wasi:http/incoming-handler with the /{code} prefix removed, and the caller's identity in x-tessera-* headers.{public}"
+                ),
+                "parameters": [{
+                    "name": "path",
+                    "in": "path",
+                    "required": true,
+                    "description": "The rest of the path, handled by the component",
+                    "schema": {"type": "string"},
+                }],
+                "responses": {"200": {"description": "The component's response"}},
+            });
+            // Only fails on a fragment without responses, which this is not.
+            if prefix_operation(code, &mut operation).is_ok() {
+                item.insert(method.to_owned(), operation);
+            }
+        }
+        let mut paths = Map::new();
+        paths.insert(format!("/{code}/{{path}}"), Value::Object(item));
+        Self {
+            paths,
+            schemas: Map::new(),
+            audited: Vec::new(),
+        }
+    }
+
     /// Checks and prefixes the fragment `text` of engine `code`. Empty text and `{}` describe
     /// nothing.
     pub fn parse(code: &str, text: &str) -> Result<Self, String> {

@@ -40,3 +40,17 @@ pub mod v0_1 {
         },
     });
 }
+
+/// `wasi:keyvalue@0.2.0-draft` and `wasi:config@0.2.0-rc.1` (`wit/wasi-standard`, their WIT as
+/// wasmtime ships it): what a `wasi:http` component engine imports beyond WASI 0.2 and
+/// `wasi:http`, served by `wasi_keyvalue.rs` and `wasi_config.rs`.
+pub mod wasi_standard {
+    wasmtime::component::bindgen!({
+        path: "../../wit/wasi-standard",
+        world: "tessera:wasi-standard/standard",
+        imports: { default: async | trappable },
+        with: {
+            "wasi:keyvalue/store.bucket": crate::wasi_keyvalue::Bucket,
+        },
+    });
+}

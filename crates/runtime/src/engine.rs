@@ -16,7 +16,7 @@ use wasmtime::{
 };
 
 use super::admission::{Admission, CallKind, Permit};
-use super::bindings::{v0_1, v0_2, v0_3};
+use super::bindings::{v0_1, v0_2, v0_3, wasi_standard};
 use super::imports::{CallScope, HostServices, StoreState};
 use super::unit_of_work::UnitOfWork;
 use super::warm_instances::{InstanceKey, WarmInstance, WarmInstances};
@@ -88,6 +88,9 @@ impl Drop for Ticker {
 pub struct EngineRuntime {
     engine: wasmtime::Engine,
     linker: Linker<StoreState>,
+    /// What a `wasi:http` component engine is linked against: WASI 0.2, `wasi:http`,
+    /// `wasi:keyvalue` and `wasi:config` (`wasi_http.rs`), and nothing of the engine world.
+    http_linker: Linker<StoreState>,
     config: RuntimeConfig,
     services: HostServices,
     admission: Admission,
@@ -124,6 +127,7 @@ impl EngineRuntime {
         })
         .map_err(|error| anyhow::anyhow!("{error:#}"))
         .context("adding the engine world 0.1 to the linker")?;
+        let http_linker = Self::http_linker(&engine)?;
 
         let warm = Arc::new(WarmInstances::new(config.warm_instances));
         let stop = Arc::new(AtomicBool::new(false));
@@ -149,12 +153,31 @@ impl EngineRuntime {
         Ok(Self {
             engine,
             linker,
+            http_linker,
             admission: Admission::with_engine_caps(config.admission_limits(), config.engine_caps()),
             config,
             services,
             warm,
             _ticker: Ticker { stop },
         })
+    }
+
+    /// The linker of `wasi:http` component engines.
+    fn http_linker(engine: &wasmtime::Engine) -> anyhow::Result<Linker<StoreState>> {
+        let mut linker = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))
+            .context("adding WASI to the wasi:http linker")?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))
+            .context("adding wasi:http to the linker")?;
+        wasi_standard::Standard::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(|error| anyhow::anyhow!("{error:#}"))
+        .context("adding wasi:keyvalue and wasi:config to the linker")?;
+        Ok(linker)
     }
 
     /// The pooling allocator when the machine lets us reserve its address space, else the
@@ -291,15 +314,20 @@ impl EngineRuntime {
                 .iter()
                 .any(|name| name == &format!("tessera:engine/guest@{version}"))
         };
+        let exports_incoming_handler = exports
+            .iter()
+            .any(|name| name.starts_with("wasi:http/incoming-handler@0.2."));
         let world = if exports_guest("0.3.0") {
             WorldVersion::V0_3
         } else if exports_guest("0.2.0") {
             WorldVersion::V0_2
         } else if exports_guest("0.1.0") {
             WorldVersion::V0_1
+        } else if exports_incoming_handler {
+            return self.prepare_wasi_http(component);
         } else {
             anyhow::bail!(
-                "the component exports no tessera:engine/guest of a world this host serves (0.1.0, 0.2.0, 0.3.0); it exports {exports:?}"
+                "the component exports neither a tessera:engine/guest of a world this host serves (0.1.0, 0.2.0, 0.3.0) nor wasi:http/incoming-handler@0.2; it exports {exports:?}"
             );
         };
         let instance_pre = self
@@ -322,10 +350,28 @@ impl EngineRuntime {
             WorldVersion::V0_3 => LinkedPre::V0_3(
                 v0_3::EnginePre::new(instance_pre).map_err(|error| anyhow::anyhow!("{error:#}"))?,
             ),
+            WorldVersion::WasiHttp => return self.prepare_wasi_http(component),
         };
         Ok(EnginePre {
             id: NEXT_PREPARED_ID.fetch_add(1, Ordering::Relaxed),
             linked,
+        })
+    }
+
+    /// Links a `wasi:http` component against [`Self::http_linker`]'s imports.
+    fn prepare_wasi_http(&self, component: &Component) -> anyhow::Result<EnginePre> {
+        let instance_pre = self
+            .http_linker
+            .instantiate_pre(component)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))
+            .context(
+                "the wasi:http component imports more than WASI 0.2, wasi:http, wasi:keyvalue and wasi:config",
+            )?;
+        let pre = wasmtime_wasi_http::p2::bindings::ProxyPre::new(instance_pre)
+            .map_err(|error| anyhow::anyhow!("{error:#}"))?;
+        Ok(EnginePre {
+            id: NEXT_PREPARED_ID.fetch_add(1, Ordering::Relaxed),
+            linked: LinkedPre::WasiHttp(pre),
         })
     }
 
@@ -442,11 +488,16 @@ impl EngineRuntime {
         };
         let instance_limits =
             InstanceLimits::new(limits.memory_limit_bytes, limits.max_table_elements);
-        // Calls outside a tenant (`describe`) always run on a fresh instance.
-        let key = scope.tenant_id.clone().map(|tenant_id| InstanceKey {
-            prepared_id: pre.id(),
-            tenant_id,
-        });
+        // Calls outside a tenant (`describe`) and `wasi:http` components' requests always run
+        // on a fresh instance.
+        let key = scope
+            .tenant_id
+            .clone()
+            .filter(|_| !pre.is_wasi_http())
+            .map(|tenant_id| InstanceKey {
+                prepared_id: pre.id(),
+                tenant_id,
+            });
         let started = self.warm.call_start();
         let warm = key.as_ref().and_then(|key| self.warm.take(key));
         let (mut store, warm_guest, calls) = match warm {
@@ -537,6 +588,8 @@ pub enum WorldVersion {
     V0_1,
     V0_2,
     V0_3,
+    /// A `wasi:http/proxy` component (`wasi_http.rs`), not of the engine world.
+    WasiHttp,
 }
 
 impl WorldVersion {
@@ -545,6 +598,7 @@ impl WorldVersion {
             Self::V0_1 => "0.1.0",
             Self::V0_2 => "0.2.0",
             Self::V0_3 => "0.3.0",
+            Self::WasiHttp => "wasi:http@0.2",
         }
     }
 }
@@ -560,6 +614,7 @@ enum LinkedPre {
     V0_1(v0_1::EnginePre<StoreState>),
     V0_2(v0_2::EnginePre<StoreState>),
     V0_3(v0_3::EnginePre<StoreState>),
+    WasiHttp(wasmtime_wasi_http::p2::bindings::ProxyPre<StoreState>),
 }
 
 impl EnginePre {
@@ -568,7 +623,14 @@ impl EnginePre {
             LinkedPre::V0_1(_) => WorldVersion::V0_1,
             LinkedPre::V0_2(_) => WorldVersion::V0_2,
             LinkedPre::V0_3(_) => WorldVersion::V0_3,
+            LinkedPre::WasiHttp(_) => WorldVersion::WasiHttp,
         }
+    }
+
+    /// Whether the component is a `wasi:http` one: then every request gets a fresh instance,
+    /// as `wasmtime serve` gives it (it may keep per-request state in its globals).
+    pub fn is_wasi_http(&self) -> bool {
+        matches!(self.linked, LinkedPre::WasiHttp(_))
     }
 
     /// This prepared component's id, unique in the process.
@@ -595,6 +657,12 @@ impl EnginePre {
                 pre.instantiate_async(&mut *store)
                     .await?
                     .tessera_engine_guest()
+                    .clone(),
+            ),
+            LinkedPre::WasiHttp(pre) => Guest::WasiHttp(
+                pre.instantiate_async(&mut *store)
+                    .await?
+                    .wasi_http_incoming_handler()
                     .clone(),
             ),
         })

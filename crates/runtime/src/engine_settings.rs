@@ -105,6 +105,13 @@ impl EngineSettingValues {
         self.values.get(name).map(Secret::expose)
     }
 
+    /// Every declared setting that has a value, by name, with its value.
+    pub fn values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.expose()))
+    }
+
     /// The declarations with their values for owners: a secret's value is never shown.
     pub fn listing(&self, code: &str) -> Vec<SettingListing> {
         self.declared

@@ -1,11 +1,13 @@
 //! The `guest` exports of one engine instance, whatever the world version its component was
-//! built for (0.1, 0.2 or 0.3), called on the store the instance lives in.
+//! built for (0.1, 0.2 or 0.3), called on the store the instance lives in; or the
+//! `incoming-handler` of a `wasi:http` component, which has no other export.
 
 use wasmtime::Store;
 
 use crate::bindings::v0_3::{self, tessera::engine::types as wit};
 use crate::bindings::{v0_1, v0_2};
 use crate::imports::StoreState;
+use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::Guest as IncomingHandler;
 
 /// The `guest` exports of one instance, whatever its world version; 0.1's lack the
 /// self-description of 0.2 (`describe-api` answers `{}`, `describe-settings` nothing), and
@@ -14,13 +16,24 @@ pub enum Guest {
     V0_1(v0_1::exports::tessera::engine::guest::Guest),
     V0_2(v0_2::exports::tessera::engine::guest::Guest),
     V0_3(v0_3::exports::tessera::engine::guest::Guest),
+    /// A `wasi:http` component's handler (`wasi_http.rs`): it answers requests only; its
+    /// self-description is the host's (`registry.rs`), and it gets no lifecycle calls, events
+    /// or jobs.
+    WasiHttp(IncomingHandler),
+}
+
+/// What a `wasi:http` component is asked for an engine-world export it does not have.
+fn not_exported(export: &str) -> wasmtime::Error {
+    wasmtime::Error::msg(format!(
+        "a wasi:http component has no {export} export (only native engines get lifecycle calls, events and jobs)"
+    ))
 }
 
 /// Forwards a `guest` export of 0.2 and later; 0.1 answers `$old`.
 macro_rules! forward_since_0_2 {
     ($guest:expr, $store:expr, $name:ident, $old:expr) => {
         match $guest {
-            Self::V0_1(_) => Ok($old),
+            Self::V0_1(_) | Self::WasiHttp(_) => Ok($old),
             Self::V0_2(guest) => guest.$name($store).await,
             Self::V0_3(guest) => guest.$name($store).await,
         }
@@ -40,6 +53,7 @@ macro_rules! forward {
                 Self::V0_1(guest) => guest.$name(store, $($argument),*).await,
                 Self::V0_2(guest) => guest.$name(store, $($argument),*).await,
                 Self::V0_3(guest) => guest.$name(store, $($argument),*).await,
+                Self::WasiHttp(_) => Err(not_exported(stringify!($name))),
             }
         }
     };
@@ -109,7 +123,7 @@ impl Guest {
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Vec<String>> {
         match self {
-            Self::V0_1(_) | Self::V0_2(_) => Ok(Vec::new()),
+            Self::V0_1(_) | Self::V0_2(_) | Self::WasiHttp(_) => Ok(Vec::new()),
             Self::V0_3(guest) => guest.call_describe_topics(store).await,
         }
     }
@@ -122,12 +136,30 @@ impl Guest {
         topic: &str,
     ) -> wasmtime::Result<bool> {
         match self {
-            Self::V0_1(_) | Self::V0_2(_) => Ok(false),
+            Self::V0_1(_) | Self::V0_2(_) | Self::WasiHttp(_) => Ok(false),
             Self::V0_3(guest) => {
                 guest
                     .call_authorize_subscription(store, caller, topic)
                     .await
             }
+        }
+    }
+
+    /// Hands `request` to a `wasi:http` component (`wasi_http::handle`); an engine-world
+    /// component has no `incoming-handler`.
+    pub async fn call_incoming_handler(
+        &self,
+        store: &mut Store<StoreState>,
+        request: http::Request<bytes::Bytes>,
+        max_response_bytes: usize,
+    ) -> wasmtime::Result<wit::Response> {
+        match self {
+            Self::WasiHttp(handler) => {
+                crate::wasi_http::handle(handler, store, request, max_response_bytes).await
+            }
+            _ => Err(wasmtime::Error::msg(
+                "an engine-world component has no wasi:http/incoming-handler",
+            )),
         }
     }
 }

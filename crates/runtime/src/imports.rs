@@ -183,6 +183,8 @@ pub struct StoreState {
     /// Synchronisation points this store committed, ever (`work.rs` tells by it which
     /// deliveries of a run had their effects committed).
     commit_points: u64,
+    /// The `wasi:http` context of a component engine's call, made when first used.
+    http: Option<crate::wasi_http::HttpGuestState>,
 }
 
 impl StoreState {
@@ -198,6 +200,7 @@ impl StoreState {
             scanned: 0,
             unit: UnitOfWork::default(),
             commit_points: 0,
+            http: None,
         }
     }
 
@@ -209,6 +212,7 @@ impl StoreState {
         self.limits.renew(limits);
         self.scanned = 0;
         self.unit = UnitOfWork::default();
+        self.http = None;
     }
 
     /// Starts the next event of a batch delivered on this store (`work.rs`): each event is a
@@ -223,6 +227,21 @@ impl StoreState {
     /// routes do, once the engine answered with a success).
     pub(super) fn record_audit(&mut self, entry: tessera_auth::audit::EngineAuditEntry) {
         self.unit.record_audit(entry);
+    }
+
+    /// The call's `wasi:http` state (made for its scope on first use) and resource table.
+    pub(super) fn http_parts(
+        &mut self,
+    ) -> (&mut crate::wasi_http::HttpGuestState, &mut ResourceTable) {
+        let state = self.http.get_or_insert_with(|| {
+            crate::wasi_http::HttpGuestState::new(&self.scope, &self.services)
+        });
+        (state, &mut self.table)
+    }
+
+    /// The resources the call's instance holds (`wasi_keyvalue.rs`'s buckets among them).
+    pub(super) fn resource_table(&mut self) -> &mut ResourceTable {
+        &mut self.table
     }
 
     pub(super) fn commit_points(&self) -> u64 {
@@ -1036,6 +1055,7 @@ impl world::outbound_http::Host for StoreState {
         Ok(outbound
             .fetch(caller, allowed, request)
             .await
+            .map_err(|error| error.to_string())
             .map(|response| world::outbound_http::OutboundResponse {
                 status: response.status,
                 headers: response.headers,

@@ -533,7 +533,7 @@ pub struct FetchCaller<'a> {
 
 /// Why no response was obtained. `Display` is the reason the engine gets.
 #[derive(Debug)]
-enum FetchError {
+pub enum FetchError {
     Invalid(String),
     Refused(String),
     Dns(String),
@@ -696,13 +696,14 @@ impl OutboundClient {
     }
 
     /// Sends the request of `caller` if `allowed` and the address policy permit it. `Err` is
-    /// the reason no response was obtained; every refusal and failure is logged.
+    /// why no response was obtained (its `Display` the reason an engine is told); every
+    /// refusal and failure is logged.
     pub async fn fetch(
         &self,
         caller: FetchCaller<'_>,
         allowed: &AllowedHosts,
         request: FetchRequest,
-    ) -> Result<FetchResponse, String> {
+    ) -> Result<FetchResponse, FetchError> {
         let started = Instant::now();
         // What the engine sent is logged only when it is one of the methods allowed.
         let method = request.method.trim().to_ascii_uppercase();
@@ -781,7 +782,7 @@ impl OutboundClient {
                         "outbound HTTP request failed"
                     );
                 }
-                Err(reason)
+                Err(error)
             }
         }
     }

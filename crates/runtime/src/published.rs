@@ -108,6 +108,7 @@ pub async fn publish(
             component.clone(),
             sha256.clone(),
             &EngineSource::Published { version: 0 },
+            None,
         )
         .await
         .map_err(|error| PublishError::InvalidComponent(format!("{error:#}")))?;

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 
 use super::api_description::ApiDescription;
 use super::component_limits::ComponentFigures;
+use super::component_manifest::{ComponentManifest, PublicPaths};
 use super::engine::{CallError, EnginePre, EngineRuntime, WorldVersion};
 use super::engine_settings::{EngineSettingValues, OperatorSettings, SettingListing};
 use super::imports::CallScope;
@@ -26,7 +27,9 @@ use super::store::engines as store;
 use tessera_storage::Database;
 
 /// Path prefixes the host serves itself; no engine may take them as its code.
-pub const RESERVED_CODES: [&str; 3] = ["auth", "core", "api"];
+pub const RESERVED_CODES: [&str; 7] = [
+    "auth", "core", "api", "console", "metrics", "livez", "readyz",
+];
 
 /// What an engine says about itself (`describe`), as plain Rust: `tessera-wire`'s
 /// descriptor, the type the SDK gives engine authors.
@@ -50,6 +53,11 @@ pub struct LoadedEngine {
     pub may_send_mail: bool,
     /// Its realtime topic patterns (`describe-topics`; none before world 0.3).
     pub topics: Arc<TopicPatterns>,
+    /// The paths answered without a bearer token (a `wasi:http` component's manifest; none for
+    /// an engine-world component).
+    pub public_paths: PublicPaths,
+    /// The text of its manifest, for a `wasi:http` component that has one.
+    pub manifest: Option<String>,
 }
 
 impl LoadedEngine {
@@ -64,6 +72,15 @@ impl LoadedEngine {
             settings: self.settings.clone(),
             may_send_mail: self.may_send_mail,
             topics: self.topics.clone(),
+        }
+    }
+
+    /// The scope of an anonymous request to one of a `wasi:http` component's public paths:
+    /// outside any tenant, so storage answers that it is unavailable.
+    pub fn anonymous_scope(&self, correlation_id: Option<String>) -> CallScope {
+        CallScope {
+            tenant_id: None,
+            ..self.scope("", correlation_id)
         }
     }
 
@@ -134,6 +151,8 @@ pub struct InspectedComponent {
     may_send_mail: bool,
     topics: TopicPatterns,
     figures: ComponentFigures,
+    public_paths: PublicPaths,
+    manifest: Option<String>,
 }
 
 /// `GET /core/api/v1/engines/{code}`: an engine as this host loaded it.
@@ -441,16 +460,18 @@ impl EngineRegistry {
             .await
             .with_context(|| format!("reading {}", path.display()))?;
         let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+        let manifest = ComponentManifest::read_beside(path)?;
         let source = EngineSource::File(path.to_path_buf());
         if let Some(existing) = self
             .loaded()
             .into_iter()
             .find(|engine| engine.source == source)
             && existing.sha256 == sha256
+            && existing.manifest.as_deref() == manifest.as_ref().map(|(_, text)| text.as_str())
         {
             return Ok(existing.descriptor.clone());
         }
-        let inspected = self.inspect(bytes, sha256, &source).await?;
+        let inspected = self.inspect(bytes, sha256, &source, manifest).await?;
         let code = inspected.descriptor.code.clone();
         if self.is_published(&code) {
             tracing::info!(
@@ -497,7 +518,7 @@ impl EngineRegistry {
         sha256: String,
     ) -> anyhow::Result<EngineDescriptor> {
         let source = EngineSource::Published { version };
-        let inspected = self.inspect(bytes, sha256, &source).await?;
+        let inspected = self.inspect(bytes, sha256, &source, None).await?;
         anyhow::ensure!(
             inspected.descriptor.code == code,
             "version {version} of {code:?} describes itself as {:?}",
@@ -507,12 +528,14 @@ impl EngineRegistry {
     }
 
     /// Compiles (or loads from the cache), describes and checks a component without
-    /// registering it: what publishing checks before it stores a component.
+    /// registering it: what publishing checks before it stores a component. A `wasi:http`
+    /// component is described by its `manifest` (with its text) instead.
     pub async fn inspect(
         &self,
         bytes: Vec<u8>,
         sha256: String,
         source: &EngineSource,
+        manifest: Option<(ComponentManifest, String)>,
     ) -> anyhow::Result<InspectedComponent> {
         // Its figures, read before wasmtime compiles it: a component over the limits no engine
         // exceeds is refused here by name (wasmtime's pool would refuse it with its own words),
@@ -530,6 +553,12 @@ impl EngineRegistry {
             .check_component(&file, &figures, None)?;
         let component = self.runtime.compile(bytes, &sha256).await?;
         let pre = self.runtime.prepare(&component)?;
+        if pre.is_wasi_http() {
+            return self.inspect_wasi_http(sha256, source, manifest, pre, figures);
+        }
+        if manifest.is_some() {
+            tracing::warn!(file = %file, "a manifest beside an engine-world component is ignored: it describes itself");
+        }
         let (described, api, declared_settings, permissions, declared_topics) = self
             .runtime
             .call(
@@ -597,6 +626,74 @@ impl EngineRegistry {
             may_send_mail,
             topics,
             figures,
+            public_paths: PublicPaths::default(),
+            manifest: None,
+        })
+    }
+
+    /// Describes a `wasi:http` component from its manifest (or, without one, its file name):
+    /// no provisioning, events, jobs, topics or mail; its API the host's catch-all.
+    fn inspect_wasi_http(
+        &self,
+        sha256: String,
+        source: &EngineSource,
+        manifest: Option<(ComponentManifest, String)>,
+        pre: EnginePre,
+        figures: ComponentFigures,
+    ) -> anyhow::Result<InspectedComponent> {
+        let file = source.label(None);
+        let (manifest, manifest_text) = match manifest {
+            Some((manifest, text)) => (manifest, Some(text)),
+            None => (ComponentManifest::default(), None),
+        };
+        let code = match (&manifest.code, source) {
+            (Some(code), _) => code.clone(),
+            (None, EngineSource::File(path)) => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            (None, EngineSource::Published { .. }) => anyhow::bail!(
+                "{file} is a wasi:http component: it is loaded from the plugins dir (its code is its file name, or its manifest's), not published"
+            ),
+        };
+        anyhow::ensure!(
+            valid_code(&code),
+            "the engine code {code:?} of the wasi:http component {file} is not 1-32 lower-case letters, digits or hyphens starting with a letter, or is reserved"
+        );
+        self.runtime
+            .config()
+            .check_component(&file, &figures, Some(&code))?;
+        let outbound_hosts = AllowedHosts::parse(&manifest.outbound_hosts)
+            .map_err(|error| anyhow::anyhow!("the engine {code:?}'s manifest lists {error}"))?;
+        let settings = EngineSettingValues::resolve(
+            &code,
+            manifest.declared_settings(),
+            self.operator_settings.get(&code),
+        )
+        .map_err(|error| anyhow::anyhow!("the engine {code:?}: {error}"))?;
+        let public_paths =
+            PublicPaths::parse(&manifest.public_paths).map_err(anyhow::Error::msg)?;
+        let descriptor = EngineDescriptor {
+            name: manifest.name.clone().unwrap_or_else(|| code.clone()),
+            version: manifest.version.clone().unwrap_or_else(|| "0.0.0".into()),
+            code: code.clone(),
+            requires_tenant_provision: false,
+            requires_user_provision: false,
+            subscriptions: Vec::new(),
+            outbound_hosts: manifest.outbound_hosts.clone(),
+        };
+        Ok(InspectedComponent {
+            api: ApiDescription::wasi_http_component(&code, &public_paths),
+            descriptor,
+            sha256,
+            pre,
+            outbound_hosts,
+            settings,
+            may_send_mail: false,
+            topics: TopicPatterns::default(),
+            figures,
+            public_paths,
+            manifest: manifest_text,
         })
     }
 
@@ -617,6 +714,8 @@ impl EngineRegistry {
             may_send_mail,
             topics,
             figures,
+            public_paths,
+            manifest,
         } = inspected;
         self.record(&descriptor, &sha256, true).await?;
         let origin = source.label(Some(&descriptor.code));
@@ -630,6 +729,8 @@ impl EngineRegistry {
             settings: Arc::new(settings),
             may_send_mail,
             topics: Arc::new(topics),
+            public_paths,
+            manifest,
         });
         let replaced = self
             .engines
@@ -780,6 +881,7 @@ mod tests {
         assert!(valid_code("chat"));
         assert!(valid_code("user-manager2"));
         assert!(!valid_code("core"));
+        assert!(!valid_code("console"));
         assert!(!valid_code("Chat"));
         assert!(!valid_code("2fa"));
         assert!(!valid_code(""));

@@ -1,6 +1,8 @@
 //! HTTP into engines: `/<code>/api/v1/…` is authenticated by the host, admitted within the
 //! tenant's share of the engine runtime (or 503 with `Retry-After`), then handed to that
-//! engine's `handle` with the verified caller; and the public engine list.
+//! engine's `handle` with the verified caller; every path under `/<code>/` of a `wasi:http`
+//! component engine goes the same way to its `incoming-handler`, with the caller's identity in
+//! headers the host sets (CONTRACT §10); and the public engine list.
 
 use axum::Json;
 use axum::body::Body;
@@ -14,14 +16,15 @@ use super::admission::{CallKind, Refused};
 use super::bindings::v0_3::tessera::engine::types as wit;
 use super::engine::CallError;
 use super::imports::CallScope;
-use super::registry::{EngineDetails, EngineRecord};
+use super::registry::{EngineDetails, EngineRecord, LoadedEngine};
 use crate::state::RuntimeState;
 use axum::extract::FromRef;
 use serde_json::json;
+use std::sync::Arc;
 use tessera_auth::AuthState;
 use tessera_auth::audit::{EngineAuditEntry, RequestOrigin};
 use tessera_auth::caller::Caller;
-use tessera_http::conventions::CorrelationId;
+use tessera_http::conventions::{CorrelationId, VerbatimBody};
 use tessera_http::envelope::Data;
 use tessera_http::error::unavailable_retry_after;
 use tessera_http::extract::NoQuery;
@@ -49,15 +52,29 @@ where
         .routes(routes!(show_engine))
 }
 
-/// The catch-all route of every engine (documented in `openapi.rs`).
+/// The catch-all routes of every engine (documented in `openapi.rs`, and for each `wasi:http`
+/// component in its described API): `/<code>/api/v1/…` of every engine, and the rest of
+/// `/<code>/…` for `wasi:http` components (a 404 for the others, as any unknown path).
 pub fn engine_router<S>() -> axum::Router<S>
 where
     S: Clone + Send + Sync + 'static,
     RuntimeState: FromRef<S>,
     AuthState: FromRef<S>,
 {
-    axum::Router::new().route("/{code}/api/v1/{*path}", any(handle_engine_request))
+    axum::Router::new()
+        .route("/{code}/api/v1/{*path}", any(handle_engine_request))
+        .route("/{code}", any(handle_component_request))
+        .route("/{code}/", any(handle_component_request))
+        .route("/{code}/{*path}", any(handle_component_request))
 }
+
+/// The identity headers a `wasi:http` component receives, set by the host (copies the client
+/// sent are removed first, as is every other `x-tessera-` header).
+const TENANT_HEADER: &str = "x-tessera-tenant-id";
+const USER_HEADER: &str = "x-tessera-user-id";
+const ROLE_HEADER: &str = "x-tessera-role";
+const USER_TYPE_HEADER: &str = "x-tessera-user-type";
+const CORRELATION_HEADER: &str = "x-correlation-id";
 
 /// Every engine this platform knows, loaded ones active.
 #[utoipa::path(
@@ -114,6 +131,9 @@ async fn handle_engine_request(
         .engines
         .get(&code)
         .ok_or_else(|| ApiError::NotFound(format!("No engine is registered under {code:?}.")))?;
+    if engine.pre.is_wasi_http() {
+        return serve_component(&state, &auth, engine, request).await;
+    }
     let (mut parts, body) = request.into_parts();
     let caller = Caller::from_request_parts(&mut parts, &auth).await?;
     let correlation_id = parts
@@ -204,14 +224,191 @@ async fn handle_engine_request(
             },
         )
         .await;
-    let mut answer = match outcome {
-        Ok(response) => into_http_response(
-            &code,
-            &correlation_id,
-            response,
-            runtime.config().max_response_bytes,
+    let mut answer = answer_of(
+        &code,
+        &correlation_id,
+        outcome,
+        runtime.config().max_response_bytes,
+    );
+    // Counted in the tenant's usage (`tessera_http::usage`).
+    answer.extensions_mut().insert(EngineCall(code));
+    Ok(answer)
+}
+
+/// A request under `/<code>/` outside `/api/v1/`: a `wasi:http` component's, else unknown.
+async fn handle_component_request(
+    State(state): State<RuntimeState>,
+    State(auth): State<AuthState>,
+    request: Request,
+) -> ApiResult<Response> {
+    let code = first_segment(request.uri().path());
+    match state.engines.get(code) {
+        Some(engine) if engine.pre.is_wasi_http() => {
+            serve_component(&state, &auth, engine, request).await
+        }
+        _ => Ok(tessera_http::conventions::fallback().await.into_response()),
+    }
+}
+
+/// The first segment of a path (`chat` of `/chat/x`), as the client spelt it.
+fn first_segment(path: &str) -> &str {
+    let path = path.strip_prefix('/').unwrap_or(path);
+    path.split('/').next().unwrap_or_default()
+}
+
+/// The path a component sees: the request's, as the client spelt it, without its first
+/// segment (`/x?y` of `/<code>/x?y`; `/` of `/<code>`).
+fn component_path(uri: &axum::http::Uri) -> String {
+    let path = uri.path();
+    let rest = path
+        .strip_prefix('/')
+        .and_then(|path| path.find('/').map(|slash| &path[slash..]))
+        .unwrap_or("/");
+    match uri.query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest.to_owned(),
+    }
+}
+
+/// Hands a request to a `wasi:http` component engine: a bearer token is required (401 without)
+/// unless the path is one of its manifest's public paths; then admitted and called as any
+/// engine request, with the caller's identity in the `x-tessera-*` headers (none for an
+/// anonymous request on a public path, which runs outside any tenant: no storage).
+async fn serve_component(
+    state: &RuntimeState,
+    auth: &AuthState,
+    engine: Arc<LoadedEngine>,
+    request: Request,
+) -> ApiResult<Response> {
+    let code = engine.descriptor.code.clone();
+    let (mut parts, body) = request.into_parts();
+    let path = component_path(&parts.uri);
+    let path_only = path.split('?').next().unwrap_or_default();
+    let anonymous =
+        engine.public_paths.allows(path_only) && !parts.headers.contains_key(header::AUTHORIZATION);
+    let caller = if anonymous {
+        None
+    } else {
+        Some(Caller::from_request_parts(&mut parts, auth).await?)
+    };
+    let correlation_id = parts
+        .extensions
+        .get::<CorrelationId>()
+        .map(|id| id.0.clone())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(body, state.max_request_bytes)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge)?;
+
+    let mut headers = parts.headers.clone();
+    for name in WITHHELD_REQUEST_HEADERS {
+        headers.remove(name);
+    }
+    let forged: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| {
+            name.as_str().starts_with("x-tessera-") || name.as_str() == CORRELATION_HEADER
+        })
+        .cloned()
+        .collect();
+    for name in forged {
+        headers.remove(name);
+    }
+    let mut identity = vec![(CORRELATION_HEADER, correlation_id.clone())];
+    if let Some(caller) = &caller {
+        identity.extend([
+            (TENANT_HEADER, caller.tenant_id.clone()),
+            (USER_HEADER, caller.user_id.clone()),
+            (ROLE_HEADER, caller.role.clone()),
+            (USER_TYPE_HEADER, caller.token_type.clone()),
+        ]);
+    }
+    for (name, value) in identity {
+        if let Ok(value) = HeaderValue::try_from(value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    if !headers.contains_key(header::HOST) {
+        let authority = parts
+            .uri
+            .authority()
+            .map_or_else(|| "localhost".to_owned(), ToString::to_string);
+        if let Ok(host) = HeaderValue::try_from(authority) {
+            headers.insert(header::HOST, host);
+        }
+    }
+    let mut forwarded = http::Request::new(body);
+    *forwarded.method_mut() = parts.method.clone();
+    *forwarded.uri_mut() = path
+        .parse()
+        .map_err(|_| ApiError::BadRequest("The request path is not valid.".into()))?;
+    *forwarded.headers_mut() = headers;
+
+    let tenant_id = caller.as_ref().map(|caller| caller.tenant_id.clone());
+    let scope = match &caller {
+        Some(caller) => CallScope {
+            actor_id: Some(caller.user_id.clone()),
+            ..engine.scope(&caller.tenant_id, Some(correlation_id.clone()))
+        },
+        None => engine.anonymous_scope(Some(correlation_id.clone())),
+    };
+    let runtime = state.engines.runtime();
+    let permit = match runtime
+        .admission()
+        .admit_to(
+            tenant_id.as_deref(),
+            Some(&code),
+            CallKind::Request,
+            runtime.config().tenant_queue_timeout,
         )
-        .unwrap_or_else(IntoResponse::into_response),
+        .await
+    {
+        Ok(permit) => permit,
+        Err(refused) => return Ok(busy(&code, &correlation_id, refused)),
+    };
+    let max_response_bytes = runtime.config().max_response_bytes;
+    let outcome = runtime
+        .call_admitted(
+            permit,
+            &engine.pre,
+            scope,
+            runtime.config().limits_of(&code).handle_timeout,
+            response_commits,
+            async move |guest, store| {
+                guest
+                    .call_incoming_handler(store, forwarded, max_response_bytes)
+                    .await
+            },
+        )
+        .await;
+    // What the component answered is its own whatever its status (an HTML error page passes as
+    // written); the host's refusals (401, 413, 502, 503, 504) keep the API's `{message}`.
+    let mut answer = match outcome {
+        Ok(response) => {
+            match into_http_response(&code, &correlation_id, response, max_response_bytes) {
+                Ok(mut answer) => {
+                    answer.extensions_mut().insert(VerbatimBody);
+                    answer
+                }
+                Err(refused) => refused.into_response(),
+            }
+        }
+        failed => answer_of(&code, &correlation_id, failed, max_response_bytes),
+    };
+    answer.extensions_mut().insert(EngineCall(code));
+    Ok(answer)
+}
+
+/// The HTTP answer to an engine call's outcome: the engine's response, or the host's error.
+fn answer_of(
+    code: &str,
+    correlation_id: &str,
+    outcome: Result<wit::Response, CallError>,
+    max_response_bytes: usize,
+) -> Response {
+    match outcome {
+        Ok(response) => into_http_response(code, correlation_id, response, max_response_bytes)
+            .unwrap_or_else(IntoResponse::into_response),
         Err(CallError::Timeout(deadline)) => {
             tracing::error!(engine = %code, %correlation_id, ?deadline, "engine call timed out");
             let mut timed_out =
@@ -227,17 +424,14 @@ async fn handle_engine_request(
             ApiError::BadGateway(format!("The engine {code} failed to handle the request."))
                 .into_response()
         }
-        Err(CallError::Busy(refused)) => busy(&code, &correlation_id, refused),
+        Err(CallError::Busy(refused)) => busy(code, correlation_id, refused),
         Err(CallError::Commit(detail)) => {
             tracing::error!(engine = %code, %correlation_id, error = %detail, "committing an engine call failed");
             retry_later(format!(
                 "The changes of this request to the engine {code} could not be saved; nothing was changed. Retry later."
             ))
         }
-    };
-    // Counted in the tenant's usage (`tessera_http::usage`).
-    answer.extensions_mut().insert(EngineCall(code));
-    Ok(answer)
+    }
 }
 
 /// The audit entry of an audited operation with what its success answered: the status, and

@@ -1,5 +1,6 @@
-//! Drop-in plugins: watches the plugins dir and reloads the registry when a `*.wasm` file is
-//! added, replaced or removed, without a restart. Bursts of file events are coalesced.
+//! Drop-in plugins: watches the plugins dir and reloads the registry when a `*.wasm` file (or
+//! the `*.toml` manifest of a `wasi:http` component) is added, replaced or removed, without a
+//! restart. Bursts of file events are coalesced.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ pub async fn watch_plugins(
                 written
                     && event.paths.iter().any(|path| {
                         path.extension()
-                            .is_some_and(|extension| extension == "wasm")
+                            .is_some_and(|extension| extension == "wasm" || extension == "toml")
                     })
             }
             Err(_) => true,
