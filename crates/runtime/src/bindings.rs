@@ -50,7 +50,14 @@ pub mod wasi_standard {
         world: "tessera:wasi-standard/standard",
         imports: { default: async | trappable },
         with: {
-            "wasi:keyvalue/store.bucket": crate::wasi_keyvalue::Bucket,
+            "wasi:keyvalue/store.bucket": Bucket,
         },
     });
+
+    /// An open `wasi:keyvalue` bucket (`wasi_keyvalue.rs`): its key prefix, and the positions
+    /// its `list-keys` calls handed out (cursor `n` continues after `cursors[n - 1]`).
+    pub struct Bucket {
+        pub(crate) prefix: String,
+        pub(crate) cursors: Vec<String>,
+    }
 }

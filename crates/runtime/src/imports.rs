@@ -184,7 +184,7 @@ pub struct StoreState {
     /// deliveries of a run had their effects committed).
     commit_points: u64,
     /// The `wasi:http` context of a component engine's call, made when first used.
-    http: Option<crate::wasi_http::HttpGuestState>,
+    http: Option<crate::wasi_http_outbound::HttpGuestState>,
 }
 
 impl StoreState {
@@ -232,9 +232,17 @@ impl StoreState {
     /// The call's `wasi:http` state (made for its scope on first use) and resource table.
     pub(super) fn http_parts(
         &mut self,
-    ) -> (&mut crate::wasi_http::HttpGuestState, &mut ResourceTable) {
+    ) -> (
+        &mut crate::wasi_http_outbound::HttpGuestState,
+        &mut ResourceTable,
+    ) {
         let state = self.http.get_or_insert_with(|| {
-            crate::wasi_http::HttpGuestState::new(&self.scope, &self.services)
+            crate::wasi_http_outbound::HttpGuestState::new(
+                self.services.outbound.clone(),
+                self.scope.outbound_hosts.clone(),
+                self.scope.engine_code.clone(),
+                self.scope.correlation_id.clone().unwrap_or_default(),
+            )
         });
         (state, &mut self.table)
     }

@@ -36,6 +36,7 @@ pub mod vault;
 pub mod warm_instances;
 mod wasi_config;
 mod wasi_http;
+mod wasi_http_outbound;
 mod wasi_keyvalue;
 pub mod watcher;
 pub mod work;

@@ -16,6 +16,7 @@ use wasmtime::component::Resource;
 
 use crate::bindings::v0_3::tessera::engine::storage::Host as Storage;
 use crate::bindings::v0_3::tessera::engine::storage::Transaction;
+use crate::bindings::wasi_standard::Bucket;
 use crate::bindings::wasi_standard::wasi::keyvalue::{atomics, batch, store};
 use crate::imports::StoreState;
 use store::{Error, KeyResponse};
@@ -30,13 +31,6 @@ pub const MAX_BUCKET_IDENTIFIER_BYTES: usize = 128;
 /// waits a random while of up to a millisecond per try so far (at most 20 ms), so contenders
 /// spread out instead of colliding again.
 const INCREMENT_ATTEMPTS: u32 = 64;
-
-/// An open bucket: its key prefix, and the positions its `list-keys` calls handed out.
-pub struct Bucket {
-    prefix: String,
-    /// Cursor `n` continues after `cursors[n - 1]`.
-    cursors: Vec<String>,
-}
 
 impl Bucket {
     fn key(&self, key: &str) -> String {
