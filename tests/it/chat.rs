@@ -1753,7 +1753,9 @@ database_test!(
             Some(database),
         )
         .await;
-        eventually(90, "every delivery accepted", || async {
+        // The killed host's claimed attempts run again once their leases end (three lifecycle
+        // deadlines and 30 s, `work.rs`), then on the schedule: well past a minute.
+        eventually(180, "every delivery accepted", || async {
             let counts = receiver.by_delivery();
             (counts.len() == DELIVERIES && counts.values().all(|(_, accepted)| *accepted >= 1))
                 .then_some(())

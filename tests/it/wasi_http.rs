@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::components::{WASI_HTTP_EXAMPLES, install, install_wasi_http_examples};
 use crate::database_test;
 use crate::helpers::{
-    AppOptions, Backend, TestApp, TestDatabase, json_with_status, spawn_app_with,
+    AppOptions, Backend, TestApp, TestDatabase, eventually, json_with_status, spawn_app_with,
 };
 use tessera_host::config::Secret;
 use tessera_host::storage::engine_kv::{self, KvScope};
@@ -84,18 +84,19 @@ async fn send(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn components_nobody_here_wrote_answer_under_their_code_with_the_hosts_identity() {
-    let database = TestDatabase::new(Backend::Sqlite).await;
-    install_wasi_http_examples(&database.data_dir.join("plugins"), &WASI_HTTP_EXAMPLES);
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        AppOptions {
-            database: Some(database),
-            ..AppOptions::unlimited()
-        },
-    )
-    .await;
+    let app = spawn_app_with(Backend::Sqlite, AppOptions::unlimited()).await;
     let (tenant_id, user_id) = (new_id(), new_id());
     let token = app.token(&tenant_id, &user_id, "viewer").await;
+
+    // Dropped into the running host's plugins dir, each is loaded without a restart.
+    install_wasi_http_examples(&app.database.data_dir.join("plugins"), &WASI_HTTP_EXAMPLES);
+    for code in WASI_HTTP_EXAMPLES {
+        eventually(120, &format!("{code} to load"), || async {
+            let status = app.get(&format!("/{code}/")).await.status().as_u16();
+            (status == 401).then_some(())
+        })
+        .await;
+    }
 
     // Every route needs a bearer token: 401 in the spec's shape, without one or with a bad one.
     for path in [
