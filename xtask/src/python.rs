@@ -166,7 +166,8 @@ pub fn kit_tests(root: &Path, target_dir: &Path, engines: &[PathBuf]) -> anyhow:
     Ok(())
 }
 
-fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
+/// Runs `command`, failing with `what` when it does not succeed.
+pub fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
     let status = command
         .status()
         .with_context(|| format!("{what}: starting {:?}", command.get_program()))?;

@@ -15,6 +15,8 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
+use crate::python::run;
+
 /// A crate of crates.io with a `wasi:http` example.
 struct CrateExample {
     name: &'static str,
@@ -202,14 +204,4 @@ fn copy_into_place(built: &Path, out: &Path) -> anyhow::Result<()> {
     let staging = out.with_extension("partial");
     std::fs::copy(built, &staging).with_context(|| format!("copying {}", built.display()))?;
     std::fs::rename(&staging, out).with_context(|| format!("moving {}", staging.display()))
-}
-
-fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("{what}: starting {:?}", command.get_program()))?;
-    if !status.success() {
-        bail!("{what} failed ({status})");
-    }
-    Ok(())
 }

@@ -136,14 +136,8 @@ async fn handle_engine_request(
     }
     let (mut parts, body) = request.into_parts();
     let caller = Caller::from_request_parts(&mut parts, &auth).await?;
-    let correlation_id = parts
-        .extensions
-        .get::<CorrelationId>()
-        .map(|id| id.0.clone())
-        .unwrap_or_default();
-    let body = axum::body::to_bytes(body, state.max_request_bytes)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge)?;
+    let correlation_id = correlation_id_of(&parts);
+    let body = read_body(&state, body).await?;
 
     let headers = parts
         .headers
@@ -191,18 +185,9 @@ async fn handle_engine_request(
         ..engine.scope(&caller.tenant_id, Some(correlation_id.clone()))
     };
     let runtime = state.engines.runtime();
-    let permit = match runtime
-        .admission()
-        .admit_to(
-            Some(&caller.tenant_id),
-            Some(&code),
-            CallKind::Request,
-            runtime.config().tenant_queue_timeout,
-        )
-        .await
-    {
+    let permit = match admit(runtime, Some(&caller.tenant_id), &code, &correlation_id).await {
         Ok(permit) => permit,
-        Err(refused) => return Ok(busy(&code, &correlation_id, refused)),
+        Err(refused) => return Ok(refused),
     };
     let outcome = runtime
         .call_admitted(
@@ -291,14 +276,8 @@ async fn serve_component(
     } else {
         Some(Caller::from_request_parts(&mut parts, auth).await?)
     };
-    let correlation_id = parts
-        .extensions
-        .get::<CorrelationId>()
-        .map(|id| id.0.clone())
-        .unwrap_or_default();
-    let body = axum::body::to_bytes(body, state.max_request_bytes)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge)?;
+    let correlation_id = correlation_id_of(&parts);
+    let body = read_body(state, body).await?;
 
     let mut headers = parts.headers.clone();
     for name in WITHHELD_REQUEST_HEADERS {
@@ -353,18 +332,9 @@ async fn serve_component(
         None => engine.anonymous_scope(Some(correlation_id.clone())),
     };
     let runtime = state.engines.runtime();
-    let permit = match runtime
-        .admission()
-        .admit_to(
-            tenant_id.as_deref(),
-            Some(&code),
-            CallKind::Request,
-            runtime.config().tenant_queue_timeout,
-        )
-        .await
-    {
+    let permit = match admit(runtime, tenant_id.as_deref(), &code, &correlation_id).await {
         Ok(permit) => permit,
-        Err(refused) => return Ok(busy(&code, &correlation_id, refused)),
+        Err(refused) => return Ok(refused),
     };
     let max_response_bytes = runtime.config().max_response_bytes;
     let outcome = runtime
@@ -432,6 +402,42 @@ fn answer_of(
             ))
         }
     }
+}
+
+/// The correlation id the conventions layer gave the request.
+fn correlation_id_of(parts: &axum::http::request::Parts) -> String {
+    parts
+        .extensions
+        .get::<CorrelationId>()
+        .map(|id| id.0.clone())
+        .unwrap_or_default()
+}
+
+/// The request body, at most the engine body limit (413 beyond).
+async fn read_body(state: &RuntimeState, body: Body) -> ApiResult<bytes::Bytes> {
+    axum::body::to_bytes(body, state.max_request_bytes)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge)
+}
+
+/// A slot for a request to engine `code` in `tenant_id`'s share (the global budget alone for
+/// an anonymous request), or the 503 answer when none frees in time.
+async fn admit(
+    runtime: &crate::EngineRuntime,
+    tenant_id: Option<&str>,
+    code: &str,
+    correlation_id: &str,
+) -> Result<super::admission::Permit, Response> {
+    runtime
+        .admission()
+        .admit_to(
+            tenant_id,
+            Some(code),
+            CallKind::Request,
+            runtime.config().tenant_queue_timeout,
+        )
+        .await
+        .map_err(|refused| busy(code, correlation_id, refused))
 }
 
 /// The audit entry of an audited operation with what its success answered: the status, and
