@@ -162,12 +162,35 @@ pub enum EngineCommand {
     /// Check a component as a host would load it and store it as the next version of the code
     /// it describes (the same bytes again: their existing version); active at once unless
     /// --inactive, and every host swaps it in within seconds.
+    ///
+    /// The component is a `.wasm` file or `oci://REGISTRY/REPOSITORY:TAG` (or
+    /// `@sha256:DIGEST`): a Wasm OCI artifact, pulled with every digest verified.
     Publish {
-        /// The component (`.wasm`).
-        file: PathBuf,
+        /// The component: a `.wasm` file, or an `oci://` reference.
+        source: String,
         /// Store it without activating it (`engine activate` later).
         #[arg(long)]
         inactive: bool,
+        /// The publisher's detached Ed25519 signature of a file (64 bytes, raw or base64), for
+        /// TESSERA_ENGINE_TRUSTED_KEYS; an `oci://` component carries its own.
+        #[arg(long)]
+        signature: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArguments,
+    },
+    /// Push a component to an OCI registry as a Wasm OCI artifact (`application/wasm` layer),
+    /// signed with --signing-key when given; prints the digest that names exactly this push.
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Where to: `oci://REGISTRY/REPOSITORY:TAG`.
+        reference: String,
+        /// An Ed25519 private key (PKCS#8 PEM, `openssl genpkey -algorithm ed25519`) to sign
+        /// the component with.
+        #[arg(long)]
+        signing_key: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArguments,
     },
     /// Every published code with its active and previous version.
     List,
@@ -180,6 +203,51 @@ pub enum EngineCommand {
     Deactivate { code: String },
     /// Make the previous version active again (twice: forward again).
     Rollback { code: String },
+}
+
+/// How `engine push` and `engine publish oci://…` reach a registry. Without a user name, the
+/// standard Docker config's credentials for the registry (`docker login`), else none.
+#[derive(Debug, clap::Args)]
+pub struct RegistryArguments {
+    /// The registry user name.
+    #[arg(long)]
+    username: Option<String>,
+    /// Read the registry password (or token) from standard input (never from the command
+    /// line, where other users of the machine could read it).
+    #[arg(long, requires = "username")]
+    password_stdin: bool,
+    /// Trust the certificate authorities of this PEM file too (a private registry's).
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
+    /// Speak plain HTTP to the registry (only on a network you trust).
+    #[arg(long)]
+    plain_http: bool,
+}
+
+impl RegistryArguments {
+    /// The access these arguments give; the password from standard input.
+    fn access(self) -> anyhow::Result<crate::distribution::RegistryAccess> {
+        use crate::distribution::{RegistryAccess, RegistryCredentials};
+        let credentials = match self.username {
+            None => RegistryCredentials::FromDockerConfig,
+            Some(_) if !self.password_stdin => {
+                anyhow::bail!("--username needs --password-stdin (the password on standard input)")
+            }
+            Some(username) => {
+                let mut password = String::new();
+                std::io::stdin()
+                    .read_line(&mut password)
+                    .context("reading the registry password from standard input")?;
+                let password = password.trim_end_matches(['\r', '\n']).to_owned();
+                RegistryCredentials::Given { username, password }
+            }
+        };
+        Ok(RegistryAccess {
+            credentials,
+            extra_ca_file: self.ca_file,
+            plain_http: self.plain_http,
+        })
+    }
 }
 
 /// The admin commands that manage tenants, users and workspaces (and so load the engines to
@@ -409,6 +477,13 @@ pub async fn admin(args: AdminArgs) -> anyhow::Result<Value> {
             database.close().await;
             return rotated;
         }
+        // A push needs a registry, not the cluster's database.
+        AdminCommand::Engine(EngineCommand::Push {
+            file,
+            reference,
+            signing_key,
+            registry,
+        }) => return push_component(&file, &reference, signing_key.as_deref(), registry).await,
         AdminCommand::Engine(command) => {
             let database = Database::connect_and_migrate(&config.database).await?;
             let done = engine_command(&config, &database, command).await;
@@ -455,30 +530,87 @@ fn json(value: impl Serialize) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(value)?)
 }
 
-/// `admin engine …`.
+/// `admin engine push FILE oci://…`.
+async fn push_component(
+    file: &std::path::Path,
+    reference: &str,
+    signing_key: Option<&std::path::Path>,
+    registry: RegistryArguments,
+) -> anyhow::Result<Value> {
+    let reference = crate::distribution::ComponentReference::parse(reference)?;
+    let component = tokio::fs::read(file)
+        .await
+        .with_context(|| format!("reading {}", file.display()))?;
+    let signing_key = signing_key
+        .map(crate::distribution::signature::PublisherKey::read)
+        .transpose()?;
+    json(
+        crate::distribution::push(
+            &registry.access()?,
+            &reference,
+            component,
+            signing_key.as_ref(),
+        )
+        .await?,
+    )
+}
+
+/// `admin engine …` but `push`.
 async fn engine_command(
     config: &Config,
     database: &Database,
     command: EngineCommand,
 ) -> anyhow::Result<Value> {
+    use crate::distribution::ComponentReference;
+    use crate::distribution::signature::ComponentSignature;
     use crate::runtime::published;
     let refused = |error: published::PublishError| anyhow::anyhow!("{error}");
     match command {
-        EngineCommand::Publish { file, inactive } => {
-            let component = tokio::fs::read(&file)
-                .await
-                .with_context(|| format!("reading {}", file.display()))?;
+        EngineCommand::Publish {
+            source,
+            inactive,
+            signature,
+            registry,
+        } => {
+            let (component, signature, pulled_digest) = if ComponentReference::is_reference(&source)
+            {
+                anyhow::ensure!(
+                    signature.is_none(),
+                    "--signature is for a file; an oci:// component carries its signature in its manifest"
+                );
+                let reference = ComponentReference::parse(&source)?;
+                let pulled = crate::distribution::pull(
+                    &registry.access()?,
+                    &reference,
+                    config.runtime.max_component_bytes,
+                )
+                .await?;
+                (pulled.component, pulled.signature, Some(pulled.digest))
+            } else {
+                let file = PathBuf::from(&source);
+                let component = tokio::fs::read(&file)
+                    .await
+                    .with_context(|| format!("reading {}", file.display()))?;
+                let signature = signature
+                    .map(|path| ComponentSignature::read(&path))
+                    .transpose()?;
+                (component, signature, None)
+            };
             let registry = crate::runtime::start_registry(
                 config.runtime_setup(&crate::secrets::service_secret(config)?),
                 database,
                 RegistryRole::Borrowing,
             )?;
-            json(
-                published::publish(&registry, component, !inactive)
-                    .await
-                    .map_err(refused)?,
-            )
+            let published = published::publish(&registry, component, signature.as_ref(), !inactive)
+                .await
+                .map_err(refused)?;
+            let mut published = json(published)?;
+            if let Some(digest) = pulled_digest {
+                published["oci_digest"] = Value::String(digest);
+            }
+            Ok(published)
         }
+        EngineCommand::Push { .. } => unreachable!("a push is run without a database"),
         EngineCommand::List => json(published::releases(database).await?),
         EngineCommand::Versions { code } => json(
             published::versions(database, &code)

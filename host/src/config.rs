@@ -370,6 +370,15 @@ impl Config {
                     );
                     runtime.max_component_bytes = bytes;
                 }
+                if let Some(files) = env_var::<String>("TESSERA_ENGINE_TRUSTED_KEYS")? {
+                    let files: Vec<PathBuf> = comma_separated(&files)
+                        .into_iter()
+                        .map(PathBuf::from)
+                        .collect();
+                    runtime.trusted_keys =
+                        crate::distribution::signature::TrustedKeys::read(&files)
+                            .context("TESSERA_ENGINE_TRUSTED_KEYS")?;
+                }
                 if let Some(interval) =
                     env_var::<humantime::Duration>("TESSERA_ENGINE_RECONCILE_INTERVAL")?
                 {

@@ -24,6 +24,9 @@ pub use tessera_cluster as cluster;
 pub use tessera_console as console;
 /// The core service (crates/core), under the path the host's modules use.
 pub use tessera_core as core;
+/// Engines to and from OCI registries, publisher signatures (crates/distribution), under the
+/// path the host's modules use.
+pub use tessera_distribution as distribution;
 /// The HTTP kit (crates/http), under the path the host's modules use.
 pub use tessera_http as http;
 /// The orchestrator (crates/orchestrator), under the path the host's modules use.

@@ -410,6 +410,11 @@ pub const SETTINGS: &[Setting] = &[
         "at least 1024: largest component `tessera admin engine publish` and `POST /core/api/operator/engines` accept (413 beyond)",
     ),
     Setting::new(
+        "TESSERA_ENGINE_TRUSTED_KEYS",
+        "none",
+        "Ed25519 public key files (PEM, comma-separated) of the publishers whose signature every published component must carry (`tessera admin engine publish`, `POST /core/api/operator/engines`, `oci://…`); unset: no signature is required (docs/src/operating/engine-registries.md)",
+    ),
+    Setting::new(
         "TESSERA_ENGINE_RECONCILE_INTERVAL",
         "5s",
         "above zero: how often a host checks the engines published to the cluster besides being told (PostgreSQL tells at once; hosts on SQLite learn of a publication made by another process within it)",

@@ -358,7 +358,7 @@ fn cluster_settings_that_cannot_work_stop_the_start_naming_them() {
     );
 }
 
-fn digest_of(bytes: &[u8]) -> String {
+pub(crate) fn digest_of(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
@@ -425,7 +425,11 @@ async fn engine_listed(client: &reqwest::Client, base_url: &str, token: &str, co
 }
 
 /// Waits until every host of the cluster runs `code` with `digest`; how long that took.
-async fn every_host_runs(cluster: &Cluster, code: &str, digest: &str) -> std::time::Duration {
+pub(crate) async fn every_host_runs(
+    cluster: &Cluster,
+    code: &str,
+    digest: &str,
+) -> std::time::Duration {
     let started = std::time::Instant::now();
     eventually(15, "every host to run the published version", || async {
         digests_running(cluster, code)

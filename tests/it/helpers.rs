@@ -756,12 +756,35 @@ pub fn on_database<'c>(command: &'c mut Command, database: &TestDatabase) -> &'c
 
 /// Runs `tessera admin <arguments> --data-dir … --database-url …`.
 pub fn run_admin(database: &TestDatabase, arguments: &[&str]) -> CliOutput {
+    run_admin_with(database, arguments, &[], None)
+}
+
+/// [`run_admin`] with more environment variables, and `stdin` written to its standard input.
+pub fn run_admin_with(
+    database: &TestDatabase,
+    arguments: &[&str],
+    environment: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> CliOutput {
+    use std::io::Write as _;
     let mut command = Command::new(tessera_binary());
     command.arg("admin").args(arguments);
-    let output: Output = on_database(&mut command, database)
+    let mut child = on_database(&mut command, database)
         .env_remove("TESSERA_LOG")
-        .output()
+        .envs(environment.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("running tessera admin");
+    let mut input = child.stdin.take().expect("its standard input");
+    if let Some(text) = stdin {
+        input
+            .write_all(text.as_bytes())
+            .expect("writing its standard input");
+    }
+    drop(input);
+    let output: Output = child.wait_with_output().expect("running tessera admin");
     CliOutput {
         success: output.status.success(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

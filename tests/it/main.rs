@@ -23,6 +23,7 @@ mod conventions;
 mod data_dir;
 mod dev_loop;
 mod drive;
+mod engine_registries;
 mod engines;
 mod fairness;
 mod families;

@@ -37,7 +37,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context as _, bail};
 
 mod book;
-mod browser;
+mod debian_packages;
 mod cluster;
 mod dev;
 mod javascript;
@@ -99,7 +99,7 @@ fn run(arguments: Vec<String>) -> anyhow::Result<()> {
             python::kit_tests(&root, &target_dir(), &engines.python)?;
             javascript::kit_tests(&root, &target_dir())?;
             javascript::check_wit_types(&root, &target_dir())?;
-            browser::ensure_chromium()?;
+            debian_packages::ensure_test_peers()?;
             cargo(&["test", "--workspace"], rest)
         }
         "build-engines" => build_engines(&BuildOptions::parse(rest)?),

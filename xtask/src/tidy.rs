@@ -52,6 +52,11 @@ const LAYERS: &[CrateLayer] = &[
         builds_for_wasm: true,
     },
     CrateLayer {
+        name: "tessera-distribution",
+        layer: 0,
+        builds_for_wasm: false,
+    },
+    CrateLayer {
         name: "tessera-storage",
         layer: 0,
         builds_for_wasm: false,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use tessera_distribution::signature::TrustedKeys;
 use tessera_http::config::Secret;
 
 use crate::admission::AdmissionLimits;
@@ -171,6 +172,9 @@ pub struct RuntimeConfig {
     /// How often a host checks the published engines besides being told
     /// (`TESSERA_ENGINE_RECONCILE_INTERVAL`, default 5 s).
     pub reconcile_interval: Duration,
+    /// The publishers whose signature a published component must carry
+    /// (`TESSERA_ENGINE_TRUSTED_KEYS`); none listed: no signature is required.
+    pub trusted_keys: TrustedKeys,
 }
 
 /// The default of `TESSERA_ENGINE_MAX_CORE_INSTANCES`: a componentize-py component creates 14.
@@ -205,6 +209,7 @@ impl RuntimeConfig {
             realtime_publish_per_second: 1_000,
             max_component_bytes: 64 * 1024 * 1024,
             reconcile_interval: Duration::from_secs(5),
+            trusted_keys: TrustedKeys::default(),
         }
     }
 

@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 
 use crate::registry::{EngineRegistry, EngineSource};
 use crate::store::published as store;
+use tessera_distribution::signature::{ComponentSignature, SignatureRefusal};
 use tessera_storage::Database;
 
 /// One published version of an engine code.
@@ -64,6 +65,10 @@ pub enum PublishError {
         "the component is {size} bytes, more than TESSERA_ENGINE_MAX_COMPONENT_BYTES ({limit})"
     )]
     TooLarge { size: usize, limit: usize },
+    /// `TESSERA_ENGINE_TRUSTED_KEYS` lists keys, and the component carries no signature by
+    /// one of them.
+    #[error(transparent)]
+    Signature(#[from] SignatureRefusal),
     #[error("no published engine {0:?}")]
     UnknownCode(String),
     #[error("{code:?} has no published version {version}")]
@@ -88,18 +93,26 @@ fn version_of(row: store::VersionRow, active: Option<i64>) -> PublishedVersion {
 
 /// Checks `component` as a host would load it and stores it as the next version of its code
 /// (or finds the version with the same bytes); with `activate`, makes it the active version.
+/// When the operator lists trusted keys, `signature` must be one of theirs over these bytes:
+/// checked before anything else, so an unsigned component is not even compiled.
 pub async fn publish(
     registry: &EngineRegistry,
     component: Vec<u8>,
+    signature: Option<&ComponentSignature>,
     activate: bool,
 ) -> Result<PublishedVersion, PublishError> {
-    let limit = registry.runtime().config().max_component_bytes;
+    let config = registry.runtime().config();
+    let limit = config.max_component_bytes;
     if component.len() > limit {
         return Err(PublishError::TooLarge {
             size: component.len(),
             limit,
         });
     }
+    let signed_by = config
+        .trusted_keys
+        .check(&component, signature)?
+        .map(|key| key.display().to_string());
     let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&component));
     // Compiled into this process's cache and described (in a host, the cache every later load
     // of the same bytes finds).
@@ -145,6 +158,7 @@ pub async fn publish(
         version = row.version,
         sha256 = %row.sha256,
         active = active == Some(row.version),
+        signed_by = signed_by.as_deref().unwrap_or("-"),
         "engine published"
     );
     Ok(version_of(row, active))

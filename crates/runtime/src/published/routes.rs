@@ -5,8 +5,10 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRef, Path, State};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
+use tessera_distribution::signature::ComponentSignature;
 use tessera_http::envelope::{self, Data};
 use tessera_http::extract::{ApiJson, ApiQuery, NoQuery};
 use tessera_http::operator::{Operator, OperatorCredential};
@@ -40,6 +42,9 @@ impl From<PublishError> for ApiError {
                 ApiError::Validation(ValidationErrors::single("component", reason))
             }
             PublishError::TooLarge { .. } => ApiError::PayloadTooLarge,
+            PublishError::Signature(refusal) => {
+                ApiError::Validation(ValidationErrors::single("signature", refusal.to_string()))
+            }
             PublishError::UnknownCode(_) | PublishError::UnknownVersion { .. } => {
                 ApiError::NotFound(format!("{error}."))
             }
@@ -53,6 +58,9 @@ impl From<PublishError> for ApiError {
 #[derive(ToSchema)]
 #[schema(value_type = String, format = Binary)]
 pub struct ComponentBytes(pub Vec<u8>);
+
+/// The header that carries a publisher's signature.
+pub const SIGNATURE_HEADER: &str = "tessera-component-signature";
 
 /// `?activate=false` publishes without activating.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -71,24 +79,34 @@ pub struct PublishQuery {
     path = "/core/api/operator/engines",
     tag = "operator",
     security(("operator_token" = [])),
-    params(PublishQuery),
+    params(
+        PublishQuery,
+        ("Tessera-Component-Signature" = Option<String>, Header, description = "The base64 Ed25519 signature of the body by a key of `TESSERA_ENGINE_TRUSTED_KEYS` (required when that lists keys)"),
+    ),
     request_body(content = ComponentBytes, content_type = "application/octet-stream", description = "The component's bytes (any content type is read as bytes; `application/wasm` too)"),
     responses(
         (status = 201, description = "The published version", body = Data<PublishedVersion>),
         (status = 401, description = "No bearer token, or not the operator token"),
         (status = 413, description = "Larger than `TESSERA_ENGINE_MAX_COMPONENT_BYTES`"),
-        (status = 422, description = "Not a component a host can load: `errors.component` says why"),
+        (status = 422, description = "Not a component a host can load (`errors.component` says why), or not signed by a trusted key when signatures are required (`errors.signature`)"),
     )
 )]
 async fn publish_engine(
     _: Operator,
     State(runtime): State<RuntimeState>,
     ApiQuery(query): ApiQuery<PublishQuery>,
+    headers: HeaderMap,
     component: Bytes,
 ) -> ApiResult<Response> {
+    let signature = headers
+        .get(SIGNATURE_HEADER)
+        .map(|value| ComponentSignature::from_bytes_or_base64(value.as_bytes()))
+        .transpose()
+        .map_err(|error| ValidationErrors::single("signature", error.to_string()))?;
     let published = super::publish(
         &runtime.engines,
         component.to_vec(),
+        signature.as_ref(),
         query.activate.unwrap_or(true),
     )
     .await?;
