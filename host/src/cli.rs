@@ -175,6 +175,11 @@ pub enum EngineCommand {
         /// TESSERA_ENGINE_TRUSTED_KEYS; an `oci://` component carries its own.
         #[arg(long)]
         signature: Option<PathBuf>,
+        /// The manifest of a `wasi:http` component (its code, public paths, outbound hosts and
+        /// settings, as beside it in a plugins dir); published with it, it is part of the
+        /// version. Required for a `wasi:http` component.
+        #[arg(long)]
+        manifest: Option<PathBuf>,
         #[command(flatten)]
         registry: RegistryArguments,
     },
@@ -570,8 +575,17 @@ async fn engine_command(
             source,
             inactive,
             signature,
+            manifest,
             registry,
         } => {
+            let manifest = match manifest {
+                Some(path) => Some(
+                    tokio::fs::read_to_string(&path)
+                        .await
+                        .with_context(|| format!("reading {}", path.display()))?,
+                ),
+                None => None,
+            };
             let (component, signature, pulled_digest) = if ComponentReference::is_reference(&source)
             {
                 anyhow::ensure!(
@@ -601,9 +615,17 @@ async fn engine_command(
                 database,
                 RegistryRole::Borrowing,
             )?;
-            let published = published::publish(&registry, component, signature.as_ref(), !inactive)
-                .await
-                .map_err(refused)?;
+            let published = published::publish(
+                &registry,
+                component,
+                published::PublishOptions {
+                    signature: signature.as_ref(),
+                    manifest: manifest.as_deref(),
+                    activate: !inactive,
+                },
+            )
+            .await
+            .map_err(refused)?;
             let mut published = json(published)?;
             if let Some(digest) = pulled_digest {
                 published["oci_digest"] = Value::String(digest);

@@ -15,7 +15,8 @@ use sha2::{Digest as _, Sha256};
 use crate::cluster::{Cluster, digest_of, every_host_runs, owner_token};
 use crate::components;
 use crate::helpers::{
-    Backend, CertificateFile, ServeProcess, TestDatabase, eventually, run_admin_with,
+    AppOptions, Backend, CertificateFile, ServeProcess, TestDatabase, eventually, run_admin_with,
+    spawn_app_with,
 };
 
 /// A `docker-registry` process on a free loopback port, serving HTTPS with a new self-signed
@@ -556,4 +557,65 @@ async fn a_registry_that_answers_401_is_refused_until_given_credentials() {
     )
     .json();
     assert_eq!(published["code"], "echo");
+}
+
+#[tokio::test]
+async fn the_operator_endpoint_takes_the_signature_as_a_header_where_signatures_are_required() {
+    let keys = std::env::temp_dir().join(format!("tessera-keys-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&keys).unwrap();
+    let (publisher, publisher_public) = openssl_key_pair(&keys, "publisher");
+    let (stranger, _) = openssl_key_pair(&keys, "stranger");
+    let trusted =
+        tessera_host::distribution::signature::TrustedKeys::read(&[publisher_public]).unwrap();
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions {
+            configure: Some(Box::new(move |config| {
+                config.runtime.trusted_keys = trusted;
+            })),
+            ..AppOptions::default()
+        },
+    )
+    .await;
+    let operator = app.admin(&["operator-token"]).json()["operator_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let component = std::fs::read(components::component("echo")).unwrap();
+    let sign = |key: &Path| {
+        let signature = tessera_host::distribution::signature::PublisherKey::read(key)
+            .unwrap()
+            .sign(&component);
+        signature.to_base64()
+    };
+    let publish = |signature: Option<String>| {
+        let mut request = app
+            .client
+            .post(app.url("/core/api/operator/engines"))
+            .bearer_auth(&operator)
+            .header("content-type", "application/wasm")
+            .body(component.clone());
+        if let Some(signature) = signature {
+            request = request.header("tessera-component-signature", signature);
+        }
+        request.send()
+    };
+
+    for (signature, says) in [
+        (None, "is not signed"),
+        (Some(sign(&stranger)), "not by any key"),
+        (Some("not a signature".to_owned()), "64 bytes"),
+    ] {
+        let refused = publish(signature).await.unwrap();
+        assert_eq!(refused.status(), 422);
+        let body: Value = refused.json().await.unwrap();
+        let reason = body["errors"]["signature"][0].as_str().unwrap_or_default();
+        assert!(reason.contains(says), "{body}");
+    }
+    assert_eq!(app.admin(&["engine", "list"]).json(), json!([]));
+    let published = publish(Some(sign(&publisher))).await.unwrap();
+    assert_eq!(published.status(), 201);
+    let body: Value = published.json().await.unwrap();
+    assert_eq!(body["data"]["code"], "echo");
+    let _ = std::fs::remove_dir_all(&keys);
 }

@@ -446,3 +446,126 @@ async fn manifests_name_public_paths_and_settings() {
     assert!(whoami.contains("x-tessera-role: viewer"), "{whoami}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_wasi_http_component_is_published_with_its_manifest() {
+    let app = spawn_app_with(Backend::Sqlite, AppOptions::default()).await;
+    let owner = app
+        .token(&app.create_tenant("acme"), &new_id(), "owner")
+        .await;
+    let file = app.database.data_dir.join("counter.wasm");
+    std::fs::copy(crate::components::component("kvcounter"), &file).unwrap();
+    let file = file.to_str().unwrap();
+    let manifest = app.database.data_dir.join("counter.toml");
+    std::fs::write(
+        &manifest,
+        format!("code = \"counter\"\nversion = \"2.0.0\"\n{KVCOUNTER_MANIFEST_PATHS}"),
+    )
+    .unwrap();
+    let manifest = manifest.to_str().unwrap();
+
+    // Without a manifest there is no code to publish it under.
+    let refused = app.admin(&["engine", "publish", file]);
+    assert!(!refused.success);
+    assert!(refused.stderr.contains("--manifest"), "{}", refused.stderr);
+    let operator = app.admin(&["operator-token"]).json()["operator_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let over_http = app
+        .client
+        .post(app.url("/core/api/operator/engines"))
+        .bearer_auth(&operator)
+        .body(std::fs::read(file).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over_http.status(), 422);
+
+    // With one: its code, its version and its public paths, on the host that serves.
+    let published = app
+        .admin(&["engine", "publish", file, "--manifest", manifest])
+        .json();
+    assert_eq!(published["code"], "counter");
+    assert_eq!(published["engine_version"], "2.0.0");
+    assert_eq!(published["version"], 1);
+    app.state().engines.releases_changed();
+    eventually(15, "the host to serve the published component", || async {
+        let health = app
+            .client
+            .get(app.url("/counter/health"))
+            .send()
+            .await
+            .ok()?;
+        (health.status() == 200).then_some(())
+    })
+    .await;
+    let counted = send(
+        &app,
+        reqwest::Method::POST,
+        "/counter/count/visits",
+        &owner,
+        "",
+    )
+    .await;
+    assert_eq!(text(counted, 200).await, "1");
+    let private = app
+        .client
+        .get(app.url("/counter/whoami"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(private.status(), 401);
+
+    // The same bytes with another manifest are another version; with the same, the same one.
+    let again = app
+        .admin(&["engine", "publish", file, "--manifest", manifest])
+        .json();
+    assert_eq!(again["version"], 1);
+    let wider = app.database.data_dir.join("counter-wider.toml");
+    std::fs::write(
+        &wider,
+        "code = \"counter\"\nversion = \"2.0.0\"\npublic-paths = [\"/health\", \"/whoami\"]\n",
+    )
+    .unwrap();
+    let second = app
+        .admin(&[
+            "engine",
+            "publish",
+            file,
+            "--manifest",
+            wider.to_str().unwrap(),
+        ])
+        .json();
+    assert_eq!(second["version"], 2);
+    app.state().engines.releases_changed();
+    eventually(15, "the host to serve the second version", || async {
+        let whoami = app
+            .client
+            .get(app.url("/counter/whoami"))
+            .send()
+            .await
+            .ok()?;
+        (whoami.status() == 200).then_some(())
+    })
+    .await;
+
+    // A manifest is refused for a component that describes itself.
+    let echo = crate::components::component("echo");
+    let refused = app.admin(&[
+        "engine",
+        "publish",
+        echo.to_str().unwrap(),
+        "--manifest",
+        manifest,
+    ]);
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains("takes no manifest"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// The public paths the publishing test's manifests start from.
+const KVCOUNTER_MANIFEST_PATHS: &str = "public-paths = [\"/health\"]\n";

@@ -37,8 +37,8 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context as _, bail};
 
 mod book;
-mod debian_packages;
 mod cluster;
+mod debian_packages;
 mod dev;
 mod javascript;
 mod new_engine;

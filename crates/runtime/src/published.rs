@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
+use crate::component_manifest::ComponentManifest;
 use crate::registry::{EngineRegistry, EngineSource};
 use crate::store::published as store;
 use tessera_distribution::signature::{ComponentSignature, SignatureRefusal};
@@ -69,6 +70,9 @@ pub enum PublishError {
     /// one of them.
     #[error(transparent)]
     Signature(#[from] SignatureRefusal),
+    /// The manifest given with the component cannot be used: the reason.
+    #[error("the manifest cannot be used: {0}")]
+    InvalidManifest(String),
     #[error("no published engine {0:?}")]
     UnknownCode(String),
     #[error("{code:?} has no published version {version}")]
@@ -91,6 +95,18 @@ fn version_of(row: store::VersionRow, active: Option<i64>) -> PublishedVersion {
     }
 }
 
+/// What comes with a component to publish.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishOptions<'a> {
+    /// The publisher's signature (required when the operator lists trusted keys).
+    pub signature: Option<&'a ComponentSignature>,
+    /// The manifest of a `wasi:http` component (its code, public paths, outbound hosts and
+    /// settings), as TOML text; an engine-world component describes itself and takes none.
+    pub manifest: Option<&'a str>,
+    /// Make it the code's active version.
+    pub activate: bool,
+}
+
 /// Checks `component` as a host would load it and stores it as the next version of its code
 /// (or finds the version with the same bytes); with `activate`, makes it the active version.
 /// When the operator lists trusted keys, `signature` must be one of theirs over these bytes:
@@ -98,9 +114,13 @@ fn version_of(row: store::VersionRow, active: Option<i64>) -> PublishedVersion {
 pub async fn publish(
     registry: &EngineRegistry,
     component: Vec<u8>,
-    signature: Option<&ComponentSignature>,
-    activate: bool,
+    options: PublishOptions<'_>,
 ) -> Result<PublishedVersion, PublishError> {
+    let PublishOptions {
+        signature,
+        manifest,
+        activate,
+    } = options;
     let config = registry.runtime().config();
     let limit = config.max_component_bytes;
     if component.len() > limit {
@@ -116,28 +136,43 @@ pub async fn publish(
     let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&component));
     // Compiled into this process's cache and described (in a host, the cache every later load
     // of the same bytes finds).
+    let parsed = manifest
+        .map(|text| {
+            ComponentManifest::parse(text)
+                .map(|parsed| (parsed, text.to_owned()))
+                .map_err(|error| PublishError::InvalidManifest(format!("{error:#}")))
+        })
+        .transpose()?;
     let inspected = registry
         .inspect(
             component.clone(),
             sha256.clone(),
             &EngineSource::Published { version: 0 },
-            None,
+            parsed,
         )
         .await
         .map_err(|error| PublishError::InvalidComponent(format!("{error:#}")))?;
+    if manifest.is_some() && !inspected.is_wasi_http() {
+        return Err(PublishError::InvalidManifest(
+            "the component is not a wasi:http component: it describes itself, and takes no manifest".into(),
+        ));
+    }
     let code = inspected.descriptor.code.clone();
     let database = registry.database();
     let mut tx = database.begin().await?;
     let release = store::release_for_update(&mut tx, &code).await?;
-    let row = match store::version_by_digest(&mut tx, &code, &sha256).await? {
+    let row = match store::version_by_digest(&mut tx, &code, &sha256, manifest).await? {
         Some(row) => row,
         None => {
             store::insert_version(
                 &mut tx,
-                &code,
-                &sha256,
-                &inspected.descriptor.version,
-                &component,
+                store::NewVersion {
+                    code: &code,
+                    sha256: &sha256,
+                    engine_version: &inspected.descriptor.version,
+                    component: &component,
+                    manifest,
+                },
             )
             .await?
         }
@@ -293,7 +328,8 @@ pub async fn reconcile(registry: &EngineRegistry, plugins_dir: &Path) -> anyhow:
             continue;
         }
         let loaded = async {
-            let bytes = store::component(database, &active.code, active.version).await?;
+            let (bytes, manifest) =
+                store::component(database, &active.code, active.version).await?;
             let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
             anyhow::ensure!(
                 digest == active.sha256,
@@ -301,7 +337,7 @@ pub async fn reconcile(registry: &EngineRegistry, plugins_dir: &Path) -> anyhow:
                 active.sha256
             );
             registry
-                .load_published(&active.code, active.version, bytes, digest)
+                .load_published(&active.code, active.version, bytes, digest, manifest)
                 .await
         };
         if let Err(error) = loaded.await {

@@ -155,6 +155,13 @@ pub struct InspectedComponent {
     manifest: Option<String>,
 }
 
+impl InspectedComponent {
+    /// Whether it is a `wasi:http` component (described by a manifest, not by itself).
+    pub fn is_wasi_http(&self) -> bool {
+        self.pre.is_wasi_http()
+    }
+}
+
 /// `GET /core/api/v1/engines/{code}`: an engine as this host loaded it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EngineDetails {
@@ -516,9 +523,14 @@ impl EngineRegistry {
         version: i64,
         bytes: Vec<u8>,
         sha256: String,
+        manifest: Option<String>,
     ) -> anyhow::Result<EngineDescriptor> {
         let source = EngineSource::Published { version };
-        let inspected = self.inspect(bytes, sha256, &source, None).await?;
+        let manifest = manifest
+            .map(|text| ComponentManifest::parse(&text).map(|parsed| (parsed, text)))
+            .transpose()
+            .context("its manifest")?;
+        let inspected = self.inspect(bytes, sha256, &source, manifest).await?;
         anyhow::ensure!(
             inspected.descriptor.code == code,
             "version {version} of {code:?} describes itself as {:?}",
@@ -653,7 +665,7 @@ impl EngineRegistry {
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             (None, EngineSource::Published { .. }) => anyhow::bail!(
-                "{file} is a wasi:http component: it is loaded from the plugins dir (its code is its file name, or its manifest's), not published"
+                "{file} is a wasi:http component: publish it with a manifest that names its code (`tessera admin engine publish FILE --manifest FILE.toml`)"
             ),
         };
         anyhow::ensure!(

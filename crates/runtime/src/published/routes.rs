@@ -45,6 +45,9 @@ impl From<PublishError> for ApiError {
             PublishError::Signature(refusal) => {
                 ApiError::Validation(ValidationErrors::single("signature", refusal.to_string()))
             }
+            PublishError::InvalidManifest(reason) => {
+                ApiError::Validation(ValidationErrors::single("manifest", reason))
+            }
             PublishError::UnknownCode(_) | PublishError::UnknownVersion { .. } => {
                 ApiError::NotFound(format!("{error}."))
             }
@@ -106,8 +109,11 @@ async fn publish_engine(
     let published = super::publish(
         &runtime.engines,
         component.to_vec(),
-        signature.as_ref(),
-        query.activate.unwrap_or(true),
+        super::PublishOptions {
+            signature: signature.as_ref(),
+            manifest: None,
+            activate: query.activate.unwrap_or(true),
+        },
     )
     .await?;
     runtime.engines.releases_changed();

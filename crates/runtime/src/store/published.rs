@@ -34,44 +34,62 @@ pub struct Desired {
     pub sha256: String,
 }
 
-/// The version of `code` whose bytes have `sha256`, if published already.
+/// The digest a manifest is stored under: its text's SHA-256, or empty without one.
+fn manifest_digest(manifest: Option<&str>) -> String {
+    manifest.map_or_else(String::new, |text| {
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()))
+    })
+}
+
+/// The version of `code` whose bytes have `sha256`, published with `manifest` (a `wasi:http`
+/// component's text, else none), if published already.
 pub async fn version_by_digest(
     tx: &mut Tx,
     code: &str,
     sha256: &str,
+    manifest: Option<&str>,
 ) -> anyhow::Result<Option<VersionRow>> {
+    let manifest_sha256 = manifest_digest(manifest);
     on_tx!(tx, conn => sqlx::query_as::<_, VersionRow>(
         "SELECT code, version, sha256, engine_version, size_bytes, published_at
-         FROM engine_versions WHERE code = $1 AND sha256 = $2",
+         FROM engine_versions WHERE code = $1 AND sha256 = $2 AND manifest_sha256 = $3",
     )
     .bind(code)
     .bind(sha256)
+    .bind(&manifest_sha256)
     .fetch_optional(&mut **conn)
     .await)
     .context("looking up a published component by digest")
 }
 
-/// Stores `component` as the next version of `code`; the new row.
-pub async fn insert_version(
-    tx: &mut Tx,
-    code: &str,
-    sha256: &str,
-    engine_version: &str,
-    component: &[u8],
-) -> anyhow::Result<VersionRow> {
+/// A component to store as a new version.
+pub struct NewVersion<'a> {
+    pub code: &'a str,
+    pub sha256: &'a str,
+    pub engine_version: &'a str,
+    pub component: &'a [u8],
+    /// A `wasi:http` component's manifest text.
+    pub manifest: Option<&'a str>,
+}
+
+/// Stores a component as the next version of its code; the new row.
+pub async fn insert_version(tx: &mut Tx, new: NewVersion<'_>) -> anyhow::Result<VersionRow> {
     let now = time::now();
-    let size = i64::try_from(component.len()).context("a component's size")?;
+    let size = i64::try_from(new.component.len()).context("a component's size")?;
+    let manifest_sha256 = manifest_digest(new.manifest);
     on_tx!(tx, conn => sqlx::query_as::<_, VersionRow>(
-        "INSERT INTO engine_versions (code, version, sha256, engine_version, component, size_bytes, published_at)
-         SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6 FROM engine_versions WHERE code = $1
+        "INSERT INTO engine_versions (code, version, sha256, engine_version, component, size_bytes, published_at, manifest, manifest_sha256)
+         SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM engine_versions WHERE code = $1
          RETURNING code, version, sha256, engine_version, size_bytes, published_at",
     )
-    .bind(code)
-    .bind(sha256)
-    .bind(engine_version)
-    .bind(component)
+    .bind(new.code)
+    .bind(new.sha256)
+    .bind(new.engine_version)
+    .bind(new.component)
     .bind(size)
     .bind(&now)
+    .bind(new.manifest)
+    .bind(&manifest_sha256)
     .fetch_one(&mut **conn)
     .await)
     .context("storing a published component")
@@ -200,10 +218,14 @@ pub async fn desired(database: &Database) -> anyhow::Result<Vec<Desired>> {
     .context("reading the published engines' desired state")
 }
 
-/// The bytes of version `version` of `code`.
-pub async fn component(database: &Database, code: &str, version: i64) -> anyhow::Result<Vec<u8>> {
-    on_pool!(database, pool => sqlx::query_scalar::<_, Vec<u8>>(
-        "SELECT component FROM engine_versions WHERE code = $1 AND version = $2",
+/// The bytes of version `version` of `code`, and the manifest it was published with.
+pub async fn component(
+    database: &Database,
+    code: &str,
+    version: i64,
+) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+    on_pool!(database, pool => sqlx::query_as::<_, (Vec<u8>, Option<String>)>(
+        "SELECT component, manifest FROM engine_versions WHERE code = $1 AND version = $2",
     )
     .bind(code)
     .bind(version)
