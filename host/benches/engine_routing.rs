@@ -13,8 +13,6 @@ mod components;
 #[path = "support/mod.rs"]
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -39,31 +37,9 @@ const THROUGHPUT_ROUNDS: usize = 5;
 /// Requests per second completed by `connections` clients, each its own connection, for
 /// [`THROUGHPUT_WINDOW`].
 async fn requests_per_second(url: &str, token: &str, connections: usize) -> anyhow::Result<f64> {
-    let completed = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + THROUGHPUT_WINDOW;
-    let workers: Vec<_> = (0..connections)
-        .map(|_| {
-            let client = reqwest::Client::new();
-            let (url, token, completed) = (url.to_owned(), token.to_owned(), completed.clone());
-            tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    if client
-                        .get(&url)
-                        .bearer_auth(&token)
-                        .send()
-                        .await
-                        .is_ok_and(|response| response.status() == 204)
-                    {
-                        completed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await?;
-    }
-    Ok(completed.load(Ordering::Relaxed) as f64 / THROUGHPUT_WINDOW.as_secs_f64())
+    let completed =
+        support::answered_no_content(url, Some(token), connections, THROUGHPUT_WINDOW).await;
+    Ok(completed as f64 / THROUGHPUT_WINDOW.as_secs_f64())
 }
 
 async fn native_noop(_caller: Caller) -> StatusCode {

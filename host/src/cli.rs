@@ -407,11 +407,7 @@ pub fn main() -> ExitCode {
                 Ok(args) => runtime.block_on(serve(args)),
                 Err(error) => Err(error),
             };
-            // The last spans go out while the runtime still runs their requests.
-            telemetry.shutdown();
-            // Past the shutdown deadline, tasks still running are dropped, not waited for.
-            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-            match served {
+            let code = match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     tracing::error!(
@@ -421,7 +417,13 @@ pub fn main() -> ExitCode {
                     eprintln!("error: {error:#}");
                     ExitCode::FAILURE
                 }
-            }
+            };
+            // The last spans go out while the runtime still runs their requests, and the last
+            // log lines are written.
+            telemetry.shutdown();
+            // Past the shutdown deadline, tasks still running are dropped, not waited for.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            code
         }
         Command::Admin(args) => {
             if let Err(error) =

@@ -1,5 +1,7 @@
 //! Logging and traces: `tracing` to stderr (stdout belongs to the admin CLI's JSON), filtered by
-//! `TESSERA_LOG`, as text or JSON (`TESSERA_LOG_FORMAT=json`); and, for `tessera serve` when
+//! `TESSERA_LOG`, as text or JSON (`TESSERA_LOG_FORMAT=json`); `tessera serve` writes its lines
+//! from a thread of their own in batches (a request never waits for a `write` to stderr unless
+//! 128,000 lines are waiting; none is dropped); and, for `tessera serve` when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and
 //! `OTEL_SDK_DISABLED` is not `true`, the same spans exported as OpenTelemetry traces over
 //! OTLP/HTTP (protobuf) in batches, with the W3C trace context propagated (see
@@ -13,6 +15,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -21,10 +24,12 @@ mod sampling;
 
 use sampling::SampledTraces;
 
-/// What must outlive the process's work: the trace exporter, flushed by [`Telemetry::shutdown`].
+/// What must outlive the process's work: the trace exporter and the log writer's thread, both
+/// flushed by [`Telemetry::shutdown`].
 #[must_use]
 pub struct Telemetry {
     traces: Option<SdkTracerProvider>,
+    log_writer: tracing_appender::non_blocking::WorkerGuard,
 }
 
 impl Telemetry {
@@ -33,20 +38,22 @@ impl Telemetry {
         self.traces.is_some()
     }
 
-    /// Exports the spans still buffered and stops the exporter.
+    /// Exports the spans still buffered and stops the exporter, then writes the last log
+    /// lines; nothing is logged after it.
     pub fn shutdown(self) {
         if let Some(provider) = self.traces
             && let Err(error) = provider.shutdown()
         {
             tracing::warn!(error = %error, "flushing the last traces failed");
         }
+        drop(self.log_writer);
     }
 }
 
 /// Installs the global subscriber (logs only); `default_filter` applies when `TESSERA_LOG` is
 /// unset.
 pub fn init(default_filter: &str) {
-    install(default_filter, None);
+    install(default_filter, None, BoxMakeWriter::new(std::io::stderr));
 }
 
 /// [`init`], plus OpenTelemetry traces when the environment asks for them; the exporter sends
@@ -59,14 +66,20 @@ pub fn init_serving(default_filter: &str, runtime: tokio::runtime::Handle) -> Te
             None
         }
     };
-    install(default_filter, traces.clone());
+    // Batches of lines, one `write` each, from the `tessera-log` thread; a full queue makes
+    // the logging thread wait (lossy: false) rather than drop lines.
+    let (writer, log_writer) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("tessera-log")
+        .finish(std::io::BufWriter::new(std::io::stderr()));
+    install(default_filter, traces.clone(), BoxMakeWriter::new(writer));
     if traces.is_some() {
         tracing::info!("exporting traces over OTLP/HTTP");
     }
-    Telemetry { traces }
+    Telemetry { traces, log_writer }
 }
 
-fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
+fn install(default_filter: &str, traces: Option<SdkTracerProvider>, writer: BoxMakeWriter) {
     // Read as every setting is (flag, environment, config file); a malformed value falls back
     // to the default, since nothing can log the error yet.
     let (filter, directives) = crate::config::env_var::<String>("TESSERA_LOG")
@@ -81,7 +94,7 @@ fn install(default_filter: &str, traces: Option<SdkTracerProvider>) {
         .flatten()
         .is_some_and(|format| format.eq_ignore_ascii_case("json"));
     let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(std::io::stderr().is_terminal());
     let logs = if json {
         logs.json().boxed()

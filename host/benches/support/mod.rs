@@ -432,3 +432,43 @@ pub fn micros(duration: Duration) -> String {
 pub fn mebibytes(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
+
+/// GET requests to `url` answered 204 by `connections` clients (each its own keep-alive
+/// connection, with `token` as a bearer token when given) until `window` is over.
+pub async fn answered_no_content(
+    url: &str,
+    token: Option<&str>,
+    connections: usize,
+    window: Duration,
+) -> u64 {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let completed = Arc::new(AtomicU64::new(0));
+    let deadline = std::time::Instant::now() + window;
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let client = reqwest::Client::new();
+            let (url, token, completed) =
+                (url.to_owned(), token.map(str::to_owned), completed.clone());
+            tokio::spawn(async move {
+                while std::time::Instant::now() < deadline {
+                    let mut request = client.get(&url);
+                    if let Some(token) = &token {
+                        request = request.bearer_auth(token);
+                    }
+                    if request
+                        .send()
+                        .await
+                        .is_ok_and(|response| response.status() == 204)
+                    {
+                        completed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.await;
+    }
+    completed.load(Ordering::Relaxed)
+}
