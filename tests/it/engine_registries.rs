@@ -27,6 +27,8 @@ struct OciRegistry {
     port: u16,
     directory: PathBuf,
     certificate: CertificateFile,
+    /// An HTTPS client that trusts the registry's certificate.
+    client: reqwest::Client,
 }
 
 impl OciRegistry {
@@ -71,21 +73,22 @@ impl OciRegistry {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting docker-registry");
-        let registry = Self {
-            child,
-            port,
-            directory,
-            certificate,
-        };
         let client = reqwest::Client::builder()
             .add_root_certificate(
                 reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap(),
             )
             .build()
             .unwrap();
+        let registry = Self {
+            child,
+            port,
+            directory,
+            certificate,
+            client,
+        };
         let probe = format!("https://127.0.0.1:{port}/v2/");
         eventually(30, "the registry to answer", || async {
-            let answer = client.get(&probe).send().await.ok()?;
+            let answer = registry.client.get(&probe).send().await.ok()?;
             [200, 401].contains(&answer.status().as_u16()).then_some(())
         })
         .await;
@@ -260,12 +263,8 @@ async fn components_pushed_by_tessera_and_by_skopeo_reach_both_hosts_of_a_cluste
     );
     let digest = pushed["digest"].as_str().unwrap().to_owned();
     // What a registry client sees: the Wasm OCI artifact layout.
-    let manifest: Value = reqwest::Client::builder()
-        .add_root_certificate(
-            reqwest::Certificate::from_pem(&std::fs::read(registry.ca_file()).unwrap()).unwrap(),
-        )
-        .build()
-        .unwrap()
+    let manifest: Value = registry
+        .client
         .get(format!(
             "https://127.0.0.1:{}/v2/engines/echo/manifests/{digest}",
             registry.port
@@ -504,30 +503,23 @@ async fn a_registry_that_answers_401_is_refused_until_given_credentials() {
         "{}",
         refused.stderr
     );
-    let wrong = run_admin_with(
-        &database,
-        &[
-            &["engine"],
-            &push[..],
-            &["--username", "publisher", "--password-stdin"],
-        ]
-        .concat(),
-        &[],
-        Some("not-the-password\n"),
-    );
+    let push_as_publisher = |password: &str| {
+        run_admin_with(
+            &database,
+            &[
+                &["engine"],
+                &push[..],
+                &["--username", "publisher", "--password-stdin"],
+            ]
+            .concat(),
+            &[],
+            Some(&format!("{password}\n")),
+        )
+    };
+    let wrong = push_as_publisher("not-the-password");
     assert!(!wrong.success);
     assert!(wrong.stderr.contains("401"), "{}", wrong.stderr);
-    let pushed = run_admin_with(
-        &database,
-        &[
-            &["engine"],
-            &push[..],
-            &["--username", "publisher", "--password-stdin"],
-        ]
-        .concat(),
-        &[],
-        Some("Registry-Secret-7\n"),
-    );
+    let pushed = push_as_publisher("Registry-Secret-7");
     assert!(pushed.success, "{}", pushed.stderr);
     // The password is never printed.
     assert!(

@@ -80,16 +80,23 @@ impl ComponentManifest {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
         };
-        anyhow::ensure!(
-            text.len() <= MAX_MANIFEST_BYTES,
-            "{} is {} bytes; a manifest is at most {MAX_MANIFEST_BYTES}",
-            path.display(),
-            text.len()
-        );
         let text =
             String::from_utf8(text).with_context(|| format!("{} is not UTF-8", path.display()))?;
-        let manifest = Self::parse(&text).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Some((manifest, text)))
+        Self::with_text(text)
+            .map(Some)
+            .with_context(|| format!("reading {}", path.display()))
+    }
+
+    /// A manifest from its text (at most [`MAX_MANIFEST_BYTES`]), checked, with the text: what
+    /// a plugins dir's file and a publication both give.
+    pub fn with_text(text: String) -> anyhow::Result<(Self, String)> {
+        anyhow::ensure!(
+            text.len() <= MAX_MANIFEST_BYTES,
+            "the manifest is {} bytes; a manifest is at most {MAX_MANIFEST_BYTES}",
+            text.len()
+        );
+        let manifest = Self::parse(&text)?;
+        Ok((manifest, text))
     }
 
     /// Where the manifest of `component` is.

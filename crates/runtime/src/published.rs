@@ -138,8 +138,7 @@ pub async fn publish(
     // of the same bytes finds).
     let parsed = manifest
         .map(|text| {
-            ComponentManifest::parse(text)
-                .map(|parsed| (parsed, text.to_owned()))
+            ComponentManifest::with_text(text.to_owned())
                 .map_err(|error| PublishError::InvalidManifest(format!("{error:#}")))
         })
         .transpose()?;

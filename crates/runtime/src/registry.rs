@@ -527,7 +527,7 @@ impl EngineRegistry {
     ) -> anyhow::Result<EngineDescriptor> {
         let source = EngineSource::Published { version };
         let manifest = manifest
-            .map(|text| ComponentManifest::parse(&text).map(|parsed| (parsed, text)))
+            .map(ComponentManifest::with_text)
             .transpose()
             .context("its manifest")?;
         let inspected = self.inspect(bytes, sha256, &source, manifest).await?;
